@@ -1,0 +1,46 @@
+# The two commands a new machine needs: `make demo` and `make test`. Everything else is a step of them.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SOURCES := $(shell find src native -type f ! -path '*/__pycache__/*') pyproject.toml CMakeLists.txt
+
+.PHONY: demo test setup system-packages native-test python-test bench clean
+
+demo: setup
+	$(VENV)/bin/dbtier demo
+
+test: setup native-test python-test
+
+setup: $(VENV)/.installed
+
+# fio is what users compare dbtier with; the tests run it through the interposer.
+system-packages:
+	@if ! command -v fio >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing fio (Debian package)"; \
+	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio >/dev/null; \
+	  else \
+	    echo "note: fio is not installed (sudo apt-get install fio); the tests that run it will be skipped"; \
+	  fi; \
+	fi
+
+$(VENV)/.installed: $(SOURCES) | system-packages
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q '.[test]'
+	touch $@
+
+# The interposer and the models under AddressSanitizer and UBSan.
+native-test:
+	cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DDBTIER_SANITIZE=ON -DDBTIER_TESTS=ON >/dev/null
+	cmake --build build/asan
+	ctest --test-dir build/asan --output-on-failure
+
+python-test: setup
+	$(VENV)/bin/pytest -q
+
+bench: setup
+	$(PY) bench/interposer_overhead.py
+	$(PY) bench/lateness.py
+
+clean:
+	rm -rf $(VENV) build

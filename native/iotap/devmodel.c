@@ -1,0 +1,512 @@
+/* Device physics. See devmodel.h. Units inside: nanoseconds and bytes. */
+#include "devmodel.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define P(field) offsetof(struct dbt_params, field)
+
+/* The option table: every device parameter, declared once. Python reads it (dbt_param_table_json)
+ * to validate profiles and to document them. */
+static const struct dbt_param_def hdd_params[] = {
+    {"capacity_gb", "GB", P(capacity_gb), 1000, 1, 100000, "capacity (10^9 bytes); sets the zoned geometry"},
+    {"rpm", "rev/min", P(rpm), 7200, 3600, 20000, "spindle speed; one rotation = 60000/rpm ms"},
+    {"seek_track_ms", "ms", P(seek_track_ms), 0.8, 0.05, 10, "track-to-track (one cylinder) read seek"},
+    {"seek_avg_read_ms", "ms", P(seek_avg_read_ms), 8.5, 0.5, 30, "datasheet average read seek (one-third stroke)"},
+    {"seek_avg_write_ms", "ms", P(seek_avg_write_ms), 9.5, 0.5, 30, "datasheet average write seek; the excess over reads is settling, added to every write seek"},
+    {"seek_full_ms", "ms", P(seek_full_ms), 17, 1, 50, "full-stroke read seek"},
+    {"outer_mb_s", "MB/s", P(outer_mb_s), 125, 1, 2000, "sustained media rate at the outer edge (10^6 B/s)"},
+    {"inner_mb_s", "MB/s", P(inner_mb_s), 65, 1, 2000, "sustained media rate at the inner edge"},
+    {"controller_overhead_ms", "ms", P(controller_overhead_ms), 0.3, 0, 5, "command overhead of a media access"},
+    {"cache_hit_overhead_us", "us", P(cache_hit_overhead_us), 50, 0, 5000, "command overhead of a request served from the drive's buffer"},
+    {"interface_mb_s", "MB/s", P(interface_mb_s), 300, 1, 100000, "host interface rate (SATA 3 Gb/s ~ 300 MB/s)"},
+    {"cache_mib", "MiB", P(cache_mib), 32, 0, 4096, "drive buffer used for read-ahead segments"},
+    {"cache_segments", "count", P(cache_segments), 16, 1, DBT_HDD_MAX_SEGMENTS, "read-ahead segments the buffer is split into"},
+    {"write_cache", "0/1", P(write_cache), 1, 0, 1, "1: writes are acknowledged from the buffer and destaged later; a flush waits for the destage"},
+    {"write_cache_mib", "MiB", P(write_cache_mib), 16, 0, 4096, "buffer space for dirty data awaiting destage"},
+    {"cylinders", "count", P(cylinders), 100000, 100, 10000000, "cylinders over the stroke: seek distances are counted in these"},
+};
+
+static const struct dbt_param_def ssd_params[] = {
+    {"capacity_gb", "GB", P(capacity_gb), 240, 1, 100000, "capacity (10^9 bytes)"},
+    {"channels", "count", P(channels), 8, 1, DBT_MAX_CHANNELS, "flash channels (or dies) working in parallel"},
+    {"read_latency_us", "us", P(read_latency_us), 120, 0, 100000, "flash read time of one page, channel busy meanwhile"},
+    {"write_latency_us", "us", P(write_latency_us), 30, 0, 100000, "write acknowledgement time after the transfer (buffered); programming occupies the channel behind it"},
+    {"channel_read_mb_s", "MB/s", P(channel_read_mb_s), 100, 1, 100000, "per-channel read transfer rate"},
+    {"channel_write_mb_s", "MB/s", P(channel_write_mb_s), 80, 1, 100000, "per-channel write transfer rate"},
+    {"interface_mb_s", "MB/s", P(interface_mb_s), 550, 1, 100000, "host interface cap, shared by all channels"},
+    {"page_kib", "KiB", P(page_kib), 16, 1, 4096, "a request is split into pieces of this size, spread over channels"},
+    {"flush_ms", "ms", P(flush_ms), 1.5, 0, 1000, "cost of a cache flush after the channels drain; 0 = power-loss protected (flush is free)"},
+};
+
+static const struct dbt_param_def ram_params[] = {
+    {"capacity_gb", "GB", P(capacity_gb), 16, 1, 100000, "capacity (10^9 bytes)"},
+    {"latency_us", "us", P(latency_us), 60, 0, 100000, "latency of one request as the host sees it, overlapped between requests"},
+    {"interface_mb_s", "MB/s", P(interface_mb_s), 100, 1, 100000, "host interface cap (one 2 Gb/s Fibre Channel port ~ 100 MB/s)"},
+};
+
+#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* ------------------------------------------------------------------------------------------ */
+/* HDD: Ruemmler & Wilkes style. Geometry: outer radius 1, inner r_in = inner/outer rate, constant
+ * linear density, so capacity outside radius r is proportional to 1 - r^2. */
+
+static double frac(double x) { return x - floor(x); }
+
+static double hdd_radius(const struct dbt_derived *d, uint64_t addr) {
+    double f = fmod((double)addr, d->cap_bytes) / d->cap_bytes;
+    return sqrt(1.0 - f * (1.0 - d->r_in * d->r_in));
+}
+
+double dbt_hdd_cyl_of(const struct dbt_derived *d, uint64_t addr) {
+    return (1.0 - hdd_radius(d, addr)) / (1.0 - d->r_in) * d->cyl;
+}
+
+double dbt_hdd_media_bpns(const struct dbt_derived *d, uint64_t addr) {
+    return d->outer_bytes_per_ns * hdd_radius(d, addr);
+}
+
+double dbt_hdd_seek_ns(const struct dbt_derived *d, double dist, int is_write) {
+    if (dist < 1.0) return 0.0; /* same cylinder: a head switch, charged in the overhead */
+    if (is_write)
+        return dist <= d->knee ? d->seek_a_w + d->seek_b_w * sqrt(dist) : d->seek_c_w + d->seek_e_w * dist;
+    return dist <= d->knee ? d->seek_a_r + d->seek_b_r * sqrt(dist) : d->seek_c_r + d->seek_e_r * dist;
+}
+
+/* Angular position of a byte address within its track, in turns. */
+static double hdd_angle(const struct dbt_derived *d, uint64_t addr) {
+    double track_bytes = dbt_hdd_media_bpns(d, addr) * d->rot_ns;
+    return frac((double)addr / track_bytes);
+}
+
+/* Positions the head from cylinder `from` starting at t and transfers [addr, addr+len) at the
+ * media rate. Returns when the last byte is off the media. */
+static uint64_t hdd_media(const struct dbt_derived *d, double from, uint64_t t, uint64_t addr, uint32_t len,
+                          int is_write) {
+    double seek = dbt_hdd_seek_ns(d, fabs(dbt_hdd_cyl_of(d, addr) - from), is_write);
+    double ta = (double)t + d->ctrl_overhead_ns + seek;
+    double rot = frac(hdd_angle(d, addr) - frac(ta / d->rot_ns)) * d->rot_ns;
+    double xfer = (double)len / dbt_hdd_media_bpns(d, addr);
+    return (uint64_t)(ta + rot + xfer);
+}
+
+static void hdd_init(struct dbt_model_state *st, const struct dbt_params *p) {
+    struct dbt_derived *d = &st->d;
+    d->cap_bytes = p->capacity_gb * 1e9;
+    d->cyl = p->cylinders;
+    d->r_in = p->inner_mb_s / p->outer_mb_s;
+    if (d->r_in > 1.0) d->r_in = 1.0;
+    d->outer_bytes_per_ns = p->outer_mb_s * 1e6 / 1e9;
+    d->bytes_per_ns_iface = p->interface_mb_s * 1e6 / 1e9;
+    d->rot_ns = 60e9 / p->rpm;
+    d->ctrl_overhead_ns = p->controller_overhead_ms * 1e6;
+    d->hit_overhead_ns = p->cache_hit_overhead_us * 1e3;
+    /* Seek curve through (1, track), (D/3, average) with a + b sqrt(d); linear on to (D, full). */
+    double D = d->cyl, knee = D / 3.0;
+    double t1 = p->seek_track_ms * 1e6, tavg = p->seek_avg_read_ms * 1e6, tfull = p->seek_full_ms * 1e6;
+    if (tfull < tavg) tfull = tavg;
+    if (tavg < t1) tavg = t1;
+    d->knee = knee;
+    d->seek_b_r = (tavg - t1) / (sqrt(knee) - 1.0);
+    d->seek_a_r = t1 - d->seek_b_r;
+    d->seek_e_r = (tfull - tavg) / (D - knee);
+    d->seek_c_r = tavg - d->seek_e_r * knee;
+    double settle = (p->seek_avg_write_ms - p->seek_avg_read_ms) * 1e6;
+    if (settle < 0) settle = 0;
+    d->seek_a_w = d->seek_a_r + settle;
+    d->seek_b_w = d->seek_b_r;
+    d->seek_c_w = d->seek_c_r + settle;
+    d->seek_e_w = d->seek_e_r;
+    d->nseg = (int)p->cache_segments;
+    if (d->nseg < 1) d->nseg = 1;
+    if (d->nseg > DBT_HDD_MAX_SEGMENTS) d->nseg = DBT_HDD_MAX_SEGMENTS;
+    d->seg_bytes = p->cache_mib * 1048576.0 / d->nseg;
+    d->wc_bytes = p->write_cache > 0.5 ? p->write_cache_mib * 1048576.0 : 0.0;
+    struct dbt_hdd_state *h = &st->u.hdd;
+    memset(h, 0, sizeof *h);
+    h->active = -1;
+}
+
+/* End of the data the active segment holds at time t (read-ahead runs at the media rate). */
+static uint64_t hdd_fill_end(const struct dbt_hdd_state *h, uint64_t t) {
+    const struct dbt_hdd_seg *s = &h->seg[h->active];
+    if (t <= h->fill_t) return s->end;
+    double e = (double)s->end + (double)(t - h->fill_t) * h->fill_bpns;
+    return e >= (double)h->fill_limit ? h->fill_limit : (uint64_t)e;
+}
+
+/* Stops the read-ahead at t: the head leaves for another request. */
+static void hdd_stop_readahead(const struct dbt_derived *d, struct dbt_hdd_state *h, uint64_t t) {
+    if (h->active < 0) return;
+    struct dbt_hdd_seg *s = &h->seg[h->active];
+    uint64_t end = hdd_fill_end(h, t);
+    s->end = end;
+    h->head_cyl = dbt_hdd_cyl_of(d, end);
+    h->head_t = t > h->fill_t ? t : h->fill_t;
+    h->active = -1;
+}
+
+/* Where the actuator is when a media access starts at t: after the latest of read or destage. */
+static double hdd_head_at(const struct dbt_derived *d, const struct dbt_hdd_state *h) {
+    if (h->wb_until > h->head_t && h->wb_last_end) return dbt_hdd_cyl_of(d, h->wb_last_end);
+    return h->head_cyl;
+}
+
+static void wb_pop(struct dbt_hdd_state *h, uint64_t *dirty) {
+    *dirty -= h->wb_len[h->wb_head];
+    h->wb_head = (h->wb_head + 1) % DBT_HDD_WB_RING;
+    h->wb_count--;
+}
+
+static uint64_t wb_dirty(const struct dbt_hdd_state *h) {
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < h->wb_count; i++) sum += h->wb_len[(h->wb_head + i) % DBT_HDD_WB_RING];
+    return sum;
+}
+
+/* A read that needs the actuator pushes pending destage work back by the time it holds it. */
+static void wb_defer(struct dbt_hdd_state *h, uint64_t from, uint64_t by) {
+    if (h->wb_until <= from || by == 0) return;
+    for (uint32_t i = 0; i < h->wb_count; i++) {
+        uint32_t k = (h->wb_head + i) % DBT_HDD_WB_RING;
+        if (h->wb_done[k] > from) h->wb_done[k] += by;
+    }
+    h->wb_until += by;
+}
+
+static int hdd_seg_victim(const struct dbt_derived *d, const struct dbt_hdd_state *h) {
+    int best = 0;
+    for (int i = 0; i < d->nseg; i++) {
+        if (h->seg[i].end == 0) return i;
+        if (h->seg[i].last_use < h->seg[best].last_use) best = i;
+    }
+    return best;
+}
+
+static void hdd_read(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
+    const struct dbt_derived *d = &st->d;
+    struct dbt_hdd_state *h = &st->u.hdd;
+    uint64_t start = rq->arrival_ns > h->busy_until ? rq->arrival_ns : h->busy_until;
+    uint64_t end = rq->addr + rq->len;
+    double xfer_iface = (double)rq->len / d->bytes_per_ns_iface;
+    out->start_ns = start;
+    out->flags = 0;
+
+    /* Served from the buffer: a read-ahead segment, or dirty data not yet destaged. */
+    for (int i = 0; i < d->nseg; i++) {
+        struct dbt_hdd_seg *s = &h->seg[i];
+        uint64_t s_end = (i == h->active) ? hdd_fill_end(h, start) : s->end;
+        if (s->end > s->start && rq->addr >= s->start && end <= s_end) {
+            s->last_use = ++h->use_clock;
+            out->complete_ns = start + (uint64_t)(d->hit_overhead_ns + xfer_iface);
+            out->flags = DBT_RES_CACHE_HIT;
+            h->busy_until = out->complete_ns;
+            return;
+        }
+    }
+    if (h->wb_count && rq->addr >= h->wb_last_start && end <= h->wb_last_end) {
+        out->complete_ns = start + (uint64_t)(d->hit_overhead_ns + xfer_iface);
+        out->flags = DBT_RES_CACHE_HIT;
+        h->busy_until = out->complete_ns;
+        return;
+    }
+    /* The head is already streaming towards it: wait for the read-ahead to get there. */
+    if (h->active >= 0) {
+        struct dbt_hdd_seg *s = &h->seg[h->active];
+        uint64_t cur = hdd_fill_end(h, start);
+        if (rq->addr >= s->start && rq->addr <= cur && cur < h->fill_limit) {
+            if (end + (uint64_t)d->seg_bytes > h->fill_limit) h->fill_limit = end + (uint64_t)d->seg_bytes;
+            uint64_t ready = h->fill_t + (uint64_t)((double)(end - s->end) / h->fill_bpns);
+            uint64_t quick = start + (uint64_t)(d->hit_overhead_ns + xfer_iface);
+            out->complete_ns = ready > quick ? ready : quick;
+            out->flags = DBT_RES_STREAM;
+            /* Keep the segment to its size: it holds the most recent part of the stream. */
+            s->end = end;
+            h->fill_t = ready;
+            if (s->end - s->start > (uint64_t)d->seg_bytes) s->start = s->end - (uint64_t)d->seg_bytes;
+            s->last_use = ++h->use_clock;
+            h->busy_until = out->complete_ns;
+            return;
+        }
+    }
+    /* Media access. */
+    hdd_stop_readahead(d, h, start);
+    uint64_t done = hdd_media(d, hdd_head_at(d, h), start, rq->addr, rq->len, 0);
+    wb_defer(h, start, done - start);
+    int v = hdd_seg_victim(d, h);
+    h->seg[v].start = rq->addr;
+    h->seg[v].end = end;
+    h->seg[v].last_use = ++h->use_clock;
+    h->active = v;
+    h->fill_t = done;
+    h->fill_bpns = dbt_hdd_media_bpns(d, end);
+    h->fill_limit = end + (uint64_t)d->seg_bytes;
+    h->head_cyl = dbt_hdd_cyl_of(d, end);
+    h->head_t = done;
+    out->complete_ns = done;
+    h->busy_until = done;
+}
+
+static void hdd_write(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
+    const struct dbt_derived *d = &st->d;
+    struct dbt_hdd_state *h = &st->u.hdd;
+    uint64_t start = rq->arrival_ns > h->busy_until ? rq->arrival_ns : h->busy_until;
+    uint64_t end = rq->addr + rq->len;
+    out->start_ns = start;
+    out->flags = 0;
+    if (d->wc_bytes <= 0) { /* write-through: the command ends when the data is on the media */
+        hdd_stop_readahead(d, h, start);
+        uint64_t done = hdd_media(d, hdd_head_at(d, h), start, rq->addr, rq->len, 1);
+        h->head_cyl = dbt_hdd_cyl_of(d, end);
+        h->head_t = done;
+        out->complete_ns = h->busy_until = done;
+        return;
+    }
+    uint64_t dirty = 0;
+    /* Destaged extents leave the buffer. */
+    while (h->wb_count && h->wb_done[h->wb_head] <= start) {
+        h->wb_head = (h->wb_head + 1) % DBT_HDD_WB_RING;
+        h->wb_count--;
+    }
+    dirty = wb_dirty(h);
+    double xfer_iface = (double)rq->len / d->bytes_per_ns_iface;
+    /* A rewrite of data still waiting in the buffer replaces it there. */
+    if (h->wb_count && rq->addr >= h->wb_last_start && end <= h->wb_last_end) {
+        out->complete_ns = h->busy_until = start + (uint64_t)(d->hit_overhead_ns + xfer_iface);
+        out->flags = DBT_RES_CACHE_HIT;
+        return;
+    }
+    /* No room: the command waits until enough has been destaged. */
+    while (h->wb_count && ((double)(dirty + rq->len) > d->wc_bytes || h->wb_count == DBT_HDD_WB_RING)) {
+        if (h->wb_done[h->wb_head] > start) start = h->wb_done[h->wb_head];
+        wb_pop(h, &dirty);
+    }
+    out->start_ns = start;
+    uint64_t acked = start + (uint64_t)(d->hit_overhead_ns + xfer_iface);
+    /* Schedule the destage behind what is queued. */
+    uint64_t ds = h->wb_until > acked ? h->wb_until : acked;
+    uint64_t done;
+    if (h->wb_count && rq->addr == h->wb_last_end && ds == h->wb_until) {
+        done = ds + (uint64_t)((double)rq->len / dbt_hdd_media_bpns(d, rq->addr)); /* streams on */
+        out->flags = DBT_RES_STREAM;
+    } else {
+        double from = (h->wb_last_end && h->wb_until > h->head_t) ? dbt_hdd_cyl_of(d, h->wb_last_end) : h->head_cyl;
+        done = hdd_media(d, from, ds, rq->addr, rq->len, 1);
+        h->wb_last_start = rq->addr;
+    }
+    uint32_t k = (h->wb_head + h->wb_count) % DBT_HDD_WB_RING;
+    h->wb_done[k] = done;
+    h->wb_len[k] = rq->len;
+    h->wb_count++;
+    h->wb_until = done;
+    h->wb_last_end = end;
+    out->complete_ns = h->busy_until = acked;
+}
+
+static void hdd_flush(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
+    const struct dbt_derived *d = &st->d;
+    struct dbt_hdd_state *h = &st->u.hdd;
+    uint64_t start = rq->arrival_ns > h->busy_until ? rq->arrival_ns : h->busy_until;
+    uint64_t done = start + (uint64_t)d->hit_overhead_ns;
+    if (h->wb_count && h->wb_until > done) done = h->wb_until;
+    h->wb_count = 0;
+    out->start_ns = start;
+    out->flags = 0;
+    out->complete_ns = h->busy_until = done;
+}
+
+static void hdd_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
+    switch (rq->op) {
+    case DBT_OP_READ: hdd_read(st, rq, out); break;
+    case DBT_OP_WRITE: hdd_write(st, rq, out); break;
+    default: hdd_flush(st, rq, out); break;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Flash: channels that each serve one piece at a time, behind one shared host interface. */
+
+static void flash_init(struct dbt_model_state *st, const struct dbt_params *p) {
+    struct dbt_derived *d = &st->d;
+    d->nchan = (int)p->channels;
+    if (d->nchan < 1) d->nchan = 1;
+    if (d->nchan > DBT_MAX_CHANNELS) d->nchan = DBT_MAX_CHANNELS;
+    d->rd_lat_ns = p->read_latency_us * 1e3;
+    d->wr_lat_ns = p->write_latency_us * 1e3;
+    d->ch_rd_bpns = p->channel_read_mb_s * 1e6 / 1e9;
+    d->ch_wr_bpns = p->channel_write_mb_s * 1e6 / 1e9;
+    d->bytes_per_ns_iface = p->interface_mb_s * 1e6 / 1e9;
+    d->page_bytes = p->page_kib * 1024.0;
+    d->flush_ns = p->flush_ms * 1e6;
+    memset(&st->u.flash, 0, sizeof st->u.flash);
+}
+
+static int flash_free_channel(const struct dbt_derived *d, const struct dbt_flash_state *f) {
+    int best = 0;
+    for (int i = 1; i < d->nchan; i++)
+        if (f->chan_busy[i] < f->chan_busy[best]) best = i;
+    return best;
+}
+
+/* Spreads [len] over channels from time t; returns when the last piece is done. */
+static uint64_t flash_pieces(const struct dbt_derived *d, struct dbt_flash_state *f, uint64_t t, uint32_t len,
+                             double lat, double bpns, uint64_t *first_start) {
+    uint64_t done = t;
+    uint32_t left = len ? len : 1;
+    uint32_t page = d->page_bytes >= 1 ? (uint32_t)d->page_bytes : 1;
+    *first_start = UINT64_MAX;
+    while (left) {
+        uint32_t piece = left < page ? left : page;
+        int ch = flash_free_channel(d, f);
+        uint64_t s = t > f->chan_busy[ch] ? t : f->chan_busy[ch];
+        uint64_t e = s + (uint64_t)(lat + (double)piece / bpns);
+        f->chan_busy[ch] = e;
+        if (s < *first_start) *first_start = s;
+        if (e > done) done = e;
+        left -= piece;
+    }
+    return done;
+}
+
+static void ssd_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
+    const struct dbt_derived *d = &st->d;
+    struct dbt_flash_state *f = &st->u.flash;
+    double xfer = (double)rq->len / d->bytes_per_ns_iface;
+    uint64_t first;
+    out->flags = 0;
+    if (rq->op == DBT_OP_READ) {
+        uint64_t media = flash_pieces(d, f, rq->arrival_ns, rq->len, d->rd_lat_ns, d->ch_rd_bpns, &first);
+        uint64_t xs = media > f->iface_busy ? media : f->iface_busy;
+        out->start_ns = first;
+        out->complete_ns = f->iface_busy = xs + (uint64_t)xfer;
+    } else if (rq->op == DBT_OP_WRITE) {
+        /* Acknowledged from the drive's buffer once transferred; programming the pieces keeps the
+         * channels busy behind it, and a write waits only when the channels are backed up. */
+        uint64_t xs = rq->arrival_ns > f->iface_busy ? rq->arrival_ns : f->iface_busy;
+        uint64_t xe = f->iface_busy = xs + (uint64_t)xfer;
+        flash_pieces(d, f, xe, rq->len, 0.0, d->ch_wr_bpns, &first);
+        uint64_t ack = xe + (uint64_t)d->wr_lat_ns;
+        out->start_ns = xs;
+        out->complete_ns = first > ack ? first : ack;
+    } else {
+        uint64_t s = rq->arrival_ns > f->iface_busy ? rq->arrival_ns : f->iface_busy;
+        if (d->flush_ns > 0) {
+            for (int i = 0; i < d->nchan; i++)
+                if (f->chan_busy[i] > s) s = f->chan_busy[i];
+        }
+        out->start_ns = s;
+        out->complete_ns = s + (uint64_t)d->flush_ns;
+    }
+}
+
+static void ram_init(struct dbt_model_state *st, const struct dbt_params *p) {
+    struct dbt_derived *d = &st->d;
+    d->lat_ns = p->latency_us * 1e3;
+    d->bytes_per_ns_iface = p->interface_mb_s * 1e6 / 1e9;
+    memset(&st->u.flash, 0, sizeof st->u.flash);
+}
+
+/* RAM: a fixed latency, overlapped between requests, and the interface serialising transfers. */
+static void ram_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
+    const struct dbt_derived *d = &st->d;
+    struct dbt_flash_state *f = &st->u.flash;
+    uint64_t xfer = (uint64_t)((double)rq->len / d->bytes_per_ns_iface);
+    out->flags = 0;
+    if (rq->op == DBT_OP_READ) {
+        uint64_t ready = rq->arrival_ns + (uint64_t)d->lat_ns;
+        uint64_t xs = ready > f->iface_busy ? ready : f->iface_busy;
+        out->start_ns = rq->arrival_ns;
+        out->complete_ns = f->iface_busy = xs + xfer;
+    } else if (rq->op == DBT_OP_WRITE) {
+        uint64_t xs = rq->arrival_ns > f->iface_busy ? rq->arrival_ns : f->iface_busy;
+        f->iface_busy = xs + xfer;
+        out->start_ns = xs;
+        out->complete_ns = xs + xfer + (uint64_t)d->lat_ns;
+    } else {
+        out->start_ns = rq->arrival_ns;
+        out->complete_ns = rq->arrival_ns > f->iface_busy ? rq->arrival_ns : f->iface_busy;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* real: no injection. The interposer measures the real device instead. */
+
+static void real_init(struct dbt_model_state *st, const struct dbt_params *p) {
+    (void)st;
+    (void)p;
+}
+
+static void real_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
+    (void)st;
+    out->start_ns = out->complete_ns = rq->arrival_ns;
+    out->flags = 0;
+}
+
+static const struct dbt_device_ops ops_table[DBT_KIND_COUNT] = {
+    [DBT_KIND_REAL] = {"real", DBT_OPS_VERSION, DBT_KIND_REAL, NULL, 0,
+                       "a real directory: no injected latency, counters only", real_init, real_submit},
+    [DBT_KIND_HDD] = {"hdd", DBT_OPS_VERSION, DBT_KIND_HDD, hdd_params, NELEM(hdd_params),
+                      "spinning disk: seek curve, rotation, zoned media rate, read-ahead and write-back buffer, one FIFO queue",
+                      hdd_init, hdd_submit},
+    [DBT_KIND_SSD] = {"ssd", DBT_OPS_VERSION, DBT_KIND_SSD, ssd_params, NELEM(ssd_params),
+                      "flash (SATA SSD, PCIe flash, NVMe): parallel channels, read/write latency, channel and interface bandwidth, flush cost",
+                      flash_init, ssd_submit},
+    [DBT_KIND_RAM] = {"ram", DBT_OPS_VERSION, DBT_KIND_RAM, ram_params, NELEM(ram_params),
+                      "RAM SAN: small latency, interface bandwidth cap", ram_init, ram_submit},
+};
+
+const struct dbt_device_ops *dbt_ops_by_kind(int kind) {
+    if (kind < 0 || kind >= DBT_KIND_COUNT) return NULL;
+    return &ops_table[kind];
+}
+
+const struct dbt_device_ops *dbt_ops_by_name(const char *name) {
+    for (int k = 0; k < DBT_KIND_COUNT; k++)
+        if (strcmp(ops_table[k].name, name) == 0) return &ops_table[k];
+    return NULL;
+}
+
+void dbt_params_defaults(struct dbt_params *p, int kind) {
+    memset(p, 0, sizeof *p);
+    const struct dbt_device_ops *o = dbt_ops_by_kind(kind);
+    for (int i = 0; o && i < o->nparams; i++) *(double *)((char *)p + o->params[i].offset) = o->params[i].def;
+}
+
+int dbt_params_set(struct dbt_params *p, int kind, const char *name, const char *value, char *err, size_t errlen) {
+    const struct dbt_device_ops *o = dbt_ops_by_kind(kind);
+    for (int i = 0; o && i < o->nparams; i++) {
+        const struct dbt_param_def *def = &o->params[i];
+        if (strcmp(def->name, name) != 0) continue;
+        char *endp;
+        double v = strtod(value, &endp);
+        if (endp == value || *endp != '\0' || !isfinite(v)) {
+            snprintf(err, errlen, "%s: '%s' is not a number", name, value);
+            return -1;
+        }
+        if (v < def->min || v > def->max) {
+            snprintf(err, errlen, "%s = %g is outside %g..%g %s", name, v, def->min, def->max, def->unit);
+            return -1;
+        }
+        *(double *)((char *)p + def->offset) = v;
+        return 0;
+    }
+    snprintf(err, errlen, "%s devices have no parameter '%s'", o ? o->name : "?", name);
+    return -1;
+}
+
+void dbt_model_init(struct dbt_model_state *st, int kind, const struct dbt_params *p) {
+    memset(st, 0, sizeof *st);
+    st->kind = kind;
+    struct dbt_params defaults;
+    if (!p) {
+        dbt_params_defaults(&defaults, kind);
+        p = &defaults;
+    }
+    ops_table[kind].init(st, p);
+}
+
+void dbt_model_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
+    ops_table[st->kind].submit(st, rq, out);
+}

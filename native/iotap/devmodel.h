@@ -1,0 +1,140 @@
+/* Device physics: the one place that turns a request stream into service times.
+ *
+ * Used live by the interposer (state in shared memory, under the device lock) and offline by the
+ * simulator (state on the heap). Nothing here reads a clock or does I/O: time is an input, so a
+ * given request stream always yields the same completions. */
+#ifndef DBT_DEVMODEL_H
+#define DBT_DEVMODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DBT_OPS_VERSION 1
+
+enum dbt_kind { DBT_KIND_REAL = 0, DBT_KIND_HDD = 1, DBT_KIND_SSD = 2, DBT_KIND_RAM = 3, DBT_KIND_COUNT };
+
+enum dbt_op { DBT_OP_NONE = 0, DBT_OP_READ = 1, DBT_OP_WRITE = 2, DBT_OP_FLUSH = 3 };
+
+/* Result flags. */
+#define DBT_RES_CACHE_HIT 0x1u   /* served from the drive's own cache, no media access */
+#define DBT_RES_STREAM 0x2u      /* continued the previous transfer, no positioning */
+
+/* Parameters, in the units their names say. One struct for every kind: each kind reads its own
+ * fields; the option table below says which. */
+struct dbt_params {
+    double capacity_gb;
+    /* hdd */
+    double rpm, seek_track_ms, seek_avg_read_ms, seek_avg_write_ms, seek_full_ms;
+    double outer_mb_s, inner_mb_s, controller_overhead_ms, cache_hit_overhead_us, interface_mb_s;
+    double cache_mib, cache_segments, write_cache, write_cache_mib, cylinders;
+    /* ssd (interface_mb_s shared) */
+    double channels, read_latency_us, write_latency_us, channel_read_mb_s, channel_write_mb_s;
+    double page_kib, flush_ms;
+    /* ram */
+    double latency_us;
+};
+
+/* One row of the option table: the single declaration of a device parameter. */
+struct dbt_param_def {
+    const char *name;
+    const char *unit;
+    size_t offset; /* into struct dbt_params */
+    double def, min, max;
+    const char *help;
+};
+
+#define DBT_MAX_CHANNELS 64
+#define DBT_HDD_MAX_SEGMENTS 32
+#define DBT_HDD_WB_RING 512
+
+struct dbt_hdd_seg {
+    uint64_t start, end; /* bytes [start, end) held, as of fill_t for the active segment */
+    uint64_t last_use;
+};
+
+/* Derived constants, computed once from the parameters. */
+struct dbt_derived {
+    double bytes_per_ns_iface, hit_overhead_ns, ctrl_overhead_ns, rot_ns;
+    double seek_a_r, seek_b_r, seek_c_r, seek_e_r; /* read curve: a + b sqrt(d) to knee, c + e d after */
+    double seek_a_w, seek_b_w, seek_c_w, seek_e_w;
+    double knee, cyl, cap_bytes, r_in; /* r_in: inner radius as a fraction of outer */
+    double outer_bytes_per_ns, seg_bytes, wc_bytes;
+    int nseg, nchan;
+    double rd_lat_ns, wr_lat_ns, ch_rd_bpns, ch_wr_bpns, page_bytes, flush_ns, lat_ns;
+};
+
+struct dbt_hdd_state {
+    uint64_t busy_until;
+    double head_cyl;         /* where the last read left the head */
+    uint64_t head_t;         /* when it got there */
+    struct dbt_hdd_seg seg[DBT_HDD_MAX_SEGMENTS];
+    int active;              /* segment the head is reading ahead into, or -1 */
+    uint64_t fill_t;         /* time at which seg[active].end was on the buffer */
+    uint64_t fill_limit;     /* read-ahead stops here */
+    double fill_bpns;
+    uint64_t use_clock;
+    /* write-back: destage times and sizes of dirty extents, in destage order */
+    uint64_t wb_until;       /* all dirty data destaged by then */
+    uint64_t wb_last_end;    /* byte after the last extent queued for destage */
+    uint64_t wb_last_start;
+    uint32_t wb_head, wb_count;
+    uint64_t wb_done[DBT_HDD_WB_RING];
+    uint32_t wb_len[DBT_HDD_WB_RING];
+};
+
+struct dbt_flash_state {
+    uint64_t chan_busy[DBT_MAX_CHANNELS];
+    uint64_t iface_busy;
+};
+
+struct dbt_model_state {
+    int kind;
+    struct dbt_derived d;
+    union {
+        struct dbt_hdd_state hdd;
+        struct dbt_flash_state flash;
+    } u;
+};
+
+struct dbt_request {
+    uint64_t arrival_ns; /* when the host issued it */
+    uint64_t addr;       /* byte address on the device (HDD geometry); ignored by flash */
+    uint32_t len;
+    uint8_t op;
+};
+
+struct dbt_result {
+    uint64_t start_ns;    /* service began (queueing ends) */
+    uint64_t complete_ns; /* modelled completion */
+    uint32_t flags;
+};
+
+/* A device kind, fio-engine style: a versioned table of hooks and its option table. */
+struct dbt_device_ops {
+    const char *name;
+    int version;
+    int kind;
+    const struct dbt_param_def *params;
+    int nparams;
+    const char *help;
+    void (*init)(struct dbt_model_state *st, const struct dbt_params *p);
+    void (*submit)(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out);
+};
+
+const struct dbt_device_ops *dbt_ops_by_kind(int kind);
+const struct dbt_device_ops *dbt_ops_by_name(const char *name);
+
+/* Fills the kind's fields with their declared defaults (shared names differ by kind). */
+void dbt_params_defaults(struct dbt_params *p, int kind);
+/* Sets one parameter by name from text; returns 0, or -1 with a message in err. */
+int dbt_params_set(struct dbt_params *p, int kind, const char *name, const char *value, char *err, size_t errlen);
+
+void dbt_model_init(struct dbt_model_state *st, int kind, const struct dbt_params *p);
+void dbt_model_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out);
+
+/* Exposed for tests: HDD seek time in ns for a distance in cylinders. */
+double dbt_hdd_seek_ns(const struct dbt_derived *d, double dist_cyl, int is_write);
+double dbt_hdd_media_bpns(const struct dbt_derived *d, uint64_t addr);
+double dbt_hdd_cyl_of(const struct dbt_derived *d, uint64_t addr);
+
+#endif

@@ -1,0 +1,534 @@
+/* iotap: the LD_PRELOAD interposer.
+ *
+ * For each intercepted call on a file under an emulated device: do the real call, ask the device
+ * model when the request would have completed, wait until then, count it and trace it. Calls on
+ * other files, and every call made while iotap itself is working (recursion guard), go straight to
+ * libc. Return values and errno are those of the real call, always. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "state.h"
+#include "trace.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- real symbols ------------------------------------------------------------------------- */
+
+#define CALL(ret, name, params) static ret(*real_##name) params;
+#include "calls.def"
+#undef CALL
+
+static __thread int tl_guard __attribute__((tls_model("initial-exec")));
+static __thread int tl_resolving __attribute__((tls_model("initial-exec")));
+
+static void resolve(void **slot, const char *name) {
+    if (tl_resolving) return; /* dlsym re-entered us: the caller fails with ENOSYS, once */
+    tl_resolving = 1;
+    void *p = dlsym(RTLD_NEXT, name);
+    if (p) __atomic_store_n(slot, p, __ATOMIC_RELEASE);
+    tl_resolving = 0;
+}
+
+#define ENSURE(name, fail)                                                                         \
+    do {                                                                                           \
+        if (UNLIKELY(!real_##name)) {                                                              \
+            resolve((void **)&real_##name, #name);                                                 \
+            if (!real_##name) {                                                                    \
+                errno = ENOSYS;                                                                    \
+                return fail;                                                                       \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+/* ---- run state ---------------------------------------------------------------------------- */
+
+static struct dbt_state *g_state;
+static _Atomic uint64_t *g_fdtab; /* per fd: 0 = not yet resolved, else FD_RESOLVED | ... */
+static int g_fdtab_n;
+static uint32_t g_pid;
+static uint64_t g_spin_ns = 10000;
+
+#define FD_RESOLVED (1ull << 63)
+#define FD_NONE (1ull << 62) /* resolved: not under any device */
+#define FD_DEV(e) ((int)(((e) >> 32) & 0xff))
+#define FD_FILE(e) ((int64_t)((e)&0xffffffffu) - 1)
+#define FD_FLAGS(e) ((uint8_t)(((e) >> 40) & 0xff))
+
+static inline uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void fd_forget(int fd) {
+    if (g_fdtab && fd >= 0 && fd < g_fdtab_n) atomic_store_explicit(&g_fdtab[fd], 0, memory_order_relaxed);
+}
+
+/* What device, file and open flags an fd has; resolved from /proc/self/fd at its first I/O. */
+static uint64_t fd_resolve(int fd) {
+    char link[64], path[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    uint64_t e = FD_RESOLVED | FD_NONE;
+    if (n > 0 && path[0] == '/') {
+        path[n] = '\0';
+        int dev = dbt_state_device_for_path(g_state, path);
+        struct stat st;
+        if (dev >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+            int64_t file = dbt_state_file_index(g_state, dev, (uint64_t)st.st_dev, (uint64_t)st.st_ino, path,
+                                                (uint64_t)st.st_size);
+            int fl = fcntl(fd, F_GETFL);
+            uint64_t flags = 0;
+            if (fl >= 0 && (fl & O_DIRECT)) flags |= DBT_TF_DIRECT;
+            if (fl >= 0 && (fl & O_DSYNC)) flags |= DBT_TF_DSYNC; /* O_SYNC includes O_DSYNC */
+            e = FD_RESOLVED | (flags << 40) | ((uint64_t)dev << 32) | (uint64_t)(file + 1);
+        }
+    }
+    atomic_store_explicit(&g_fdtab[fd], e, memory_order_relaxed);
+    return e;
+}
+
+/* Is this fd's I/O ours to emulate? Fills *e on yes. */
+static inline int tracked(int fd, uint64_t *e) {
+    if (!g_state || tl_guard || fd < 0 || fd >= g_fdtab_n) return 0;
+    uint64_t v = atomic_load_explicit(&g_fdtab[fd], memory_order_relaxed);
+    if (UNLIKELY(!v)) {
+        tl_guard++;
+        v = fd_resolve(fd);
+        tl_guard--;
+    }
+    if (v & FD_NONE) return 0;
+    *e = v;
+    return 1;
+}
+
+/* Sleeps to an absolute time: coarse with the timer (slack set to 1 ns), the last stretch spinning. */
+static void wait_until(uint64_t target) {
+    uint64_t now = now_ns();
+    if (now >= target) return;
+    if (target - now > g_spin_ns) {
+        uint64_t wake = target - g_spin_ns;
+        struct timespec ts = {(time_t)(wake / 1000000000ull), (long)(wake % 1000000000ull)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+        }
+    }
+    while (now_ns() < target) __builtin_ia32_pause();
+}
+
+static void count_latency(struct dbt_counters *c, int op, uint64_t len, uint64_t lat, uint64_t queued) {
+    if (op == DBT_OP_READ) {
+        atomic_fetch_add_explicit(&c->reads, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->read_bytes, len, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->read_ns, lat, memory_order_relaxed);
+    } else if (op == DBT_OP_WRITE) {
+        atomic_fetch_add_explicit(&c->writes, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->write_bytes, len, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->write_ns, lat, memory_order_relaxed);
+    } else {
+        atomic_fetch_add_explicit(&c->flushes, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->flush_ns, lat, memory_order_relaxed);
+    }
+    atomic_fetch_add_explicit(&c->queue_ns, queued, memory_order_relaxed);
+}
+
+/* Runs one request through the model under the device lock; keeps iostat's busy time. */
+static void model_request(struct dbt_device_slot *d, int op, uint64_t addr, uint64_t len, uint64_t arrival,
+                          uint64_t host_end, struct dbt_result *res) {
+    struct dbt_request rq = {arrival, addr, (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len), (uint8_t)op};
+    dbt_dev_lock(d);
+    if (d->kind == DBT_KIND_REAL) {
+        res->start_ns = arrival;
+        res->complete_ns = host_end;
+        res->flags = 0;
+    } else {
+        dbt_model_submit(&d->model, &rq, res);
+    }
+    uint64_t from = arrival > d->busy_mark ? arrival : d->busy_mark;
+    if (res->complete_ns > from) d->busy_ns += res->complete_ns - from;
+    if (res->complete_ns > d->busy_mark) d->busy_mark = res->complete_ns;
+    if (!d->first_ns || arrival < d->first_ns) d->first_ns = arrival;
+    if (res->complete_ns > d->last_ns) d->last_ns = res->complete_ns;
+    dbt_dev_unlock(d);
+}
+
+/* The heart of it: called after the real call moved `len` bytes (or flushed), with the guard set. */
+static void account(uint64_t e, int op, uint64_t off, uint64_t len, uint64_t t0) {
+    uint64_t host_end = now_ns();
+    int devno = FD_DEV(e);
+    int64_t file = FD_FILE(e);
+    uint8_t flags = FD_FLAGS(e);
+    struct dbt_device_slot *d = &g_state->dev[devno];
+    uint64_t addr = (d->kind == DBT_KIND_HDD && op != DBT_OP_FLUSH) ? dbt_state_addr(g_state, devno, file, off) : off;
+    struct dbt_result res;
+    model_request(d, op, addr, len, t0, host_end, &res);
+    uint64_t complete = res.complete_ns;
+    count_latency(&d->c, op, len, complete - t0, res.start_ns - t0);
+    if (op == DBT_OP_WRITE && (flags & DBT_TF_DSYNC)) { /* O_DSYNC: the write carries a flush */
+        struct dbt_result fl;
+        model_request(d, DBT_OP_FLUSH, 0, 0, complete, complete, &fl);
+        count_latency(&d->c, DBT_OP_FLUSH, 0, fl.complete_ns - complete, fl.start_ns - complete);
+        complete = fl.complete_ns;
+    }
+    if (res.flags & DBT_RES_CACHE_HIT) atomic_fetch_add_explicit(&d->c.cache_hits, 1, memory_order_relaxed);
+    if (res.flags & DBT_RES_STREAM) atomic_fetch_add_explicit(&d->c.streams, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->c.host_ns, host_end - t0, memory_order_relaxed);
+    if (d->kind != DBT_KIND_REAL) {
+        if (host_end > complete) atomic_fetch_add_explicit(&d->c.overruns, 1, memory_order_relaxed);
+        wait_until(complete);
+    }
+    uint64_t end = now_ns();
+    uint64_t late = end > complete ? end - complete : 0;
+    atomic_fetch_add_explicit(&d->c.late[dbt_lat_bucket(late)], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->c.late_sum_ns, late, memory_order_relaxed);
+    uint64_t prev = atomic_load_explicit(&d->c.late_max_ns, memory_order_relaxed);
+    while (late > prev && !atomic_compare_exchange_weak(&d->c.late_max_ns, &prev, late)) {
+    }
+    struct dbt_trace_rec *r = dbt_trace_reserve();
+    if (r) {
+        r->submit_ns = t0;
+        r->start_ns = res.start_ns;
+        r->complete_ns = complete;
+        r->end_ns = end;
+        r->offset = off;
+        r->len = (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len);
+        r->file = (int32_t)file;
+        r->pid = g_pid;
+        r->host_ns = (uint32_t)((host_end - t0) > UINT32_MAX ? UINT32_MAX : host_end - t0);
+        r->tid = (uint32_t)syscall(SYS_gettid);
+        r->dev = (uint8_t)devno;
+        r->flags = (uint8_t)(flags | ((res.flags & DBT_RES_CACHE_HIT) ? DBT_TF_CACHE_HIT : 0) |
+                             ((res.flags & DBT_RES_STREAM) ? DBT_TF_STREAM : 0));
+        dbt_trace_commit(r, (uint8_t)op);
+    }
+}
+
+/* Calls that move no data are counted and traced, not delayed. */
+static void account_other(uint64_t e, int top, uint64_t off, uint64_t len, uint64_t t0) {
+    struct dbt_device_slot *d = &g_state->dev[FD_DEV(e)];
+    atomic_fetch_add_explicit(&d->c.other_ops, 1, memory_order_relaxed);
+    struct dbt_trace_rec *r = dbt_trace_reserve();
+    if (r) {
+        uint64_t end = now_ns();
+        r->submit_ns = r->start_ns = t0;
+        r->complete_ns = r->end_ns = end;
+        r->offset = off;
+        r->len = (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len);
+        r->file = (int32_t)FD_FILE(e);
+        r->pid = g_pid;
+        r->host_ns = (uint32_t)(end - t0);
+        r->tid = (uint32_t)syscall(SYS_gettid);
+        r->dev = (uint8_t)FD_DEV(e);
+        r->flags = FD_FLAGS(e);
+        dbt_trace_commit(r, (uint8_t)top);
+    }
+}
+
+static uint64_t current_pos_minus(int fd, ssize_t moved) {
+    off_t pos = lseek(fd, 0, SEEK_CUR);
+    return pos >= moved ? (uint64_t)(pos - moved) : 0;
+}
+
+/* ---- wrappers: opening -------------------------------------------------------------------- */
+
+static int has_mode(int flags) { return (flags & O_CREAT) || (flags & __O_TMPFILE) == __O_TMPFILE; }
+
+#define AFTER_OPEN(r)                                                                              \
+    do {                                                                                           \
+        if ((r) >= 0) fd_forget(r);                                                                \
+    } while (0)
+
+#define WRAP_OPEN_VA(name)                                                                         \
+    EXPORT int name(const char *path, int flags, ...) {                                            \
+        ENSURE(name, -1);                                                                          \
+        mode_t mode = 0;                                                                           \
+        if (has_mode(flags)) {                                                                     \
+            va_list ap;                                                                            \
+            va_start(ap, flags);                                                                   \
+            mode = (mode_t)va_arg(ap, int);                                                        \
+            va_end(ap);                                                                            \
+        }                                                                                          \
+        int r = real_##name(path, flags, mode);                                                    \
+        int saved = errno;                                                                         \
+        AFTER_OPEN(r);                                                                             \
+        errno = saved;                                                                             \
+        return r;                                                                                  \
+    }
+WRAP_OPEN_VA(open)
+WRAP_OPEN_VA(open64)
+
+#define WRAP_OPENAT_VA(name)                                                                       \
+    EXPORT int name(int dirfd, const char *path, int flags, ...) {                                 \
+        ENSURE(name, -1);                                                                          \
+        mode_t mode = 0;                                                                           \
+        if (has_mode(flags)) {                                                                     \
+            va_list ap;                                                                            \
+            va_start(ap, flags);                                                                   \
+            mode = (mode_t)va_arg(ap, int);                                                        \
+            va_end(ap);                                                                            \
+        }                                                                                          \
+        int r = real_##name(dirfd, path, flags, mode);                                             \
+        int saved = errno;                                                                         \
+        AFTER_OPEN(r);                                                                             \
+        errno = saved;                                                                             \
+        return r;                                                                                  \
+    }
+WRAP_OPENAT_VA(openat)
+WRAP_OPENAT_VA(openat64)
+
+#define WRAP_FD_RESULT(name, params, args, ...)                                                    \
+    EXPORT int name params {                                                                       \
+        ENSURE(name, -1);                                                                          \
+        int r = real_##name args;                                                                  \
+        int saved = errno;                                                                         \
+        __VA_ARGS__;                                                                               \
+        errno = saved;                                                                             \
+        return r;                                                                                  \
+    }
+WRAP_FD_RESULT(__open_2, (const char *path, int flags), (path, flags), AFTER_OPEN(r))
+WRAP_FD_RESULT(__open64_2, (const char *path, int flags), (path, flags), AFTER_OPEN(r))
+WRAP_FD_RESULT(__openat_2, (int dirfd, const char *path, int flags), (dirfd, path, flags), AFTER_OPEN(r))
+WRAP_FD_RESULT(__openat64_2, (int dirfd, const char *path, int flags), (dirfd, path, flags), AFTER_OPEN(r))
+WRAP_FD_RESULT(creat, (const char *path, mode_t mode), (path, mode), AFTER_OPEN(r))
+WRAP_FD_RESULT(creat64, (const char *path, mode_t mode), (path, mode), AFTER_OPEN(r))
+
+/* ---- wrappers: fd lifetime ---------------------------------------------------------------- */
+
+WRAP_FD_RESULT(close, (int fd), (fd), if (r == 0 || errno != EBADF) fd_forget(fd))
+WRAP_FD_RESULT(dup, (int fd), (fd), AFTER_OPEN(r))
+WRAP_FD_RESULT(dup2, (int fd, int fd2), (fd, fd2), AFTER_OPEN(r))
+WRAP_FD_RESULT(dup3, (int fd, int fd2, int flags), (fd, fd2, flags), AFTER_OPEN(r))
+
+EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
+    ENSURE(close_range, -1);
+    int r = real_close_range(first, last, flags);
+    int saved = errno;
+    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && g_fdtab)
+        for (unsigned int fd = first; fd <= last && fd < (unsigned int)g_fdtab_n; fd++) fd_forget((int)fd);
+    errno = saved;
+    return r;
+}
+
+/* stdio and dirent close their fds inside libc, where we cannot see it. */
+EXPORT int fclose(FILE *fp) {
+    ENSURE(fclose, EOF);
+    FILE *volatile check = fp;
+    int fd = check ? fileno(fp) : -1;
+    int r = real_fclose(fp);
+    int saved = errno;
+    fd_forget(fd);
+    errno = saved;
+    return r;
+}
+
+EXPORT int closedir(DIR *dir) {
+    ENSURE(closedir, -1);
+    DIR *volatile check = dir; /* declared nonnull, yet glibc answers NULL with EINVAL: keep that */
+    int fd = check ? dirfd(dir) : -1;
+    int r = real_closedir(dir);
+    int saved = errno;
+    fd_forget(fd);
+    errno = saved;
+    return r;
+}
+
+/* ---- wrappers: data transfer -------------------------------------------------------------- */
+
+/* Positional: the offset is an argument (-1 in the v2 calls means "at the file position"). */
+#define WRAP_XFER_AT(name, params, args, op, offexpr)                                              \
+    EXPORT ssize_t name params {                                                                   \
+        ENSURE(name, -1);                                                                          \
+        uint64_t e;                                                                                \
+        if (LIKELY(!tracked(fd, &e))) return real_##name args;                                     \
+        tl_guard++;                                                                                \
+        uint64_t t0 = now_ns();                                                                    \
+        ssize_t r = real_##name args;                                                              \
+        int saved = errno;                                                                         \
+        if (r > 0) account(e, op, (offexpr) == -1 ? current_pos_minus(fd, r) : (uint64_t)(offexpr), (uint64_t)r, t0); \
+        tl_guard--;                                                                                \
+        errno = saved;                                                                             \
+        return r;                                                                                  \
+    }
+
+/* Streaming: the offset is where the file position was; read it back after the call. */
+#define WRAP_XFER_POS(name, params, args, op) WRAP_XFER_AT(name, params, args, op, (off_t)-1)
+
+WRAP_XFER_POS(read, (int fd, void *buf, size_t n), (fd, buf, n), DBT_OP_READ)
+WRAP_XFER_POS(__read_chk, (int fd, void *buf, size_t n, size_t buflen), (fd, buf, n, buflen), DBT_OP_READ)
+WRAP_XFER_POS(readv, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), DBT_OP_READ)
+WRAP_XFER_AT(pread, (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off), DBT_OP_READ, off)
+WRAP_XFER_AT(pread64, (int fd, void *buf, size_t n, off64_t off), (fd, buf, n, off), DBT_OP_READ, off)
+WRAP_XFER_AT(__pread_chk, (int fd, void *buf, size_t n, off_t off, size_t buflen), (fd, buf, n, off, buflen),
+             DBT_OP_READ, off)
+WRAP_XFER_AT(__pread64_chk, (int fd, void *buf, size_t n, off64_t off, size_t buflen), (fd, buf, n, off, buflen),
+             DBT_OP_READ, off)
+WRAP_XFER_AT(preadv, (int fd, const struct iovec *iov, int cnt, off_t off), (fd, iov, cnt, off), DBT_OP_READ, off)
+WRAP_XFER_AT(preadv64, (int fd, const struct iovec *iov, int cnt, off64_t off), (fd, iov, cnt, off), DBT_OP_READ,
+             off)
+WRAP_XFER_AT(preadv2, (int fd, const struct iovec *iov, int cnt, off_t off, int flags), (fd, iov, cnt, off, flags),
+             DBT_OP_READ, off)
+WRAP_XFER_AT(preadv64v2, (int fd, const struct iovec *iov, int cnt, off64_t off, int flags),
+             (fd, iov, cnt, off, flags), DBT_OP_READ, off)
+WRAP_XFER_POS(write, (int fd, const void *buf, size_t n), (fd, buf, n), DBT_OP_WRITE)
+WRAP_XFER_POS(writev, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), DBT_OP_WRITE)
+WRAP_XFER_AT(pwrite, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off), DBT_OP_WRITE, off)
+WRAP_XFER_AT(pwrite64, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off), DBT_OP_WRITE, off)
+WRAP_XFER_AT(pwritev, (int fd, const struct iovec *iov, int cnt, off_t off), (fd, iov, cnt, off), DBT_OP_WRITE, off)
+WRAP_XFER_AT(pwritev64, (int fd, const struct iovec *iov, int cnt, off64_t off), (fd, iov, cnt, off), DBT_OP_WRITE,
+             off)
+WRAP_XFER_AT(pwritev2, (int fd, const struct iovec *iov, int cnt, off_t off, int flags), (fd, iov, cnt, off, flags),
+             DBT_OP_WRITE, off)
+WRAP_XFER_AT(pwritev64v2, (int fd, const struct iovec *iov, int cnt, off64_t off, int flags),
+             (fd, iov, cnt, off, flags), DBT_OP_WRITE, off)
+
+EXPORT ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t *off_out, size_t n,
+                               unsigned int flags) {
+    ENSURE(copy_file_range, -1);
+    uint64_t ein = 0, eout = 0;
+    int tin = tracked(fd_in, &ein), tout = tracked(fd_out, &eout);
+    if (LIKELY(!tin && !tout)) return real_copy_file_range(fd_in, off_in, fd_out, off_out, n, flags);
+    tl_guard++;
+    off64_t in0 = off_in ? *off_in : lseek(fd_in, 0, SEEK_CUR);
+    off64_t out0 = off_out ? *off_out : lseek(fd_out, 0, SEEK_CUR);
+    uint64_t t0 = now_ns();
+    ssize_t r = real_copy_file_range(fd_in, off_in, fd_out, off_out, n, flags);
+    int saved = errno;
+    if (r > 0 && tin) account(ein, DBT_OP_READ, in0 > 0 ? (uint64_t)in0 : 0, (uint64_t)r, t0);
+    if (r > 0 && tout) account(eout, DBT_OP_WRITE, out0 > 0 ? (uint64_t)out0 : 0, (uint64_t)r, now_ns());
+    tl_guard--;
+    errno = saved;
+    return r;
+}
+
+/* ---- wrappers: durability ----------------------------------------------------------------- */
+
+#define WRAP_FLUSH(name)                                                                           \
+    EXPORT int name(int fd) {                                                                      \
+        ENSURE(name, -1);                                                                          \
+        uint64_t e;                                                                                \
+        if (LIKELY(!tracked(fd, &e))) return real_##name(fd);                                      \
+        tl_guard++;                                                                                \
+        uint64_t t0 = now_ns();                                                                    \
+        int r = real_##name(fd);                                                                   \
+        int saved = errno;                                                                         \
+        if (r == 0) account(e, DBT_OP_FLUSH, 0, 0, t0);                                            \
+        tl_guard--;                                                                                \
+        errno = saved;                                                                             \
+        return r;                                                                                  \
+    }
+WRAP_FLUSH(fsync)
+WRAP_FLUSH(fdatasync)
+WRAP_FLUSH(syncfs)
+
+/* ---- wrappers: counted, no transfer ------------------------------------------------------- */
+
+/* ok: the success test on r; posix_* return an error number instead of setting errno. */
+#define WRAP_OTHER(name, ret, params, args, top, offexpr, lenexpr, ok)                             \
+    EXPORT ret name params {                                                                       \
+        ENSURE(name, (ret)-1);                                                                     \
+        uint64_t e;                                                                                \
+        if (LIKELY(!tracked(fd, &e))) return real_##name args;                                     \
+        tl_guard++;                                                                                \
+        uint64_t t0 = now_ns();                                                                    \
+        ret r = real_##name args;                                                                  \
+        int saved = errno;                                                                         \
+        if (ok) account_other(e, top, (uint64_t)(offexpr), (uint64_t)(lenexpr), t0);               \
+        tl_guard--;                                                                                \
+        errno = saved;                                                                             \
+        return r;                                                                                  \
+    }
+WRAP_OTHER(sync_file_range, int, (int fd, off64_t off, off64_t n, unsigned int flags), (fd, off, n, flags),
+           DBT_TOP_SYNC_RANGE, off, n, r == 0)
+WRAP_OTHER(fallocate, int, (int fd, int mode, off_t off, off_t len), (fd, mode, off, len), DBT_TOP_ALLOCATE, off, len,
+           r == 0)
+WRAP_OTHER(fallocate64, int, (int fd, int mode, off64_t off, off64_t len), (fd, mode, off, len), DBT_TOP_ALLOCATE,
+           off, len, r == 0)
+WRAP_OTHER(posix_fallocate, int, (int fd, off_t off, off_t len), (fd, off, len), DBT_TOP_ALLOCATE, off, len, r == 0)
+WRAP_OTHER(posix_fallocate64, int, (int fd, off64_t off, off64_t len), (fd, off, len), DBT_TOP_ALLOCATE, off, len,
+           r == 0)
+WRAP_OTHER(posix_fadvise, int, (int fd, off_t off, off_t len, int advice), (fd, off, len, advice), DBT_TOP_ADVISE,
+           off, len, r == 0)
+WRAP_OTHER(posix_fadvise64, int, (int fd, off64_t off, off64_t len, int advice), (fd, off, len, advice),
+           DBT_TOP_ADVISE, off, len, r == 0)
+WRAP_OTHER(ftruncate, int, (int fd, off_t len), (fd, len), DBT_TOP_TRUNCATE, len, 0, r == 0)
+WRAP_OTHER(ftruncate64, int, (int fd, off64_t len), (fd, len), DBT_TOP_TRUNCATE, len, 0, r == 0)
+
+/* By path: the file is found from the path (relative to the cwd), before the call changes it. */
+#define WRAP_TRUNCATE_PATH(name, offt)                                                             \
+    EXPORT int name(const char *path, offt len) {                                                  \
+        ENSURE(name, -1);                                                                          \
+        const char *volatile check = path;                                                         \
+        if (LIKELY(!g_state || tl_guard || !check)) return real_##name(path, len);                 \
+        tl_guard++;                                                                                \
+        char resolved[PATH_MAX];                                                                   \
+        int dev = realpath(path, resolved) ? dbt_state_device_for_path(g_state, resolved) : -1;    \
+        uint64_t t0 = now_ns();                                                                    \
+        int r = real_##name(path, len);                                                            \
+        int saved = errno;                                                                         \
+        if (r == 0 && dev >= 0)                                                                    \
+            account_other(FD_RESOLVED | ((uint64_t)dev << 32), DBT_TOP_TRUNCATE, (uint64_t)len, 0, t0); \
+        tl_guard--;                                                                                \
+        errno = saved;                                                                             \
+        return r;                                                                                  \
+    }
+WRAP_TRUNCATE_PATH(truncate, off_t)
+WRAP_TRUNCATE_PATH(truncate64, off64_t)
+
+/* ---- process life ------------------------------------------------------------------------- */
+
+static void after_fork_child(void) {
+    g_pid = (uint32_t)getpid();
+    if (g_state) dbt_trace_after_fork(atomic_fetch_add(&g_state->attached, 1));
+}
+
+__attribute__((constructor(101))) static void iotap_init(void) {
+    tl_guard++;
+#define CALL(ret, name, params) resolve((void **)&real_##name, #name);
+#include "calls.def"
+#undef CALL
+    g_pid = (uint32_t)getpid();
+    const char *path = getenv("DBTIER_IOTAP");
+    if (path && *path) {
+        char err[512];
+        struct dbt_state *s = dbt_state_attach(path, err, sizeof err);
+        struct rlimit rl;
+        int n = 65536;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)n)
+            n = rl.rlim_cur < 1024 ? 1024 : (int)rl.rlim_cur;
+        void *tab = s ? mmap(NULL, (size_t)n * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                      : MAP_FAILED;
+        if (s && tab != MAP_FAILED) {
+            g_fdtab = tab;
+            g_fdtab_n = n;
+            const char *spin = getenv("DBTIER_IOTAP_SPIN_NS");
+            if (spin && *spin) g_spin_ns = strtoull(spin, NULL, 10);
+            prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* inherited by threads and children */
+            dbt_trace_configure(getenv("DBTIER_IOTAP_TRACE"), atomic_fetch_add(&s->attached, 1));
+            pthread_atfork(NULL, NULL, after_fork_child);
+            g_state = s;
+        } else {
+            fprintf(stderr, "dbtier-iotap: %s; I/O passes through unemulated\n", s ? "out of memory" : err);
+        }
+    }
+    tl_guard--;
+}

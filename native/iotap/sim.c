@@ -1,0 +1,123 @@
+/* The offline face of the device models, for Python (ctypes): the option table, a model on the
+ * heap to submit requests to, QD1 patterns, and the state file's creation and dump. The same
+ * devmodel.c serves the interposer; nothing here has physics of its own. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devmodel.h"
+#include "state.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT int dbt_abi_version(void) { return DBT_OPS_VERSION * 1000 + DBT_STATE_VERSION; }
+
+/* {"hdd": {"help": ..., "params": [{"name","unit","default","min","max","help"}...]}, ...} */
+EXPORT char *dbt_param_table_json(void) {
+    size_t cap = 32768, len = 0;
+    char *b = malloc(cap);
+    if (!b) return NULL;
+    len += (size_t)snprintf(b + len, cap - len, "{");
+    for (int k = 0; k < DBT_KIND_COUNT; k++) {
+        const struct dbt_device_ops *o = dbt_ops_by_kind(k);
+        len += (size_t)snprintf(b + len, cap - len, "%s\"%s\":{\"help\":\"%s\",\"params\":[", k ? "," : "", o->name,
+                                o->help);
+        for (int i = 0; i < o->nparams; i++) {
+            const struct dbt_param_def *p = &o->params[i];
+            len += (size_t)snprintf(b + len, cap - len,
+                                    "%s{\"name\":\"%s\",\"unit\":\"%s\",\"default\":%.17g,\"min\":%.17g,"
+                                    "\"max\":%.17g,\"help\":\"%s\"}",
+                                    i ? "," : "", p->name, p->unit, p->def, p->min, p->max, p->help);
+        }
+        len += (size_t)snprintf(b + len, cap - len, "]}");
+    }
+    snprintf(b + len, cap - len, "}");
+    return b;
+}
+
+EXPORT void dbt_free(void *p) { free(p); }
+
+/* params: "key=value key=value". Returns NULL with a message in err. */
+EXPORT struct dbt_model_state *dbt_sim_new(const char *kind, const char *params, char *err, size_t errlen) {
+    const struct dbt_device_ops *ops = dbt_ops_by_name(kind);
+    if (!ops) {
+        snprintf(err, errlen, "unknown device kind '%s'", kind);
+        return NULL;
+    }
+    struct dbt_params p;
+    dbt_params_defaults(&p, ops->kind);
+    char *copy = strdup(params ? params : "");
+    char *save = NULL;
+    for (char *kv = strtok_r(copy, " ", &save); kv; kv = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq) {
+            snprintf(err, errlen, "'%s' is not key=value", kv);
+            free(copy);
+            return NULL;
+        }
+        *eq = '\0';
+        if (dbt_params_set(&p, ops->kind, kv, eq + 1, err, errlen) != 0) {
+            free(copy);
+            return NULL;
+        }
+    }
+    free(copy);
+    struct dbt_model_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    dbt_model_init(st, ops->kind, &p);
+    return st;
+}
+
+EXPORT void dbt_sim_free(struct dbt_model_state *st) { free(st); }
+
+EXPORT uint64_t dbt_sim_submit(struct dbt_model_state *st, uint64_t arrival, int op, uint64_t addr, uint32_t len,
+                               uint64_t *start, uint32_t *flags) {
+    struct dbt_request rq = {arrival, addr, len, (uint8_t)op};
+    struct dbt_result res;
+    dbt_model_submit(st, &rq, &res);
+    if (start) *start = res.start_ns;
+    if (flags) *flags = res.flags;
+    return res.complete_ns;
+}
+
+/* The offsets of a QD1 pattern: n blocks of `block` bytes within `span`, random (uniform, aligned,
+ * splitmix64 from seed) or sequential from 0. One generator for the simulator and the live tests. */
+EXPORT void dbt_pattern_offsets(uint64_t seed, int random, uint64_t span, uint32_t block, uint64_t n, uint64_t *out) {
+    uint64_t blocks = span / block, x = seed;
+    for (uint64_t i = 0; i < n; i++) {
+        if (random) {
+            x += 0x9e3779b97f4a7c15ull;
+            uint64_t z = x;
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+            z ^= z >> 31;
+            out[i] = (z % blocks) * block;
+        } else {
+            out[i] = (i % blocks) * block;
+        }
+    }
+}
+
+/* Runs offsets through the model at queue depth 1 with `gap_ns` between a completion and the next
+ * arrival, from time t0. Writes each request's latency (completion - arrival) to lat. */
+EXPORT void dbt_sim_qd1(struct dbt_model_state *st, int op, const uint64_t *offsets, uint64_t n, uint32_t block,
+                        uint64_t base_addr, uint64_t t0, uint64_t gap_ns, uint64_t *lat) {
+    uint64_t t = t0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t done = dbt_sim_submit(st, t, op, base_addr + offsets[i], block, NULL, NULL);
+        lat[i] = done - t;
+        t = done + gap_ns;
+    }
+}
+
+EXPORT int dbt_create_state(const char *map_path, const char *state_path, char *err, size_t errlen) {
+    return dbt_state_create(map_path, state_path, err, errlen);
+}
+
+EXPORT char *dbt_dump_state(const char *state_path, char *err, size_t errlen) {
+    return dbt_state_json(state_path, err, errlen);
+}

@@ -1,0 +1,429 @@
+/* Shared state of one emulation run. See state.h. */
+#define _GNU_SOURCE
+#include "state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t mix64(uint64_t x) { /* splitmix64 finaliser */
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* Each device owns an equal slice of the file and chunk tables, so inserts need only its lock. */
+static uint32_t files_per_dev(const struct dbt_state *s) { return DBT_FILE_CAP / (s->ndev ? s->ndev : 1); }
+static uint32_t chunks_per_dev(const struct dbt_state *s) { return DBT_CHUNK_CAP / (s->ndev ? s->ndev : 1); }
+
+static int parse_line(char *line, struct dbt_device_slot *d, char *err, size_t errlen, int lineno) {
+    char *fields[4] = {0};
+    int n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(line, "\t", &save); tok && n < 4; tok = strtok_r(NULL, "\t", &save))
+        fields[n++] = tok;
+    if (n < 3) {
+        snprintf(err, errlen, "device map line %d: expected NAME<TAB>KIND<TAB>DIR", lineno);
+        return -1;
+    }
+    if (strlen(fields[0]) >= DBT_NAME_MAX || strlen(fields[2]) >= DBT_DIR_MAX) {
+        snprintf(err, errlen, "device map line %d: name or directory too long", lineno);
+        return -1;
+    }
+    const struct dbt_device_ops *ops = dbt_ops_by_name(fields[1]);
+    if (!ops) {
+        snprintf(err, errlen, "device map line %d: unknown device kind '%s'", lineno, fields[1]);
+        return -1;
+    }
+    if (fields[2][0] != '/') {
+        snprintf(err, errlen, "device map line %d: directory '%s' is not absolute", lineno, fields[2]);
+        return -1;
+    }
+    strcpy(d->name, fields[0]);
+    strcpy(d->dir, fields[2]);
+    d->dirlen = (uint32_t)strlen(d->dir);
+    while (d->dirlen > 1 && d->dir[d->dirlen - 1] == '/') d->dir[--d->dirlen] = '\0';
+    d->kind = ops->kind;
+    dbt_params_defaults(&d->params, ops->kind);
+    if (n == 4) {
+        char *psave = NULL;
+        for (char *kv = strtok_r(fields[3], " ", &psave); kv; kv = strtok_r(NULL, " ", &psave)) {
+            char *eq = strchr(kv, '=');
+            if (!eq) {
+                snprintf(err, errlen, "device map line %d: '%s' is not key=value", lineno, kv);
+                return -1;
+            }
+            *eq = '\0';
+            char perr[256];
+            if (dbt_params_set(&d->params, ops->kind, kv, eq + 1, perr, sizeof perr) != 0) {
+                snprintf(err, errlen, "device map line %d: %s", lineno, perr);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+int dbt_state_create(const char *map_path, const char *state_path, char *err, size_t errlen) {
+    FILE *f = fopen(map_path, "r");
+    if (!f) {
+        snprintf(err, errlen, "cannot read device map %s: %s", map_path, strerror(errno));
+        return -1;
+    }
+    struct dbt_state *hdr = calloc(1, sizeof *hdr);
+    if (!hdr) {
+        fclose(f);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    char line[8192];
+    int lineno = 0, rc = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0] == '\0' || line[0] == '#') continue;
+        if (hdr->ndev == DBT_MAX_DEVICES) {
+            snprintf(err, errlen, "device map: more than %d devices", DBT_MAX_DEVICES);
+            rc = -1;
+            break;
+        }
+        if (parse_line(line, &hdr->dev[hdr->ndev], err, errlen, lineno) != 0) {
+            rc = -1;
+            break;
+        }
+        hdr->ndev++;
+    }
+    fclose(f);
+    if (rc) {
+        free(hdr);
+        return -1;
+    }
+    hdr->magic = DBT_STATE_MAGIC;
+    hdr->version = DBT_STATE_VERSION;
+    hdr->epoch_ns = mono_ns();
+    hdr->off_files = (sizeof *hdr + 4095) & ~4095ull;
+    hdr->off_chunks = hdr->off_files + ((sizeof(struct dbt_file_entry) * DBT_FILE_CAP + 4095) & ~4095ull);
+    hdr->off_arena = hdr->off_chunks + ((sizeof(struct dbt_chunk_entry) * DBT_CHUNK_CAP + 4095) & ~4095ull);
+    hdr->size = hdr->off_arena + DBT_ARENA_BYTES;
+    atomic_store(&hdr->arena_used, 1); /* offset 0 means "no path" */
+    uint64_t size = hdr->size;
+
+    /* Written under a temporary name and renamed: an attaching process never sees half a state. */
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", state_path, (int)getpid());
+    int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+        free(hdr);
+        return -1;
+    }
+    (void)fchmod(fd, 0666); /* servers may run as another user than the launcher */
+    struct dbt_state *s = MAP_FAILED;
+    if (ftruncate(fd, (off_t)size) == 0) s = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int saved = errno;
+    close(fd);
+    if (s == MAP_FAILED) {
+        snprintf(err, errlen, "cannot size or map %s: %s", tmp, strerror(saved));
+        unlink(tmp);
+        free(hdr);
+        return -1;
+    }
+    memcpy(s, hdr, sizeof *hdr);
+    free(hdr);
+    for (uint32_t i = 0; i < s->ndev; i++) {
+        struct dbt_device_slot *d = &s->dev[i];
+        pthread_mutexattr_t a;
+        pthread_mutexattr_init(&a);
+        pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+        pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+        pthread_mutex_init(&d->lock, &a);
+        pthread_mutexattr_destroy(&a);
+        dbt_model_init(&d->model, d->kind, &d->params);
+    }
+    msync(s, size, MS_SYNC);
+    munmap(s, size);
+    if (rename(tmp, state_path) != 0) {
+        snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, state_path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+struct dbt_state *dbt_state_attach(const char *path, char *err, size_t errlen) {
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open state %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(struct dbt_state)) {
+        snprintf(err, errlen, "state %s is too small to be a dbtier state", path);
+        close(fd);
+        return NULL;
+    }
+    struct dbt_state *s = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (s == MAP_FAILED) {
+        snprintf(err, errlen, "cannot map state %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (s->magic != DBT_STATE_MAGIC || s->version != DBT_STATE_VERSION || s->size != (uint64_t)st.st_size) {
+        snprintf(err, errlen, "%s is not a dbtier state of version %d", path, DBT_STATE_VERSION);
+        munmap(s, (size_t)st.st_size);
+        return NULL;
+    }
+    return s;
+}
+
+int dbt_state_device_for_path(const struct dbt_state *s, const char *path) {
+    int best = -1;
+    uint32_t best_len = 0;
+    for (uint32_t i = 0; i < s->ndev; i++) {
+        const struct dbt_device_slot *d = &s->dev[i];
+        if (d->dirlen < best_len && best >= 0) continue;
+        if (strncmp(path, d->dir, d->dirlen) != 0) continue;
+        char next = path[d->dirlen];
+        if (next != '\0' && next != '/' && !(d->dirlen == 1 && d->dir[0] == '/')) continue;
+        if (best < 0 || d->dirlen > best_len) {
+            best = (int)i;
+            best_len = d->dirlen;
+        }
+    }
+    return best;
+}
+
+void dbt_dev_lock(struct dbt_device_slot *d) {
+    int r = pthread_mutex_lock(&d->lock);
+    if (r == EOWNERDEAD) pthread_mutex_consistent(&d->lock); /* holder died mid-update: go on */
+}
+
+void dbt_dev_unlock(struct dbt_device_slot *d) { pthread_mutex_unlock(&d->lock); }
+
+static int64_t file_probe(struct dbt_state *s, int dev, uint64_t key, int64_t *empty) {
+    uint32_t per = files_per_dev(s), base = (uint32_t)dev * per;
+    struct dbt_file_entry *t = dbt_files(s);
+    *empty = -1;
+    for (uint32_t i = 0; i < per; i++) {
+        uint32_t slot = base + (uint32_t)((key + i) % per);
+        uint64_t k = atomic_load_explicit(&t[slot].key, memory_order_acquire);
+        if (k == key) return slot;
+        if (k == 0) {
+            *empty = slot;
+            return -1;
+        }
+    }
+    return -1;
+}
+
+static int64_t chunk_probe(struct dbt_state *s, int dev, uint64_t key, int64_t *empty) {
+    uint32_t per = chunks_per_dev(s), base = (uint32_t)dev * per;
+    struct dbt_chunk_entry *t = dbt_chunks(s);
+    uint64_t h = mix64(key);
+    *empty = -1;
+    for (uint32_t i = 0; i < per; i++) {
+        uint32_t slot = base + (uint32_t)((h + i) % per);
+        uint64_t k = atomic_load_explicit(&t[slot].key, memory_order_acquire);
+        if (k == key) return slot;
+        if (k == 0) {
+            *empty = slot;
+            return -1;
+        }
+    }
+    return -1;
+}
+
+/* Caller holds the device lock. */
+static uint64_t chunk_insert_locked(struct dbt_state *s, int dev, uint64_t key) {
+    int64_t empty, found = chunk_probe(s, dev, key, &empty);
+    struct dbt_chunk_entry *t = dbt_chunks(s);
+    if (found >= 0) return t[found].addr;
+    struct dbt_device_slot *d = &s->dev[dev];
+    uint64_t addr = d->alloc_cursor;
+    d->alloc_cursor += DBT_CHUNK_BYTES;
+    if (empty >= 0) {
+        t[empty].addr = addr;
+        atomic_store_explicit(&t[empty].key, key, memory_order_release);
+    }
+    return addr;
+}
+
+int64_t dbt_state_file_index(struct dbt_state *s, int dev, uint64_t st_dev, uint64_t st_ino, const char *path,
+                             uint64_t size) {
+    uint64_t key = mix64(st_ino ^ mix64(st_dev)) | 1;
+    int64_t empty, found = file_probe(s, dev, key, &empty);
+    if (found >= 0) return found;
+    struct dbt_device_slot *d = &s->dev[dev];
+    dbt_dev_lock(d);
+    found = file_probe(s, dev, key, &empty);
+    if (found < 0 && empty >= 0) {
+        struct dbt_file_entry *e = &dbt_files(s)[empty];
+        e->st_dev = st_dev;
+        e->st_ino = st_ino;
+        e->device = (uint32_t)dev;
+        size_t n = strlen(path) + 1;
+        uint64_t off = atomic_fetch_add(&s->arena_used, n);
+        if (off + n <= DBT_ARENA_BYTES) {
+            memcpy(dbt_arena(s) + off, path, n);
+            e->path_off = (uint32_t)off;
+        }
+        /* Existing data gets contiguous space, as if written once onto a fresh file system. */
+        uint64_t nchunks = (size + DBT_CHUNK_BYTES - 1) / DBT_CHUNK_BYTES;
+        for (uint64_t c = 0; c < nchunks; c++)
+            chunk_insert_locked(s, dev, ((uint64_t)(empty + 1) << 32) | c);
+        atomic_store_explicit(&e->key, key, memory_order_release);
+        atomic_fetch_add(&s->nfiles, 1);
+        found = empty;
+    }
+    dbt_dev_unlock(d);
+    return found; /* -1 only when the table is full: the file is then counted but not traced by name */
+}
+
+uint64_t dbt_state_addr(struct dbt_state *s, int dev, int64_t file, uint64_t off) {
+    uint64_t chunk = off / DBT_CHUNK_BYTES, within = off % DBT_CHUNK_BYTES;
+    if (file < 0) return mix64(chunk) % (1ull << 40) / DBT_CHUNK_BYTES * DBT_CHUNK_BYTES + within;
+    uint64_t key = ((uint64_t)(file + 1) << 32) | (chunk & 0xffffffffu);
+    int64_t empty, found = chunk_probe(s, dev, key, &empty);
+    if (found >= 0) return dbt_chunks(s)[found].addr + within;
+    struct dbt_device_slot *d = &s->dev[dev];
+    dbt_dev_lock(d);
+    uint64_t addr = chunk_insert_locked(s, dev, key);
+    dbt_dev_unlock(d);
+    return addr + within;
+}
+
+/* Latency histogram: exact below 16 ns, then 8 buckets per power of two (~9% wide). */
+int dbt_lat_bucket(uint64_t ns) {
+    if (ns < 16) return (int)ns;
+    int e = 63 - __builtin_clzll(ns);
+    int b = 16 + (e - 4) * 8 + (int)((ns >> (e - 3)) & 7);
+    return b < DBT_LAT_BUCKETS ? b : DBT_LAT_BUCKETS - 1;
+}
+
+uint64_t dbt_lat_bucket_floor(int b) {
+    if (b < 16) return (uint64_t)b;
+    int e = (b - 16) / 8 + 4, sub = (b - 16) % 8;
+    return (uint64_t)(8 + sub) << (e - 3);
+}
+
+/* ---- JSON dump ---------------------------------------------------------------------------- */
+
+struct sbuf {
+    char *p;
+    size_t len, cap;
+    int oom;
+};
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...) {
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = 1;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t ncap = (b->cap + (size_t)n + 1) * 2;
+        char *np = realloc(b->p, ncap);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = ncap;
+    }
+}
+
+static void sb_str(struct sbuf *b, const char *s) {
+    sb_printf(b, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') sb_printf(b, "\\%c", c);
+        else if (c < 0x20) sb_printf(b, "\\u%04x", c);
+        else sb_printf(b, "%c", c);
+    }
+    sb_printf(b, "\"");
+}
+
+#define LD(x) ((unsigned long long)atomic_load(&(x)))
+
+char *dbt_state_json(const char *state_path, char *err, size_t errlen) {
+    struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
+    if (!s) return NULL;
+    struct sbuf b = {malloc(65536), 0, 65536, 0};
+    if (!b.p) b.oom = 1;
+    sb_printf(&b, "{\"version\":%u,\"epoch_ns\":%llu,\"attached\":%u,\"devices\":[", s->version,
+              (unsigned long long)s->epoch_ns, atomic_load(&s->attached));
+    for (uint32_t i = 0; i < s->ndev; i++) {
+        struct dbt_device_slot *d = &s->dev[i];
+        const struct dbt_device_ops *ops = dbt_ops_by_kind(d->kind);
+        dbt_dev_lock(d);
+        uint64_t busy = d->busy_ns, first = d->first_ns, last = d->last_ns;
+        dbt_dev_unlock(d);
+        sb_printf(&b, "%s{\"name\":", i ? "," : "");
+        sb_str(&b, d->name);
+        sb_printf(&b, ",\"kind\":\"%s\",\"dir\":", ops->name);
+        sb_str(&b, d->dir);
+        sb_printf(&b, ",\"params\":{");
+        for (int k = 0; k < ops->nparams; k++)
+            sb_printf(&b, "%s\"%s\":%.17g", k ? "," : "", ops->params[k].name,
+                      *(const double *)((const char *)&d->params + ops->params[k].offset));
+        const struct dbt_counters *c = &d->c;
+        sb_printf(&b,
+                  "},\"busy_ns\":%llu,\"first_ns\":%llu,\"last_ns\":%llu,\"reads\":%llu,\"writes\":%llu,"
+                  "\"flushes\":%llu,\"read_bytes\":%llu,\"write_bytes\":%llu,\"read_ns\":%llu,\"write_ns\":%llu,"
+                  "\"flush_ns\":%llu,\"queue_ns\":%llu,\"cache_hits\":%llu,\"streams\":%llu,\"other_ops\":%llu,"
+                  "\"host_ns\":%llu,\"overruns\":%llu,\"late_sum_ns\":%llu,\"late_max_ns\":%llu,\"lateness\":[",
+                  (unsigned long long)busy, (unsigned long long)first, (unsigned long long)last, LD(c->reads),
+                  LD(c->writes), LD(c->flushes), LD(c->read_bytes), LD(c->write_bytes), LD(c->read_ns),
+                  LD(c->write_ns), LD(c->flush_ns), LD(c->queue_ns), LD(c->cache_hits), LD(c->streams),
+                  LD(c->other_ops), LD(c->host_ns), LD(c->overruns), LD(c->late_sum_ns), LD(c->late_max_ns));
+        int firstb = 1;
+        for (int k = 0; k < DBT_LAT_BUCKETS; k++) {
+            unsigned long long n = LD(c->late[k]);
+            if (!n) continue;
+            sb_printf(&b, "%s[%llu,%llu]", firstb ? "" : ",", (unsigned long long)dbt_lat_bucket_floor(k), n);
+            firstb = 0;
+        }
+        sb_printf(&b, "]}");
+    }
+    sb_printf(&b, "],\"files\":[");
+    struct dbt_file_entry *t = dbt_files(s);
+    int firstf = 1;
+    for (uint32_t i = 0; i < DBT_FILE_CAP; i++) {
+        if (!atomic_load_explicit(&t[i].key, memory_order_acquire)) continue;
+        sb_printf(&b, "%s[%u,%u,", firstf ? "" : ",", i, t[i].device);
+        sb_str(&b, t[i].path_off ? dbt_arena(s) + t[i].path_off : "");
+        sb_printf(&b, "]");
+        firstf = 0;
+    }
+    sb_printf(&b, "]}");
+    munmap(s, s->size);
+    if (b.oom) {
+        free(b.p);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    return b.p;
+}

@@ -1,0 +1,113 @@
+/* Shared state of one emulation run: one MAP_SHARED file that every process of the run attaches.
+ *
+ * Counters are lock-free atomics. The device model (head position, buffer segments, channel queues)
+ * is larger than one atomic word, so it sits behind a per-device *robust* process-shared mutex: a
+ * process killed while holding it hands the next locker EOWNERDEAD, which marks it consistent and
+ * goes on. The critical section is a few hundred nanoseconds of arithmetic; nobody waits inside it. */
+#ifndef DBT_STATE_H
+#define DBT_STATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "devmodel.h"
+
+#define DBT_STATE_MAGIC 0x7061746f69746264ULL /* "dbtiotap" */
+#define DBT_STATE_VERSION 1
+#define DBT_MAX_DEVICES 16
+#define DBT_NAME_MAX 64
+#define DBT_DIR_MAX 1024
+#define DBT_LAT_BUCKETS 320
+#define DBT_FILE_CAP 65536u
+#define DBT_CHUNK_CAP (1u << 20)
+#define DBT_CHUNK_BYTES (1ull << 20) /* files get device space in 1 MiB chunks, in order of first touch */
+#define DBT_ARENA_BYTES (8u << 20)
+
+struct dbt_counters {
+    _Atomic uint64_t reads, writes, flushes, read_bytes, write_bytes;
+    _Atomic uint64_t read_ns, write_ns, flush_ns; /* modelled latency, arrival to completion */
+    _Atomic uint64_t queue_ns;                    /* sum of time spent queued before service */
+    _Atomic uint64_t cache_hits, streams, other_ops;
+    _Atomic uint64_t host_ns;  /* time the host's own call took */
+    _Atomic uint64_t overruns; /* I/Os whose host call outlasted the modelled completion */
+    _Atomic uint64_t late_sum_ns, late_max_ns;
+    _Atomic uint64_t late[DBT_LAT_BUCKETS];
+};
+
+struct dbt_device_slot {
+    char name[DBT_NAME_MAX];
+    char dir[DBT_DIR_MAX];
+    uint32_t dirlen;
+    int32_t kind;
+    struct dbt_params params;
+    pthread_mutex_t lock;
+    /* under lock */
+    uint64_t busy_ns, busy_mark; /* union of [arrival, completion]: iostat's io_ticks */
+    uint64_t first_ns, last_ns;
+    struct dbt_model_state model;
+    uint64_t alloc_cursor;
+    /* lock-free */
+    struct dbt_counters c;
+};
+
+struct dbt_file_entry {
+    _Atomic uint64_t key; /* 0 = empty; set last, with release, so a reader that sees it sees the rest */
+    uint64_t st_dev, st_ino;
+    uint32_t device;
+    uint32_t path_off;
+};
+
+struct dbt_chunk_entry {
+    _Atomic uint64_t key; /* (file index + 1) << 32 | chunk number */
+    uint64_t addr;
+};
+
+struct dbt_state {
+    uint64_t magic;
+    uint32_t version, ndev;
+    uint64_t epoch_ns, size;
+    uint64_t off_files, off_chunks, off_arena;
+    _Atomic uint64_t arena_used;
+    _Atomic uint32_t nfiles;
+    _Atomic uint32_t attached; /* processes that attached, ever */
+    struct dbt_device_slot dev[DBT_MAX_DEVICES];
+};
+
+static inline struct dbt_file_entry *dbt_files(struct dbt_state *s) {
+    return (struct dbt_file_entry *)((char *)s + s->off_files);
+}
+static inline struct dbt_chunk_entry *dbt_chunks(struct dbt_state *s) {
+    return (struct dbt_chunk_entry *)((char *)s + s->off_chunks);
+}
+static inline char *dbt_arena(struct dbt_state *s) { return (char *)s + s->off_arena; }
+
+/* Builds a state file from a device map: one line per device,
+ *   NAME <TAB> KIND <TAB> DIR [<TAB> key=value key=value ...]
+ * '#' starts a comment line. Returns 0, or -1 with a message in err. */
+int dbt_state_create(const char *map_path, const char *state_path, char *err, size_t errlen);
+
+/* Maps an existing state file read-write. Returns NULL with a message in err. */
+struct dbt_state *dbt_state_attach(const char *path, char *err, size_t errlen);
+
+/* The device whose directory holds this absolute, resolved path (longest match), or -1. */
+int dbt_state_device_for_path(const struct dbt_state *s, const char *path);
+
+/* The run-wide index of a file, registering it on first sight. Registration reserves device space
+ * for the file's current size, contiguously, as a fresh file system would have laid it out. */
+int64_t dbt_state_file_index(struct dbt_state *s, int dev, uint64_t st_dev, uint64_t st_ino, const char *path,
+                             uint64_t size);
+
+/* Byte address on the device of a file offset, allocating a chunk on first touch. */
+uint64_t dbt_state_addr(struct dbt_state *s, int dev, int64_t file, uint64_t off);
+
+void dbt_dev_lock(struct dbt_device_slot *d);
+void dbt_dev_unlock(struct dbt_device_slot *d);
+
+int dbt_lat_bucket(uint64_t ns);
+uint64_t dbt_lat_bucket_floor(int b);
+
+/* Whole-state dump as JSON, malloc'd (caller frees). NULL on error with err set. */
+char *dbt_state_json(const char *state_path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,3 @@
+from dbtier.cli import main
+
+main()

@@ -1,0 +1,61 @@
+"""The `dbtier` command: parses, calls the parts, prints. User errors end in one line, status 2."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from dbtier import __version__
+from dbtier.errors import UserError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="dbtier")
+def cli() -> None:
+    """Will faster storage help this database, by how much, and where should it go?
+
+    dbtier runs programs (PostgreSQL first) on virtual storage devices: an LD_PRELOAD interposer
+    maps each directory to a device model (HDD, SSD, PCIe flash, NVMe, RAM SAN) and makes every
+    I/O take the time that device would, then reports what iostat would have shown.
+
+    \b
+    Start with:
+      dbtier devices                       the device profiles
+      dbtier devices show hdd-sata-7200    one profile and its expected latencies
+      dbtier exec --device /dev/shm/d=ssd-sata-mlc -- fio ...   any program on a device
+    """
+
+
+def _register() -> None:
+    from dbtier.cli import devices, exec_cmd, trace_cmd
+
+    cli.add_command(devices.devices)
+    cli.add_command(exec_cmd.exec_command)
+    cli.add_command(trace_cmd.trace)
+
+
+_register()
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("dbtier: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except UserError as exc:
+        click.echo(f"dbtier: error: {exc}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo("dbtier: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # a bug: say so plainly; the traceback on request
+        if os.environ.get("DBTIER_DEBUG"):
+            raise
+        click.echo(f"dbtier: internal error: {type(exc).__name__}: {exc} (DBTIER_DEBUG=1 shows the traceback)", err=True)
+        sys.exit(1)

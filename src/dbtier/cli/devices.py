@@ -1,0 +1,67 @@
+"""`dbtier devices`: the device profiles and what their models expect."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from dbtier.devices import native, patterns, profile
+from dbtier.report import jsonout
+from dbtier.report.terminal import console, fmt
+
+
+@click.group(invoke_without_command=True)
+@click.pass_context
+def devices(ctx: click.Context) -> None:
+    """List the device profiles (packaged TOML; your own .toml works wherever a name does).
+
+    \b
+    dbtier devices                 every profile, with its QD1 8 KiB random read latency
+    dbtier devices show NAME       parameters and expected QD1 latencies
+    """
+    if ctx.invoked_subcommand:
+        return
+    table = Table(title="device profiles", title_justify="left")
+    for col in ("name", "kind", "QD1 8K rand read", "summary"):
+        table.add_column(col, justify="right" if col.startswith("QD1") else "left")
+    for name in profile.names():
+        p = profile.load(name)
+        lat = "-" if p.kind == "real" else f"{patterns.expected(p, patterns.STANDARD[0]).mean_us:,.0f} us"
+        table.add_row(name, p.kind, lat, p.summary)
+    console().print(table)
+
+
+@devices.command()
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of tables")
+def show(name: str, as_json: bool) -> None:
+    """Show a profile's parameters and the model's expected QD1 figures.
+
+    NAME is a packaged profile or a path to a .toml profile. The figures are the device model's,
+    computed offline by the same C code the interposer runs: queue depth 1, no think time, 8 KiB
+    requests, random over a 1 GiB file (the first on a fresh device) or sequential through it."""
+    p = profile.load(name)
+    defs = {d["name"]: d for d in native.param_table()[p.kind]["params"]}
+    figures = [] if p.kind == "real" else [patterns.expected(p, pt) for pt in patterns.STANDARD]
+    if as_json:
+        click.echo(jsonout.dumps({
+            "profile": p.name, "kind": p.kind, "summary": p.summary,
+            "params": {k: {"value": v, "unit": defs[k]["unit"], "help": defs[k]["help"]} for k, v in p.params.items()},
+            "expected_qd1": [f.__dict__ for f in figures],
+        }))
+        return
+    out = console()
+    out.print(f"[bold]{p.name}[/]  ({p.kind}) {p.summary}")
+    params = Table(title="parameters", title_justify="left")
+    for col in ("parameter", "value", "unit", "meaning"):
+        params.add_column(col, justify="right" if col == "value" else "left")
+    for key, value in p.params.items():
+        params.add_row(key, f"{value:g}", defs[key]["unit"], defs[key]["help"])
+    out.print(params)
+    if figures:
+        exp = Table(title="expected at QD1 (model)", title_justify="left")
+        for col in ("pattern", "mean us", "p50 us", "p99 us", "IOPS", "MB/s"):
+            exp.add_column(col, justify="left" if col == "pattern" else "right")
+        for f in figures:
+            exp.add_row(f.pattern, fmt(f.mean_us), fmt(f.p50_us), fmt(f.p99_us), fmt(f.iops), fmt(f.mb_s))
+        out.print(exp)

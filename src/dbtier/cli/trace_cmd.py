@@ -1,0 +1,37 @@
+"""`dbtier trace`: a recorded trace as Parquet, and a summary of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from dbtier.errors import UserError
+from dbtier.measure.trace import convert
+from dbtier.report.terminal import console, fmt
+
+
+@click.command()
+@click.argument("trace_dir", type=click.Path(path_type=Path))
+@click.option("--output", "-o", type=click.Path(path_type=Path),
+              help="the Parquet file to write (default: TRACE_DIR/trace.parquet)")
+def trace(trace_dir: Path, output: Path | None) -> None:
+    """Convert a trace recorded with --trace into Parquet, and summarise it.
+
+    One row per I/O: time, device, op, offset, length, file path and its PostgreSQL class
+    (relation, fsm, vm, wal, temp, other), queue and modelled latency, lateness, host time."""
+    if not trace_dir.is_dir():
+        raise UserError(f"{trace_dir} is not a directory; give the directory passed to --trace")
+    output = output or trace_dir / "trace.parquet"
+    table = convert(trace_dir, output)
+    summary = table.group_by(["device", "path_class", "op"]).aggregate(
+        [("len", "count"), ("len", "sum"), ("latency_us", "mean"), ("lateness_us", "mean")])
+    summary = summary.sort_by([("device", "ascending"), ("len_sum", "descending")])
+    view = Table(title=f"{table.num_rows:,} I/Os -> {output}", title_justify="left")
+    for col in ("device", "class", "op", "count", "MiB", "mean latency us", "mean lateness us"):
+        view.add_column(col, justify="left" if col in ("device", "class", "op") else "right")
+    for row in summary.to_pylist():
+        view.add_row(str(row["device"]), str(row["path_class"]), str(row["op"]), f"{row['len_count']:,}",
+                     fmt(row["len_sum"] / 1048576), fmt(row["latency_us_mean"]), fmt(row["lateness_us_mean"]))
+    console().print(view)

@@ -1,0 +1,1 @@
+"""Virtual storage devices: profiles, the models' offline view, and emulation sessions."""

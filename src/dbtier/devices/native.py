@@ -1,0 +1,125 @@
+"""The native libraries: where they are, and the simulator library's C API through ctypes.
+
+The device physics is C (native/iotap/devmodel.c); this module only calls it."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from dbtier.errors import UserError
+
+IOTAP_LIB = "libdbtier_iotap.so"
+SIM_LIB = "libdbtier_sim.so"
+ABI_VERSION = 1001
+
+OP_READ, OP_WRITE, OP_FLUSH = 1, 2, 3
+
+
+def native_dir() -> Path:
+    """The folder holding the built libraries (DBTIER_NATIVE_DIR overrides, for a dev build)."""
+    override = os.environ.get("DBTIER_NATIVE_DIR")
+    candidates = [Path(override)] if override else []
+    candidates.append(Path(__file__).resolve().parent.parent / "_native")
+    for folder in candidates:
+        if (folder / SIM_LIB).exists() and (folder / IOTAP_LIB).exists():
+            return folder
+    raise UserError(
+        f"dbtier's native libraries are missing (looked in {', '.join(map(str, candidates))}); "
+        "reinstall with 'pip install .' from the source tree, which builds them"
+    )
+
+
+def iotap_path() -> Path:
+    return native_dir() / IOTAP_LIB
+
+
+@functools.cache
+def lib() -> ctypes.CDLL:
+    sim = ctypes.CDLL(str(native_dir() / SIM_LIB))
+    sim.dbt_abi_version.restype = ctypes.c_int
+    if sim.dbt_abi_version() != ABI_VERSION:
+        raise UserError("dbtier's native library does not match this Python package; reinstall dbtier")
+    u64, u32, c_int, vp, cp = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
+    sim.dbt_param_table_json.restype = vp
+    sim.dbt_free.argtypes = [vp]
+    sim.dbt_sim_new.restype = vp
+    sim.dbt_sim_new.argtypes = [cp, cp, cp, ctypes.c_size_t]
+    sim.dbt_sim_free.argtypes = [vp]
+    sim.dbt_sim_submit.restype = u64
+    sim.dbt_sim_submit.argtypes = [vp, u64, c_int, u64, u32, ctypes.POINTER(u64), ctypes.POINTER(u32)]
+    arr = np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS")
+    sim.dbt_pattern_offsets.argtypes = [u64, c_int, u64, u32, u64, arr]
+    sim.dbt_sim_qd1.argtypes = [vp, c_int, arr, u64, u32, u64, u64, u64, arr]
+    sim.dbt_create_state.restype = c_int
+    sim.dbt_create_state.argtypes = [cp, cp, cp, ctypes.c_size_t]
+    sim.dbt_dump_state.restype = vp
+    sim.dbt_dump_state.argtypes = [cp, cp, ctypes.c_size_t]
+    return sim
+
+
+def _take_string(ptr: int) -> str:
+    try:
+        return ctypes.string_at(ptr).decode()
+    finally:
+        lib().dbt_free(ptr)
+
+
+@functools.cache
+def param_table() -> dict:
+    """{kind: {"help": str, "params": [{name, unit, default, min, max, help}]}} from the C table."""
+    return json.loads(_take_string(lib().dbt_param_table_json()))
+
+
+def create_state(map_path: Path, state_path: Path) -> None:
+    err = ctypes.create_string_buffer(1024)
+    if lib().dbt_create_state(str(map_path).encode(), str(state_path).encode(), err, len(err)) != 0:
+        raise UserError(err.value.decode())
+
+
+def dump_state(state_path: Path) -> dict:
+    err = ctypes.create_string_buffer(1024)
+    ptr = lib().dbt_dump_state(str(state_path).encode(), err, len(err))
+    if not ptr:
+        raise UserError(err.value.decode())
+    return json.loads(_take_string(ptr))
+
+
+def pattern_offsets(seed: int, random: bool, span: int, block: int, n: int) -> np.ndarray:
+    out = np.empty(n, dtype=np.uint64)
+    lib().dbt_pattern_offsets(seed, int(random), span, block, n, out)
+    return out
+
+
+class Model:
+    """One device model on the heap: submit requests at chosen times, read back completions."""
+
+    def __init__(self, kind: str, params: dict[str, float]):
+        err = ctypes.create_string_buffer(1024)
+        text = " ".join(f"{k}={v!r}" for k, v in params.items())
+        self._h = lib().dbt_sim_new(kind.encode(), text.encode(), err, len(err))
+        if not self._h:
+            raise UserError(err.value.decode())
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            lib().dbt_sim_free(self._h)
+            self._h = None
+
+    def submit(self, arrival_ns: int, op: int, addr: int, length: int) -> tuple[int, int]:
+        """Returns (service start, completion) in ns."""
+        start = ctypes.c_uint64()
+        done = lib().dbt_sim_submit(self._h, arrival_ns, op, addr, length, ctypes.byref(start), None)
+        return start.value, done
+
+    def qd1(self, op: int, offsets: np.ndarray, block: int, base_addr: int = 0, t0: int = 0, gap_ns: int = 0) -> np.ndarray:
+        """Latencies (ns) of offsets served one at a time, each issued gap_ns after the last completed."""
+        offsets = np.ascontiguousarray(offsets, dtype=np.uint64)
+        lat = np.empty(len(offsets), dtype=np.uint64)
+        lib().dbt_sim_qd1(self._h, op, offsets, len(offsets), block, base_addr, t0, gap_ns, lat)
+        return lat

@@ -1,0 +1,132 @@
+"""An emulation session: directories mapped to device profiles, the shared state the interposer
+attaches to, and the environment a program needs to run on the virtual devices."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from dbtier.devices import hostfs, native
+from dbtier.devices.patterns import STANDARD, expected
+from dbtier.devices.profile import Profile, load
+from dbtier.errors import UserError
+
+NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str
+    directory: Path  # resolved, absolute
+    profile: Profile
+
+
+def parse_device(text: str, taken: set[str]) -> Device:
+    """`DIR=PROFILE` or `NAME:DIR=PROFILE`; the name defaults to the directory's base name."""
+    if "=" not in text:
+        raise UserError(f"--device {text!r}: expected DIR=PROFILE, for example /mnt/ssd=ssd-sata-mlc")
+    where, _, spec = text.rpartition("=")
+    name, sep, directory = where.partition(":")
+    if not sep:
+        name, directory = "", where
+    if not directory or not spec:
+        raise UserError(f"--device {text!r}: expected DIR=PROFILE, for example /mnt/ssd=ssd-sata-mlc")
+    path = Path(directory).expanduser()
+    if not path.is_dir():
+        raise UserError(f"--device {text!r}: {directory} is not a directory; create it first")
+    path = path.resolve()
+    name = name or re.sub(r"[^A-Za-z0-9_-]", "_", path.name or "root")
+    if not name[0].isalpha():
+        name = "d" + name
+    if not NAME_RE.match(name):
+        raise UserError(f"--device {text!r}: device name {name!r} must be a letter then letters, digits, - or _")
+    base, n = name, 2
+    while name in taken:
+        name, n = f"{base}{n}", n + 1
+    return Device(name=name, directory=path, profile=load(spec))
+
+
+def check_distinct(devices: list[Device]) -> None:
+    seen: dict[Path, str] = {}
+    for d in devices:
+        if d.directory in seen:
+            raise UserError(f"devices {seen[d.directory]} and {d.name} are the same directory {d.directory}")
+        seen[d.directory] = d.name
+
+
+def host_floor_warnings(devices: list[Device]) -> list[str]:
+    """Devices faster than the host's own storage under them can only be emulated from RAM."""
+    out = []
+    for d in devices:
+        if d.profile.kind == "real":
+            continue
+        fastest = min(expected(d.profile, p).mean_us for p in STANDARD)
+        if fastest < hostfs.FAST_DEVICE_US and not hostfs.is_ram(d.directory):
+            fs = hostfs.mount_of(d.directory)[1]
+            out.append(
+                f"device {d.name} ({d.profile.name}) models I/Os of {fastest:.0f} us, but {d.directory} is on "
+                f"{fs}, whose own latency may exceed that; put it on tmpfs (e.g. under /dev/shm) for faithful "
+                "timing. Overruns are counted and reported."
+            )
+    return out
+
+
+class Session:
+    """Creates the state in `workdir`; programs started with `env()` run on the devices."""
+
+    def __init__(self, devices: list[Device], workdir: Path, trace_dir: Path | None = None):
+        if not devices:
+            raise UserError("no devices: give at least one --device DIR=PROFILE")
+        check_distinct(devices)
+        self.devices = devices
+        self.workdir = workdir
+        self.trace_dir = trace_dir
+        self.map_path = workdir / "devices.map"
+        self.state_path = workdir / "iotap.state"
+
+    def create(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        lines = ["# dbtier device map: NAME<TAB>KIND<TAB>DIR<TAB>key=value ..."]
+        for d in self.devices:
+            lines.append(f"{d.name}\t{d.profile.kind}\t{d.directory}\t{d.profile.map_params()}")
+        self.map_path.write_text("\n".join(lines) + "\n")
+        native.create_state(self.map_path, self.state_path)
+        if self.trace_dir:
+            self.trace_dir.mkdir(parents=True, exist_ok=True)
+            os.chmod(self.trace_dir, 0o777)  # servers may run as another user
+
+    def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        env = dict(os.environ if base is None else base)
+        preload = str(native.iotap_path())
+        env["LD_PRELOAD"] = f"{preload} {env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else preload
+        env["DBTIER_IOTAP"] = str(self.state_path)
+        if self.trace_dir:
+            env["DBTIER_IOTAP_TRACE"] = str(self.trace_dir)
+        else:
+            env.pop("DBTIER_IOTAP_TRACE", None)
+        return env
+
+    def snapshot(self) -> dict:
+        return native.dump_state(self.state_path)
+
+    def describe(self) -> list[dict]:
+        return [
+            {"name": d.name, "dir": str(d.directory), "profile": d.profile.name, "kind": d.profile.kind,
+             "params": d.profile.params}
+            for d in self.devices
+        ]
+
+    def save_trace_meta(self, meta: dict) -> None:
+        """Beside the trace records: the file table and the run's facts, for `dbtier trace`."""
+        if not self.trace_dir:
+            return
+        state = self.snapshot()
+        (self.trace_dir / "files.json").write_text(json.dumps(state["files"]))
+        (self.trace_dir / "meta.json").write_text(json.dumps({**meta, "devices": self.describe()}, indent=1))
+
+    def remove(self) -> None:
+        shutil.rmtree(self.workdir, ignore_errors=True)

@@ -1,0 +1,90 @@
+"""The interposer's binary trace: reading the per-process record files, and Parquet conversion.
+
+Record layout: native/iotap/trace.h (64 bytes, little endian)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dbtier.errors import UserError
+from dbtier.pg.paths import classify
+
+RECORD = np.dtype([
+    ("submit_ns", "<u8"), ("start_ns", "<u8"), ("complete_ns", "<u8"), ("end_ns", "<u8"),
+    ("offset", "<u8"), ("len", "<u4"), ("file", "<i4"), ("pid", "<u4"), ("host_ns", "<u4"),
+    ("tid", "<u4"), ("op", "u1"), ("dev", "u1"), ("flags", "u1"), ("pad", "u1"),
+])
+assert RECORD.itemsize == 64
+
+OPS = {1: "read", 2: "write", 3: "flush", 4: "sync_file_range", 5: "allocate", 6: "truncate", 7: "fadvise"}
+FLAGS = {"direct": 0x01, "dsync": 0x02, "cache_hit": 0x04, "stream": 0x08}
+
+
+def read_records(trace_dir: Path) -> np.ndarray:
+    files = sorted(Path(trace_dir).glob("iotap-*.trc"))
+    parts = [np.fromfile(f, dtype=RECORD) for f in files]
+    recs = np.concatenate(parts) if parts else np.empty(0, dtype=RECORD)
+    recs = recs[recs["op"] != 0]
+    return recs[np.argsort(recs["submit_ns"], kind="stable")]
+
+
+def load_meta(trace_dir: Path) -> tuple[dict, dict[int, str]]:
+    trace_dir = Path(trace_dir)
+    meta_path, files_path = trace_dir / "meta.json", trace_dir / "files.json"
+    if not meta_path.exists() or not files_path.exists():
+        raise UserError(f"{trace_dir} is not a dbtier trace (no meta.json/files.json); record one with --trace")
+    meta = json.loads(meta_path.read_text())
+    files = {int(idx): path for idx, _dev, path in json.loads(files_path.read_text())}
+    return meta, files
+
+
+def to_table(trace_dir: Path) -> pa.Table:
+    meta, files = load_meta(trace_dir)
+    recs = read_records(trace_dir)
+    names = [d["name"] for d in meta["devices"]]
+    t0 = int(recs["submit_ns"][0]) if len(recs) else 0
+    file_idx = recs["file"]
+    uniq = np.unique(file_idx)
+    info = {int(i): classify(files.get(int(i), "")) for i in uniq}
+    path_of = {int(i): files.get(int(i), "") for i in uniq}
+
+    def per_file(key):
+        return [info[int(i)][key] for i in file_idx]
+
+    columns = {
+        "t_s": (recs["submit_ns"] - t0) / 1e9,
+        "device": pa.array([names[d] if d < len(names) else str(d) for d in recs["dev"]]).dictionary_encode(),
+        "op": pa.array([OPS.get(int(o), str(o)) for o in recs["op"]]).dictionary_encode(),
+        "offset": recs["offset"],
+        "len": recs["len"],
+        "file": file_idx,
+        "path": pa.array([path_of[int(i)] for i in file_idx]).dictionary_encode(),
+        "path_class": pa.array(per_file("class")).dictionary_encode(),
+        "tablespace": pa.array(per_file("tablespace")).dictionary_encode(),
+        "database": pa.array(per_file("database"), type=pa.int64()),
+        "relfilenode": pa.array(per_file("relfilenode"), type=pa.int64()),
+        "segment": pa.array(per_file("segment"), type=pa.int64()),
+        "queue_us": (recs["start_ns"].astype(np.int64) - recs["submit_ns"].astype(np.int64)) / 1e3,
+        "latency_us": (recs["complete_ns"].astype(np.int64) - recs["submit_ns"].astype(np.int64)) / 1e3,
+        "lateness_us": (recs["end_ns"].astype(np.int64) - recs["complete_ns"].astype(np.int64)) / 1e3,
+        "host_us": recs["host_ns"] / 1e3,
+        "pid": recs["pid"],
+        "tid": recs["tid"],
+        "submit_ns": recs["submit_ns"],
+    }
+    for flag, bit in FLAGS.items():
+        columns[flag] = (recs["flags"] & bit) != 0
+    return pa.table(columns, metadata={"dbtier": json.dumps(meta)})
+
+
+def convert(trace_dir: Path, out: Path) -> pa.Table:
+    table = to_table(trace_dir)
+    tmp = out.with_name(out.name + ".tmp")
+    pq.write_table(table, tmp)
+    tmp.replace(out)
+    return table

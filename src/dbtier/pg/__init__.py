@@ -1,0 +1,1 @@
+"""PostgreSQL in the lab: binaries, clusters laid out over devices, settings, statistics."""

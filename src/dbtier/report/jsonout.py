@@ -1,0 +1,39 @@
+"""Machine-readable results: versioned, and written atomically (temp name, then rename)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+
+
+def _clean(value):
+    """JSON has no NaN or infinity: such figures become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def dumps(doc: dict) -> str:
+    return json.dumps(_clean({"schema_version": SCHEMA_VERSION, **doc}), indent=2)
+
+
+def write(path: Path, doc: dict) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(dumps(doc) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

@@ -1,0 +1,258 @@
+/* Device model unit tests: hand-computed cases. Prints "N passed, N failed". */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "devmodel.h"
+#include "state.h"
+
+static int passed, failed;
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            passed++;                                                                              \
+        } else {                                                                                   \
+            failed++;                                                                              \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+        }                                                                                          \
+    } while (0)
+
+static int near(double a, double b, double rel) { return fabs(a - b) <= rel * fabs(b) + 1.0; }
+
+static void set(struct dbt_params *p, int kind, const char *k, const char *v) {
+    char err[256];
+    if (dbt_params_set(p, kind, k, v, err, sizeof err) != 0) printf("setup: %s\n", err);
+}
+
+static struct dbt_result submit(struct dbt_model_state *st, uint64_t t, int op, uint64_t addr, uint32_t len) {
+    struct dbt_request rq = {t, addr, len, (uint8_t)op};
+    struct dbt_result r;
+    dbt_model_submit(st, &rq, &r);
+    return r;
+}
+
+static void hdd_defaults(struct dbt_params *p) {
+    dbt_params_defaults(p, DBT_KIND_HDD); /* 7200 rpm, 0.8/8.5/17 ms seeks, 125/65 MB/s, 0.3 ms overhead */
+}
+
+/* A sequential run streams at the media rate once the head is there. */
+static void test_sequential_streams_at_media_rate(void) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    struct dbt_model_state st;
+    dbt_model_init(&st, DBT_KIND_HDD, &p);
+    const uint32_t len = 65536;
+    uint64_t t = 0, first_done = 0, done = 0;
+    for (int i = 0; i < 200; i++) {
+        struct dbt_result r = submit(&st, t, DBT_OP_READ, (uint64_t)i * len, len);
+        if (i == 0) first_done = r.complete_ns;
+        done = r.complete_ns;
+        t = done;
+    }
+    /* Near address 0 the radius is ~1: 125 MB/s, so 199 more requests of 64 KiB take 199*524288 ns. */
+    double expect = 199.0 * len / (125e6 / 1e9);
+    CHECK(near((double)(done - first_done), expect, 0.01), "streamed %llu ns, expected %.0f",
+          (unsigned long long)(done - first_done), expect);
+    CHECK(near(dbt_hdd_media_bpns(&st.d, 0), 0.125, 1e-9), "outer rate %.6f B/ns", dbt_hdd_media_bpns(&st.d, 0));
+    uint64_t inner = (uint64_t)(p.capacity_gb * 1e9) - 1;
+    CHECK(near(dbt_hdd_media_bpns(&st.d, inner), 0.065, 1e-3), "inner rate %.6f B/ns",
+          dbt_hdd_media_bpns(&st.d, inner));
+}
+
+/* The fitted seek curve passes through the profile's three figures. */
+static void test_seek_curve_points(void) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    struct dbt_model_state st;
+    dbt_model_init(&st, DBT_KIND_HDD, &p);
+    double D = p.cylinders;
+    CHECK(near(dbt_hdd_seek_ns(&st.d, 1, 0), 0.8e6, 1e-9), "track-to-track %.0f", dbt_hdd_seek_ns(&st.d, 1, 0));
+    CHECK(near(dbt_hdd_seek_ns(&st.d, D / 3, 0), 8.5e6, 1e-9), "one-third %.0f", dbt_hdd_seek_ns(&st.d, D / 3, 0));
+    CHECK(near(dbt_hdd_seek_ns(&st.d, D, 0), 17e6, 1e-9), "full stroke %.0f", dbt_hdd_seek_ns(&st.d, D, 0));
+    CHECK(near(dbt_hdd_seek_ns(&st.d, D, 1), 18e6, 1e-9), "full stroke write +1 ms settle %.0f",
+          dbt_hdd_seek_ns(&st.d, D, 1));
+    CHECK(dbt_hdd_seek_ns(&st.d, 0.5, 0) == 0, "same cylinder costs no seek");
+    /* Monotonic */
+    double prev = 0;
+    int mono = 1;
+    for (double d = 1; d <= D; d *= 1.3) {
+        double s = dbt_hdd_seek_ns(&st.d, d, 0);
+        if (s < prev) mono = 0;
+        prev = s;
+    }
+    CHECK(mono, "seek time grows with distance");
+}
+
+/* A full-stroke access costs overhead + full seek + transfer, plus less than one rotation. */
+static void test_full_stroke_access(void) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    struct dbt_model_state st;
+    dbt_model_init(&st, DBT_KIND_HDD, &p);
+    const uint32_t len = 8192;
+    struct dbt_result a = submit(&st, 0, DBT_OP_READ, 0, len);
+    uint64_t inner = (uint64_t)(p.capacity_gb * 1e9) - len;
+    uint64_t t = a.complete_ns + 1000000;
+    struct dbt_result b = submit(&st, t, DBT_OP_READ, inner, len);
+    double fixed = 0.3e6 + dbt_hdd_seek_ns(&st.d, dbt_hdd_cyl_of(&st.d, inner), 0) + len / dbt_hdd_media_bpns(&st.d, inner);
+    double lat = (double)(b.complete_ns - t);
+    double rot = 60e9 / 7200;
+    CHECK(lat >= fixed - 2 && lat < fixed + rot, "full stroke latency %.0f not in [%.0f, %.0f)", lat, fixed, fixed + rot);
+    CHECK(near(dbt_hdd_cyl_of(&st.d, inner), p.cylinders, 1e-3), "innermost address at the last cylinder");
+    CHECK(fixed > 17e6, "the full stroke is in it");
+}
+
+/* Re-reading what the drive just read is a buffer hit: overhead plus interface transfer. */
+static void test_buffer_hit(void) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    struct dbt_model_state st;
+    dbt_model_init(&st, DBT_KIND_HDD, &p);
+    struct dbt_result a = submit(&st, 0, DBT_OP_READ, 1 << 20, 8192);
+    struct dbt_result b = submit(&st, a.complete_ns + 10, DBT_OP_READ, 1 << 20, 8192);
+    double expect = 50e3 + 8192 / 0.3; /* 50 us + 8 KiB at 300 MB/s */
+    CHECK(b.flags & DBT_RES_CACHE_HIT, "second read is a hit");
+    CHECK(near((double)(b.complete_ns - (a.complete_ns + 10)), expect, 1e-6), "hit took %llu ns, expected %.0f",
+          (unsigned long long)(b.complete_ns - a.complete_ns - 10), expect);
+}
+
+/* Write-back: writes are acknowledged at interface speed; a flush waits for the destage. */
+static void test_write_back_and_flush(void) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    struct dbt_model_state st;
+    dbt_model_init(&st, DBT_KIND_HDD, &p);
+    struct dbt_result w = submit(&st, 0, DBT_OP_WRITE, 100 << 20, 8192);
+    double ack = 50e3 + 8192 / 0.3;
+    CHECK(near((double)w.complete_ns, ack, 1e-6), "write acked at %llu, expected %.0f", (unsigned long long)w.complete_ns, ack);
+    struct dbt_result f = submit(&st, w.complete_ns, DBT_OP_FLUSH, 0, 0);
+    double media_min = ack + 0.3e6 + 8192 / 0.125 * 0.9;
+    CHECK((double)f.complete_ns > media_min, "flush waited for the destage (%llu)", (unsigned long long)f.complete_ns);
+    /* Without the write cache the write itself pays the positioning. */
+    set(&p, DBT_KIND_HDD, "write_cache", "0");
+    dbt_model_init(&st, DBT_KIND_HDD, &p);
+    struct dbt_result wt = submit(&st, 0, DBT_OP_WRITE, 100 << 20, 8192);
+    CHECK((double)wt.complete_ns > 0.3e6 + 8192 / 0.125 * 0.9, "write-through pays the media (%llu)",
+          (unsigned long long)wt.complete_ns);
+    struct dbt_result ft = submit(&st, wt.complete_ns, DBT_OP_FLUSH, 0, 0);
+    CHECK(near((double)(ft.complete_ns - wt.complete_ns), 50e3, 1e-6), "flush of nothing costs the overhead");
+}
+
+/* N channels serve N requests at once; the N+1th waits for a channel. */
+static void test_channels_in_parallel(void) {
+    struct dbt_params p;
+    dbt_params_defaults(&p, DBT_KIND_SSD);
+    set(&p, DBT_KIND_SSD, "channels", "4");
+    set(&p, DBT_KIND_SSD, "read_latency_us", "100");
+    set(&p, DBT_KIND_SSD, "channel_read_mb_s", "100");
+    set(&p, DBT_KIND_SSD, "interface_mb_s", "100000");
+    struct dbt_model_state st;
+    dbt_model_init(&st, DBT_KIND_SSD, &p);
+    double one = 100e3 + 8192 / 0.1; /* 100 us + 8 KiB at 100 MB/s = 181.92 us */
+    double x = 8192 / 100.0;         /* interface transfer, 81.92 ns */
+    for (int i = 0; i < 4; i++) {
+        struct dbt_result r = submit(&st, 0, DBT_OP_READ, (uint64_t)i << 20, 8192);
+        CHECK(near((double)r.complete_ns, one + (i + 1) * x, 1e-4), "request %d done at %llu, expected %.0f", i,
+              (unsigned long long)r.complete_ns, one + (i + 1) * x);
+    }
+    struct dbt_result r5 = submit(&st, 0, DBT_OP_READ, 5 << 20, 8192);
+    CHECK(near((double)r5.complete_ns, 2 * one + x, 1e-4), "fifth waits a full service: %llu, expected %.0f",
+          (unsigned long long)r5.complete_ns, 2 * one + x);
+    /* A large request spreads over the channels: 64 KiB = 4 pages of 16 KiB, one per channel. */
+    dbt_model_init(&st, DBT_KIND_SSD, &p);
+    struct dbt_result big = submit(&st, 0, DBT_OP_READ, 0, 65536);
+    double expect = 100e3 + 16384 / 0.1 + 65536 / 100.0;
+    CHECK(near((double)big.complete_ns, expect, 1e-4), "64 KiB striped: %llu, expected %.0f",
+          (unsigned long long)big.complete_ns, expect);
+}
+
+static void test_flash_flush_and_plp(void) {
+    struct dbt_params p;
+    dbt_params_defaults(&p, DBT_KIND_SSD);
+    set(&p, DBT_KIND_SSD, "flush_ms", "2");
+    struct dbt_model_state st;
+    dbt_model_init(&st, DBT_KIND_SSD, &p);
+    struct dbt_result f = submit(&st, 1000, DBT_OP_FLUSH, 0, 0);
+    CHECK(f.complete_ns == 1000 + 2000000, "flush costs flush_ms (%llu)", (unsigned long long)f.complete_ns);
+    set(&p, DBT_KIND_SSD, "flush_ms", "0");
+    dbt_model_init(&st, DBT_KIND_SSD, &p);
+    f = submit(&st, 1000, DBT_OP_FLUSH, 0, 0);
+    CHECK(f.complete_ns == 1000, "power-loss protected flush is free");
+}
+
+static void test_ram_latency_and_cap(void) {
+    struct dbt_params p;
+    dbt_params_defaults(&p, DBT_KIND_RAM); /* 60 us, 100 MB/s */
+    struct dbt_model_state st;
+    dbt_model_init(&st, DBT_KIND_RAM, &p);
+    struct dbt_result r = submit(&st, 0, DBT_OP_READ, 0, 8192);
+    CHECK(near((double)r.complete_ns, 60e3 + 81920, 1e-6), "QD1 read = latency + transfer (%llu)",
+          (unsigned long long)r.complete_ns);
+    /* Ten at once: the interface serialises them, 100 MB/s overall. */
+    dbt_model_init(&st, DBT_KIND_RAM, &p);
+    uint64_t last = 0;
+    for (int i = 0; i < 10; i++) last = submit(&st, 0, DBT_OP_READ, (uint64_t)i * 8192, 8192).complete_ns;
+    CHECK(near((double)last, 60e3 + 10 * 81920, 1e-6), "10 reads end at %llu", (unsigned long long)last);
+}
+
+static void test_deterministic(void) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    uint64_t sums[2] = {0, 0};
+    for (int run = 0; run < 2; run++) {
+        struct dbt_model_state st;
+        dbt_model_init(&st, DBT_KIND_HDD, &p);
+        uint64_t t = 0, x = 7;
+        for (int i = 0; i < 5000; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            int op = (x >> 60) & 1 ? DBT_OP_READ : DBT_OP_WRITE;
+            if (((x >> 50) & 63) == 0) op = DBT_OP_FLUSH;
+            struct dbt_result r = submit(&st, t, op, (x >> 20) % (1ull << 32), 8192);
+            sums[run] = sums[run] * 31 + r.complete_ns;
+            t += (x >> 40) % 3000000;
+        }
+    }
+    CHECK(sums[0] == sums[1], "the same request stream gives the same completions");
+}
+
+static void test_option_table(void) {
+    struct dbt_params p;
+    char err[256];
+    dbt_params_defaults(&p, DBT_KIND_HDD);
+    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "rpm", "15000", err, sizeof err) == 0 && p.rpm == 15000, "set rpm");
+    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "rpm", "99", err, sizeof err) != 0 && strstr(err, "outside"), "range: %s", err);
+    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "channels", "4", err, sizeof err) != 0 && strstr(err, "no parameter"),
+          "kind's own names only: %s", err);
+    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "rpm", "12x", err, sizeof err) != 0, "not a number: %s", err);
+    dbt_params_defaults(&p, DBT_KIND_SSD);
+    CHECK(p.capacity_gb == 240 && p.interface_mb_s == 550, "defaults are per kind");
+}
+
+static void test_lateness_buckets(void) {
+    int ok = 1;
+    for (uint64_t v = 1; v < (1ull << 40); v = v * 3 / 2 + 1) {
+        int b = dbt_lat_bucket(v);
+        uint64_t lo = dbt_lat_bucket_floor(b), hi = dbt_lat_bucket_floor(b + 1);
+        if (!(lo <= v && (b == DBT_LAT_BUCKETS - 1 || v < hi) && (v < 16 || (double)(v - lo) / (double)v < 0.125)))
+            ok = 0;
+    }
+    CHECK(ok, "every value lands in a bucket whose floor is within 12.5%% below it");
+}
+
+int main(void) {
+    test_sequential_streams_at_media_rate();
+    test_seek_curve_points();
+    test_full_stroke_access();
+    test_buffer_hit();
+    test_write_back_and_flush();
+    test_channels_in_parallel();
+    test_flash_flush_and_plp();
+    test_ram_latency_and_cap();
+    test_deterministic();
+    test_option_table();
+    test_lateness_buckets();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

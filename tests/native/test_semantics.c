@@ -1,0 +1,381 @@
+/* Interposer semantics: a randomized sequence of file operations, in several processes and threads,
+ * logging every return value, errno and a checksum of the data read. run_semantics.cmake runs it
+ * plainly and under the interposer and requires byte-identical logs.
+ *
+ *   test_semantics run SEED ROOT LOG       the sequence, in ROOT (with subdirs a/ b/ out/)
+ *   test_semantics mkstate SIMLIB MAP STATE
+ *   test_semantics check SIMLIB STATE      the interposer saw reads, writes and flushes on a and b */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define WORKERS_PER_PROC 2
+#define PROCS 2
+#define STEPS 700
+#define NFILES 6
+#define MAXIO 65536
+
+struct worker {
+    int id;
+    uint64_t rng;
+    char *log;
+    size_t len, cap;
+    int fd[NFILES];
+    int mode[NFILES]; /* O_ACCMODE of the open fd */
+    char path[NFILES][64];
+};
+
+static uint64_t next(struct worker *w) {
+    uint64_t z = (w->rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint32_t crc32(const unsigned char *p, size_t n) {
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
+    }
+    return ~c;
+}
+
+static void logf_(struct worker *w, const char *fmt, ...) {
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (w->len + (size_t)n + 1 > w->cap) {
+        w->cap = (w->cap + (size_t)n + 1) * 2;
+        w->log = realloc(w->log, w->cap);
+    }
+    memcpy(w->log + w->len, line, (size_t)n);
+    w->len += (size_t)n;
+}
+
+/* Logs a result: the value and, on failure, errno. Successful calls log no errno (libc may leave
+ * any value there), but the interposer must not turn success into failure or change errno on failure. */
+#define RES(w, name, r, fail)                                                                      \
+    do {                                                                                           \
+        int e_ = errno;                                                                            \
+        if (fail) logf_(w, "%s %lld errno=%d\n", name, (long long)(r), e_);                       \
+        else logf_(w, "%s %lld\n", name, (long long)(r));                                          \
+    } while (0)
+
+static void fill(struct worker *w, unsigned char *buf, size_t n) {
+    for (size_t i = 0; i < n; i++) buf[i] = (unsigned char)(next(w) >> 56);
+}
+
+static int open_flags(uint64_t x) {
+    static const int choices[] = {O_RDWR | O_CREAT, O_RDONLY, O_WRONLY | O_CREAT | O_APPEND, O_RDWR | O_CREAT | O_TRUNC,
+                                  O_RDWR | O_CREAT | O_EXCL, O_WRONLY | O_CREAT | O_DSYNC, O_RDWR | O_CREAT | O_SYNC};
+    return choices[x % (sizeof choices / sizeof choices[0])];
+}
+
+static void do_open(struct worker *w, int i, uint64_t x) {
+    if (w->fd[i] >= 0) {
+        int r = close(w->fd[i]);
+        RES(w, "close", r, r != 0);
+        w->fd[i] = -1;
+    }
+    int flags = open_flags(x);
+    int r;
+    switch ((x >> 8) % 4) {
+    case 0: r = open(w->path[i], flags, 0644); break;
+    case 1: r = openat(AT_FDCWD, w->path[i], flags, 0644); break;
+    case 2: r = open64(w->path[i], flags, 0644); break;
+    default: {
+        char dir[64];
+        strcpy(dir, w->path[i]);
+        *strrchr(dir, '/') = '\0';
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+        r = openat(dfd, strrchr(w->path[i], '/') + 1, flags, 0644);
+        int e = errno;
+        close(dfd);
+        errno = e;
+    }
+    }
+    RES(w, "open", r >= 0 ? 0 : r, r < 0);
+    if (r >= 0) {
+        w->fd[i] = r;
+        w->mode[i] = flags & O_ACCMODE;
+    }
+}
+
+static void one_step(struct worker *w, unsigned char *buf, unsigned char *buf2) {
+    uint64_t x = next(w);
+    int i = (int)(x % NFILES);
+    int fd = w->fd[i];
+    size_t n = (size_t)((x >> 16) % MAXIO);
+    off_t off = (off_t)((x >> 32) % (256 * 1024));
+    ssize_t r;
+    int op = (int)((x >> 48) % 26);
+    if (fd < 0 && op < 22) op = 0;
+    switch (op) {
+    case 0: do_open(w, i, x >> 4); break;
+    case 1: case 2: r = pread(fd, buf, n, off); RES(w, "pread", r, r < 0); if (r > 0) logf_(w, "crc %08x\n", crc32(buf, (size_t)r)); break;
+    case 3: case 4: fill(w, buf, n); r = pwrite(fd, buf, n, off); RES(w, "pwrite", r, r < 0); break;
+    case 5: r = read(fd, buf, n); RES(w, "read", r, r < 0); if (r > 0) logf_(w, "crc %08x\n", crc32(buf, (size_t)r)); break;
+    case 6: fill(w, buf, n); r = write(fd, buf, n); RES(w, "write", r, r < 0); break;
+    case 7: {
+        struct iovec iov[3] = {{buf, n / 3}, {buf2, n / 3}, {buf + n / 3, n - 2 * (n / 3)}};
+        r = preadv(fd, iov, 3, off);
+        RES(w, "preadv", r, r < 0);
+        if (r > 0) logf_(w, "crc %08x %08x\n", crc32(buf, n / 3), crc32(buf2, n / 3));
+        break;
+    }
+    case 8: {
+        fill(w, buf, n);
+        struct iovec iov[2] = {{buf, n / 2}, {buf + n / 2, n - n / 2}};
+        r = pwritev(fd, iov, 2, off);
+        RES(w, "pwritev", r, r < 0);
+        break;
+    }
+    case 9: {
+        struct iovec iov[1] = {{buf, n}};
+        r = preadv2(fd, iov, 1, (x & 1) ? -1 : off, 0);
+        RES(w, "preadv2", r, r < 0);
+        if (r > 0) logf_(w, "crc %08x\n", crc32(buf, (size_t)r));
+        break;
+    }
+    case 10: {
+        fill(w, buf, n);
+        struct iovec iov[1] = {{buf, n}};
+        r = pwritev2(fd, iov, 1, (x & 1) ? -1 : off, 0);
+        RES(w, "pwritev2", r, r < 0);
+        break;
+    }
+    case 11: {
+        struct iovec iov[2] = {{buf, n / 2}, {buf2, n / 2}};
+        r = (x & 1) ? readv(fd, iov, 2) : writev(fd, iov, 2);
+        RES(w, (x & 1) ? "readv" : "writev", r, r < 0);
+        break;
+    }
+    case 12: r = (x & 1) ? fsync(fd) : fdatasync(fd); RES(w, "fsync", r, r < 0); break;
+    case 13: r = ftruncate(fd, off); RES(w, "ftruncate", r, r < 0); break;
+    case 14: r = truncate(w->path[i], off / 2); RES(w, "truncate", r, r < 0); break; /* relative path */
+    case 15: r = (x & 1) ? posix_fallocate(fd, off, (off_t)n + 1) : fallocate(fd, 0, off, (off_t)n + 1); RES(w, "fallocate", r, r < 0); break;
+    case 16: r = posix_fadvise(fd, off, (off_t)n, (x & 1) ? POSIX_FADV_DONTNEED : 999); RES(w, "fadvise", r, 0); break;
+    case 17: r = sync_file_range(fd, off, (off_t)n, SYNC_FILE_RANGE_WRITE); RES(w, "sync_file_range", r, r < 0); break;
+    case 18: { /* a duplicate shares the file position */
+        int d = dup(fd);
+        int d2 = (x & 1) ? dup2(d, d) : d;
+        fill(w, buf, 100);
+        r = write(d2, buf, 100);
+        RES(w, "dup-write", r, r < 0);
+        off_t pos = lseek(fd, 0, SEEK_CUR);
+        logf_(w, "pos %lld\n", (long long)pos);
+        int c = close(d);
+        RES(w, "close-dup", c, c < 0);
+        break;
+    }
+    case 19: {
+        int j = (i + 1) % NFILES;
+        if (w->fd[j] < 0) break;
+        off64_t a = off, b = off / 2;
+        r = (x & 1) ? copy_file_range(fd, &a, w->fd[j], &b, n, 0) : copy_file_range(fd, NULL, w->fd[j], NULL, n, 0);
+        RES(w, "copy_file_range", r, r < 0);
+        if (x & 1) logf_(w, "offs %lld %lld\n", (long long)a, (long long)b);
+        break;
+    }
+    case 20: { off_t p = lseek(fd, off, SEEK_SET); RES(w, "lseek", p, p < 0); break; }
+    case 21: r = syncfs(fd); RES(w, "syncfs", r, r < 0); break;
+    /* error paths: errno must come through unchanged */
+    case 22: r = pread(999999, buf, 10, 0); RES(w, "pread-badf", r, r < 0); break;
+    case 23: r = pwrite(w->fd[i] >= 0 ? w->fd[i] : 999999, buf, 10, -5); RES(w, "pwrite-neg", r, r < 0); break;
+    case 24: {
+        int d = open(w->path[i], O_RDONLY | O_DIRECTORY);
+        RES(w, "open-notdir", d, d < 0);
+        int e = open("a/nonexistent/file", O_RDONLY);
+        RES(w, "open-noent", e, e < 0);
+        char dir[64];
+        strcpy(dir, w->path[i]);
+        *strrchr(dir, '/') = '\0';
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+        r = read(dfd, buf, 10);
+        RES(w, "read-dir", r, r < 0);
+        r = fsync(999999);
+        RES(w, "fsync-badf", r, r < 0);
+        r = posix_fallocate(999999, 0, 10);
+        RES(w, "fallocate-badf", r, 0);
+        close(dfd);
+        break;
+    }
+    default: { /* stdio: invisible to the interposer, but its fclose must not confuse fd tracking */
+        FILE *f = fopen(w->path[i], "r");
+        if (!f) { RES(w, "fopen", -1, 1); break; }
+        size_t got = fread(buf, 1, 1000, f);
+        logf_(w, "fread %zu crc %08x\n", got, crc32(buf, got));
+        RES(w, "fclose", fclose(f), 0);
+        DIR *dir = opendir("b");
+        logf_(w, "opendir %d\n", dir != NULL);
+        if (dir) closedir(dir);
+    }
+    }
+}
+
+static void *worker_main(void *arg) {
+    struct worker *w = arg;
+    unsigned char *buf = malloc(MAXIO), *buf2 = malloc(MAXIO);
+    const char *dirs[NFILES] = {"a", "a", "a", "b", "b", "out"};
+    for (int i = 0; i < NFILES; i++) {
+        snprintf(w->path[i], sizeof w->path[i], "%s/w%d_f%d", dirs[i], w->id, i);
+        w->fd[i] = -1;
+    }
+    for (int s = 0; s < STEPS; s++) one_step(w, buf, buf2);
+    if (w->id == 0) { /* a fork from a thread: the child's I/O goes through the interposer too */
+        pid_t pid = fork();
+        if (pid == 0) {
+            int fd = open("a/child", O_RDWR | O_CREAT | O_TRUNC, 0644);
+            unsigned char b[8192];
+            memset(b, 7, sizeof b);
+            ssize_t t = 0;
+            for (int k = 0; k < 50; k++) t += pwrite(fd, b, sizeof b, k * 8192);
+            for (int k = 0; k < 50; k++) t += pread(fd, b, sizeof b, k * 8192);
+            fsync(fd);
+            close(fd);
+            _exit((int)(t % 251));
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        logf_(w, "child exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    }
+    for (int i = 0; i < NFILES; i++) {
+        if (w->fd[i] >= 0) close(w->fd[i]);
+        int fd = open(w->path[i], O_RDONLY);
+        ssize_t r = fd >= 0 ? pread(fd, buf, MAXIO, 0) : -1;
+        struct stat st;
+        int sr = stat(w->path[i], &st);
+        logf_(w, "final %d %lld size %lld crc %08x\n", i, (long long)r, sr == 0 ? (long long)st.st_size : -1LL,
+              r > 0 ? crc32(buf, (size_t)r) : 0u);
+        if (fd >= 0) close(fd);
+    }
+    free(buf);
+    free(buf2);
+    return NULL;
+}
+
+static volatile sig_atomic_t alarms;
+static void on_alarm(int sig) {
+    (void)sig;
+    alarms++;
+}
+
+static int run(uint64_t seed, const char *root, const char *logpath) {
+    if (chdir(root) != 0) return perror("chdir"), 2;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm; /* no SA_RESTART: waits inside the interposer see EINTR */
+    sigaction(SIGALRM, &sa, NULL);
+    pid_t kids[PROCS];
+    for (int p = 0; p < PROCS; p++) {
+        kids[p] = p == 0 ? 0 : fork();
+        if (kids[p] != 0) continue;
+        struct itimerval it = {{0, 300}, {0, 300}};
+        setitimer(ITIMER_REAL, &it, NULL);
+        struct worker w[WORKERS_PER_PROC];
+        pthread_t th[WORKERS_PER_PROC];
+        memset(w, 0, sizeof w);
+        for (int t = 0; t < WORKERS_PER_PROC; t++) {
+            w[t].id = p * WORKERS_PER_PROC + t;
+            w[t].rng = seed * 1000 + (uint64_t)w[t].id;
+            pthread_create(&th[t], NULL, worker_main, &w[t]);
+        }
+        for (int t = 0; t < WORKERS_PER_PROC; t++) pthread_join(th[t], NULL);
+        struct itimerval off = {{0, 0}, {0, 0}};
+        setitimer(ITIMER_REAL, &off, NULL);
+        /* close_range in a single-threaded moment: a block of fds, one of them a device file */
+        int base = open("a/w_range", O_RDWR | O_CREAT, 0644);
+        int extra = dup(base);
+        int cr = close_range((unsigned)base, (unsigned)extra, 0);
+        int after = write(base, "x", 1);
+        struct worker fin = {0};
+        fin.id = 100 + p;
+        logf_(&fin, "close_range %d write-after %d errno=%d\n", cr, after, after < 0 ? errno : 0);
+        for (int t = 0; t < WORKERS_PER_PROC; t++) {
+            char path[4200];
+            snprintf(path, sizeof path, "%s.w%d", logpath, w[t].id);
+            FILE *f = fopen(path, "w");
+            fwrite(w[t].log, 1, w[t].len, f);
+            fwrite(fin.log, 1, fin.len, f);
+            fclose(f);
+            free(w[t].log);
+        }
+        free(fin.log);
+        if (p != 0) _exit(0);
+    }
+    int status, bad = 0;
+    for (int p = 1; p < PROCS; p++) {
+        waitpid(kids[p], &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status)) bad = 1;
+    }
+    FILE *out = fopen(logpath, "w");
+    for (int id = 0; id < PROCS * WORKERS_PER_PROC; id++) {
+        char path[4200], chunk[65536];
+        snprintf(path, sizeof path, "%s.w%d", logpath, id);
+        FILE *f = fopen(path, "r");
+        if (!f) return fprintf(stderr, "missing %s\n", path), 2;
+        fprintf(out, "== worker %d\n", id);
+        size_t got;
+        while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) fwrite(chunk, 1, got, out);
+        fclose(f);
+        unlink(path);
+    }
+    fclose(out);
+    fprintf(stderr, "sequence done (%d alarms in the parent)\n", (int)alarms);
+    return bad;
+}
+
+static void *sim(const char *lib, const char *sym) {
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "%s\n", dlerror());
+        exit(2);
+    }
+    return dlsym(h, sym);
+}
+
+int main(int argc, char **argv) {
+    if (argc == 5 && strcmp(argv[1], "run") == 0) return run(strtoull(argv[2], NULL, 10), argv[3], argv[4]);
+    if (argc == 5 && strcmp(argv[1], "mkstate") == 0) {
+        int (*create)(const char *, const char *, char *, size_t) = sim(argv[2], "dbt_create_state");
+        char err[512];
+        if (create(argv[3], argv[4], err, sizeof err) != 0) return fprintf(stderr, "%s\n", err), 2;
+        return 0;
+    }
+    if (argc == 4 && strcmp(argv[1], "check") == 0) {
+        char *(*dump)(const char *, char *, size_t) = sim(argv[2], "dbt_dump_state");
+        char err[512];
+        char *json = dump(argv[3], err, sizeof err);
+        if (!json) return fprintf(stderr, "%s\n", err), 2;
+        /* each device entry has "reads":N,"writes":N,"flushes":N with N > 0 */
+        int ok = 1, devices = 0;
+        for (char *p = strstr(json, "\"reads\":"); p; p = strstr(p + 1, "\"reads\":")) {
+            long long rd = 0, wr = 0, fl = 0;
+            sscanf(p, "\"reads\":%lld,\"writes\":%lld,\"flushes\":%lld", &rd, &wr, &fl);
+            printf("device %d: reads %lld writes %lld flushes %lld\n", devices, rd, wr, fl);
+            if (rd <= 0 || wr <= 0 || fl <= 0) ok = 0;
+            devices++;
+        }
+        free(json);
+        return ok && devices == 2 ? 0 : 1;
+    }
+    fprintf(stderr, "usage: see the comment at the top of test_semantics.c\n");
+    return 2;
+}
