@@ -253,7 +253,8 @@ static void *worker_main(void *arg) {
             _exit((int)(t % 251));
         }
         int status = 0;
-        waitpid(pid, &status, 0);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) { /* the alarm storm interrupts waits */
+        }
         logf_(w, "child exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     }
     for (int i = 0; i < NFILES; i++) {
@@ -322,7 +323,8 @@ static int run(uint64_t seed, const char *root, const char *logpath) {
     }
     int status, bad = 0;
     for (int p = 1; p < PROCS; p++) {
-        waitpid(kids[p], &status, 0);
+        while (waitpid(kids[p], &status, 0) < 0 && errno == EINTR) {
+        }
         if (!WIFEXITED(status) || WEXITSTATUS(status)) bad = 1;
     }
     FILE *out = fopen(logpath, "w");
