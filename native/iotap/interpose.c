@@ -66,7 +66,7 @@ static struct dbt_state *g_state;
 static _Atomic uint64_t *g_fdtab; /* per fd: 0 = not yet resolved, else FD_RESOLVED | ... */
 static int g_fdtab_n;
 static uint32_t g_pid;
-static uint64_t g_spin_ns = 10000;
+static uint64_t g_spin_ns = 20000; /* DBTIER_IOTAP_SPIN_NS overrides */
 
 #define FD_RESOLVED (1ull << 63)
 #define FD_NONE (1ull << 62) /* resolved: not under any device */
@@ -122,16 +122,25 @@ static inline int tracked(int fd, uint64_t *e) {
     return 1;
 }
 
-/* Sleeps to an absolute time: coarse with the timer (slack set to 1 ns), the last stretch spinning. */
+/* Sleeps to an absolute time. A long sleep on a VM sometimes wakes a scheduler tick late, so it
+ * ends well early (EARLY_NS) and a second, short sleep from an awake CPU gets close; the last
+ * g_spin_ns are spun. Spinning stays short: it is CPU time charged to the emulated program. */
+#define EARLY_NS 150000ull
+
+static void sleep_until(uint64_t t) {
+    struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+}
+
 static void wait_until(uint64_t target) {
     uint64_t now = now_ns();
     if (now >= target) return;
-    if (target - now > g_spin_ns) {
-        uint64_t wake = target - g_spin_ns;
-        struct timespec ts = {(time_t)(wake / 1000000000ull), (long)(wake % 1000000000ull)};
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-        }
+    if (target - now > EARLY_NS + g_spin_ns) {
+        sleep_until(target - EARLY_NS);
+        now = now_ns();
     }
+    if (now < target && target - now > g_spin_ns) sleep_until(target - g_spin_ns);
     while (now_ns() < target) __builtin_ia32_pause();
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+import pyarrow as pa
 from rich.table import Table
 
 from dbtier.errors import UserError
@@ -25,7 +26,10 @@ def trace(trace_dir: Path, output: Path | None) -> None:
         raise UserError(f"{trace_dir} is not a directory; give the directory passed to --trace")
     output = output or trace_dir / "trace.parquet"
     table = convert(trace_dir, output)
-    summary = table.group_by(["device", "path_class", "op"]).aggregate(
+    keys = ("device", "path_class", "op")
+    plain = pa.table({**{k: table[k].cast(pa.string()) for k in keys},
+                      **{k: table[k] for k in ("len", "latency_us", "lateness_us")}})
+    summary = plain.group_by(list(keys)).aggregate(
         [("len", "count"), ("len", "sum"), ("latency_us", "mean"), ("lateness_us", "mean")])
     summary = summary.sort_by([("device", "ascending"), ("len_sum", "descending")])
     view = Table(title=f"{table.num_rows:,} I/Os -> {output}", title_justify="left")

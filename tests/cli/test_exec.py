@@ -1,0 +1,97 @@
+"""`dbtier exec`: any program on virtual devices, fio first; figures, JSON, exit status, errors."""
+
+import json
+import re
+import shutil
+
+import pytest
+
+from dbtier.devices import patterns, profile
+from tests.conftest import dbtier
+
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed (make setup installs it as root)")
+
+
+def fio_randread(directory, seconds):
+    return ["fio", "--name=rr", f"--directory={directory}", "--filename=f1", "--ioengine=psync", "--rw=randread",
+            "--bs=8k", "--size=256m", f"--runtime={seconds}", "--time_based", "--output-format=json"]
+
+
+@needs_fio
+@pytest.mark.parametrize("name, seconds, rel", [("hdd-sata-7200", 4, 0.12), ("ssd-sata-mlc", 2, 0.06), ("ram-san", 2, 0.06)])
+def test_fio_sees_the_model(name, seconds, rel, shm_dir, tmp_path):
+    """fio's own median completion latency through the interposer matches the model's QD1 median
+    for the same span (fio's file is 256 MiB here, so the model is asked about 256 MiB too). The
+    median, because fio's mean carries this shared machine's scheduling tail."""
+    out_json = tmp_path / "exec.json"
+    proc = dbtier("exec", "-d", f"{shm_dir}={name}", "--json", str(out_json), "--", *fio_randread(shm_dir, seconds))
+    assert proc.returncode == 0, proc.stderr
+    fio = json.loads(proc.stdout)["jobs"][0]["read"]
+    fio_p50_us = fio["clat_ns"]["percentile"]["50.000000"] / 1e3
+    pattern = patterns.Pattern("random read 8 KiB over 256 MiB", 1, True, span=256 << 20)
+    expect = patterns.expected(profile.load(name), pattern)
+    assert fio_p50_us == pytest.approx(expect.p50_us, rel=rel), (fio_p50_us, expect.p50_us)
+    model_us = expect.mean_us
+    doc = json.loads(out_json.read_text())
+    assert doc["schema_version"] == 1 and doc["exit_status"] == 0
+    dev = doc["devices"][0]
+    # fio's layout pass writes the file first, then the timed reads: the interposer saw them all.
+    assert dev["counters"]["reads"] >= fio["total_ios"]
+    assert dev["iostat"]["r_await"] == pytest.approx(model_us / 1e3, rel=0.12)
+    assert 0 < dev["iostat"]["%util"] <= 100
+    assert "r_await" in proc.stderr and "late p50/p99" in proc.stderr
+
+
+def test_exit_status_passes_through(shm_dir):
+    proc = dbtier("exec", "-q", "-d", f"{shm_dir}=real", "--", "sh", "-c", "exit 7")
+    assert proc.returncode == 7
+
+
+def test_plain_program_and_json(shm_dir, tmp_path):
+    """dd on an emulated HDD: sequential reads stream; the JSON counts them exactly."""
+    data = shm_dir / "f"
+    data.write_bytes(b"\0" * (4 << 20))
+    out = tmp_path / "r.json"
+    proc = dbtier("exec", "-q", "-d", f"disk:{shm_dir}=hdd-sata-7200", "--json", str(out), "--",
+                  "dd", f"if={data}", "of=/dev/null", "bs=8k", "status=none")
+    assert proc.returncode == 0, proc.stderr
+    dev = json.loads(out.read_text())["devices"][0]
+    assert dev["device"] == "disk" and dev["counters"]["reads"] == 512  # the EOF read moves nothing: not an I/O
+    assert dev["counters"]["read_bytes"] == 4 << 20
+    assert dev["iostat"]["hit%"] > 90  # read-ahead buffer
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["exec", "--", "true"], "at least one --device"),
+        (["exec", "-d", "/nonexistent-dir=ssd-sata-mlc", "--", "true"], "is not a directory"),
+        (["exec", "-d", "/tmp", "--", "true"], "expected DIR=PROFILE"),
+        (["exec", "-d", "/tmp=no-such-profile", "--", "true"], "unknown device profile"),
+        (["exec", "-d", "/tmp=real", "--", "no-such-command-xyz"], "command not found"),
+    ],
+)
+def test_bad_input_is_one_clear_line(args, message):
+    proc = dbtier(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_nothing_left_behind(shm_dir):
+    import glob
+    import tempfile
+
+    before = set(glob.glob(f"{tempfile.gettempdir()}/dbtier-exec-*"))
+    dbtier("exec", "-q", "-d", f"{shm_dir}=real", "--", "true", check=True)
+    assert set(glob.glob(f"{tempfile.gettempdir()}/dbtier-exec-*")) == before
+
+
+def test_fast_device_on_disk_warns(tmp_path):
+    import os
+
+    if os.path.realpath(tmp_path).startswith("/dev/shm"):
+        pytest.skip("tmp_path is on tmpfs here")
+    proc = dbtier("exec", "-d", f"{tmp_path}=nvme-gen4", "--", "true")
+    assert proc.returncode == 0
+    assert re.search(r"warning:.*tmpfs", proc.stderr.replace("\n", " "))
