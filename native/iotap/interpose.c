@@ -40,6 +40,12 @@
 
 static __thread int tl_guard __attribute__((tls_model("initial-exec")));
 static __thread int tl_resolving __attribute__((tls_model("initial-exec")));
+static __thread uint32_t tl_tid __attribute__((tls_model("initial-exec"))); /* 0: not yet asked */
+
+static uint32_t thread_id(void) { /* gettid is a syscall: ask once per thread */
+    if (UNLIKELY(!tl_tid)) tl_tid = (uint32_t)syscall(SYS_gettid);
+    return tl_tid;
+}
 
 static void resolve(void **slot, const char *name) {
     if (tl_resolving) return; /* dlsym re-entered us: the caller fails with ENOSYS, once */
@@ -201,11 +207,12 @@ static void account(uint64_t e, int op, uint64_t off, uint64_t len, uint64_t t0)
     if (res.flags & DBT_RES_CACHE_HIT) atomic_fetch_add_explicit(&d->c.cache_hits, 1, memory_order_relaxed);
     if (res.flags & DBT_RES_STREAM) atomic_fetch_add_explicit(&d->c.streams, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&d->c.host_ns, host_end - t0, memory_order_relaxed);
+    uint64_t end = host_end; /* a real device: the host call was the I/O (one clock read saved) */
     if (d->kind != DBT_KIND_REAL) {
         if (host_end > complete) atomic_fetch_add_explicit(&d->c.overruns, 1, memory_order_relaxed);
         wait_until(complete);
+        end = now_ns();
     }
-    uint64_t end = now_ns();
     uint64_t late = end > complete ? end - complete : 0;
     atomic_fetch_add_explicit(&d->c.late[dbt_lat_bucket(late)], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&d->c.late_sum_ns, late, memory_order_relaxed);
@@ -223,7 +230,7 @@ static void account(uint64_t e, int op, uint64_t off, uint64_t len, uint64_t t0)
         r->file = (int32_t)file;
         r->pid = g_pid;
         r->host_ns = (uint32_t)((host_end - t0) > UINT32_MAX ? UINT32_MAX : host_end - t0);
-        r->tid = (uint32_t)syscall(SYS_gettid);
+        r->tid = thread_id();
         r->dev = (uint8_t)devno;
         r->flags = (uint8_t)(flags | ((res.flags & DBT_RES_CACHE_HIT) ? DBT_TF_CACHE_HIT : 0) |
                              ((res.flags & DBT_RES_STREAM) ? DBT_TF_STREAM : 0));
@@ -245,7 +252,7 @@ static void account_other(uint64_t e, int top, uint64_t off, uint64_t len, uint6
         r->file = (int32_t)FD_FILE(e);
         r->pid = g_pid;
         r->host_ns = (uint32_t)(end - t0);
-        r->tid = (uint32_t)syscall(SYS_gettid);
+        r->tid = thread_id();
         r->dev = (uint8_t)FD_DEV(e);
         r->flags = FD_FLAGS(e);
         dbt_trace_commit(r, (uint8_t)top);
@@ -506,6 +513,7 @@ WRAP_TRUNCATE_PATH(truncate64, off64_t)
 
 static void after_fork_child(void) {
     g_pid = (uint32_t)getpid();
+    tl_tid = 0; /* the child's one thread has a new id */
     if (g_state) dbt_trace_after_fork(atomic_fetch_add(&g_state->attached, 1));
 }
 

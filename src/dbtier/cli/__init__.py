@@ -22,6 +22,7 @@ def cli() -> None:
 
     \b
     Start with:
+      dbtier demo                          random vs sequential reads on an emulated HDD and SSD
       dbtier devices                       the device profiles
       dbtier devices show hdd-sata-7200    one profile and its expected latencies
       dbtier exec --device /dev/shm/d=ssd-sata-mlc -- fio ...   any program on a device
@@ -29,8 +30,9 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from dbtier.cli import devices, exec_cmd, trace_cmd
+    from dbtier.cli import demo, devices, exec_cmd, trace_cmd
 
+    cli.add_command(demo.demo)
     cli.add_command(devices.devices)
     cli.add_command(exec_cmd.exec_command)
     cli.add_command(trace_cmd.trace)
