@@ -273,8 +273,9 @@ static int has_mode(int flags) { return (flags & O_CREAT) || (flags & __O_TMPFIL
         if ((r) >= 0) fd_forget(r);                                                                \
     } while (0)
 
-#define WRAP_OPEN_VA(name)                                                                         \
-    EXPORT int name(const char *path, int flags, ...) {                                            \
+/* open and openat take a mode only with O_CREAT or O_TMPFILE; read it only then. */
+#define WRAP_OPEN_VA(name, params, args)                                                           \
+    EXPORT int name params {                                                                       \
         ENSURE(name, -1);                                                                          \
         mode_t mode = 0;                                                                           \
         if (has_mode(flags)) {                                                                     \
@@ -283,33 +284,16 @@ static int has_mode(int flags) { return (flags & O_CREAT) || (flags & __O_TMPFIL
             mode = (mode_t)va_arg(ap, int);                                                        \
             va_end(ap);                                                                            \
         }                                                                                          \
-        int r = real_##name(path, flags, mode);                                                    \
+        int r = real_##name args;                                                                  \
         int saved = errno;                                                                         \
         AFTER_OPEN(r);                                                                             \
         errno = saved;                                                                             \
         return r;                                                                                  \
     }
-WRAP_OPEN_VA(open)
-WRAP_OPEN_VA(open64)
-
-#define WRAP_OPENAT_VA(name)                                                                       \
-    EXPORT int name(int dirfd, const char *path, int flags, ...) {                                 \
-        ENSURE(name, -1);                                                                          \
-        mode_t mode = 0;                                                                           \
-        if (has_mode(flags)) {                                                                     \
-            va_list ap;                                                                            \
-            va_start(ap, flags);                                                                   \
-            mode = (mode_t)va_arg(ap, int);                                                        \
-            va_end(ap);                                                                            \
-        }                                                                                          \
-        int r = real_##name(dirfd, path, flags, mode);                                             \
-        int saved = errno;                                                                         \
-        AFTER_OPEN(r);                                                                             \
-        errno = saved;                                                                             \
-        return r;                                                                                  \
-    }
-WRAP_OPENAT_VA(openat)
-WRAP_OPENAT_VA(openat64)
+WRAP_OPEN_VA(open, (const char *path, int flags, ...), (path, flags, mode))
+WRAP_OPEN_VA(open64, (const char *path, int flags, ...), (path, flags, mode))
+WRAP_OPEN_VA(openat, (int dirfd, const char *path, int flags, ...), (dirfd, path, flags, mode))
+WRAP_OPEN_VA(openat64, (int dirfd, const char *path, int flags, ...), (dirfd, path, flags, mode))
 
 #define WRAP_FD_RESULT(name, params, args, ...)                                                    \
     EXPORT int name params {                                                                       \

@@ -1,6 +1,7 @@
 """`dbtier exec`: any program on virtual devices, fio first; figures, JSON, exit status, errors."""
 
 import json
+import os
 import re
 import shutil
 
@@ -95,3 +96,24 @@ def test_fast_device_on_disk_warns(tmp_path):
     proc = dbtier("exec", "-d", f"{tmp_path}=nvme-gen4", "--", "true")
     assert proc.returncode == 0
     assert re.search(r"warning:.*tmpfs", proc.stderr.replace("\n", " "))
+
+
+def test_ctrl_c_stops_the_program_and_cleans_up(shm_dir):
+    """Ctrl-C from the terminal reaches the whole foreground group: the program stops, dbtier still
+    reports, exits 128+SIGINT, and leaves no state behind."""
+    import glob
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    before = set(glob.glob(f"{tempfile.gettempdir()}/dbtier-exec-*"))
+    proc = subprocess.Popen([sys.executable, "-m", "dbtier", "exec", "-d", f"{shm_dir}=real", "--", "sleep", "30"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(1.5)
+    os.killpg(proc.pid, signal.SIGINT)  # what the terminal does
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err
+    assert "devices over" in err
+    assert set(glob.glob(f"{tempfile.gettempdir()}/dbtier-exec-*")) == before
