@@ -5,26 +5,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from dbtier.devices import patterns, profile
-from dbtier.devices.session import Device, Session
+from dbtier.devices.session import run_on_device
 from dbtier.measure import lateness
 
 PROFILES = ["hdd-sata-7200", "hdd-sas-15k", "ssd-sata-mlc", "pcie-flash-mlc", "pcie-flash-slc", "ram-san", "nvme-gen4"]
-
-
-def run_in_session(prof, directory: Path, cmd: list[str]) -> tuple[str, dict]:
-    session = Session([Device("dev", directory, prof)], Path(tempfile.mkdtemp(prefix="dbtier-bench-")))
-    try:
-        session.create()
-        out = subprocess.run(cmd, env=session.env(), capture_output=True, text=True, check=True).stdout
-        return out, session.snapshot()["devices"][0]
-    finally:
-        session.remove()
 
 
 def main() -> None:
@@ -39,7 +28,7 @@ def main() -> None:
             prof = profile.load(name)
             count = 200 if prof.kind == "hdd" else 2000
             cmd = [sys.executable, "-m", "dbtier.devices.ioload", str(data), "--random", "--count", str(count)]
-            _, dev = run_in_session(prof, work, cmd)
+            _, dev = run_on_device(prof, work, cmd)
             late = lateness.summary(dev)
             model = patterns.expected(prof, patterns.STANDARD[0])
             print(f"  {name:16} {model.p50_us:12.1f} {late['p50_us']:12.2f} {late['p99_us']:12.1f} "
@@ -53,7 +42,7 @@ def main() -> None:
             prof = profile.load(name)
             cmd = ["fio", "--name=rr", f"--directory={work}", "--filename=data", "--ioengine=psync", "--rw=randread",
                    "--bs=8k", "--size=1g", f"--runtime={secs}", "--time_based", "--output-format=json"]
-            out, _ = run_in_session(prof, work, cmd)
+            out, _ = run_on_device(prof, work, cmd)
             read = json.loads(out)["jobs"][0]["read"]
             model = patterns.expected(prof, patterns.STANDARD[0])
             print(f"  {name:16} {model.mean_us:10.1f} {read['clat_ns']['mean'] / 1e3:10.1f} {model.p50_us:10.1f} "

@@ -13,16 +13,14 @@ stay at a few microseconds; the host's own call may outrun the model on at most 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from dbtier.devices import patterns, profile
-from dbtier.devices.session import Device, Session
+from dbtier.devices.session import run_on_device
 from dbtier.measure import lateness
 
 PROFILES = ["hdd-sata-7200", "hdd-sas-15k", "ssd-sata-mlc", "pcie-flash-mlc", "pcie-flash-slc", "ram-san", "nvme-gen4"]
@@ -31,18 +29,13 @@ PROFILES = ["hdd-sata-7200", "hdd-sas-15k", "ssd-sata-mlc", "pcie-flash-mlc", "p
 def run_live(prof, pattern, count, data_file: Path) -> tuple[np.ndarray, dict]:
     """Runs the pattern through a fresh emulated device; returns latencies and the device counters."""
     warm = patterns.warmup_count(prof, pattern)
-    session = Session([Device("dev", data_file.parent.resolve(), prof)], Path(tempfile.mkdtemp(prefix="dbtier-fid-")))
-    try:
-        session.create()
-        cmd = [sys.executable, "-m", "dbtier.devices.ioload", str(data_file),
-               "--op", "read" if pattern.op == 1 else "write", "--block", str(pattern.block),
-               "--span", str(pattern.span), "--count", str(count), "--warmup", str(warm), "--seed", str(pattern.seed)]
-        if pattern.random:
-            cmd.append("--random")
-        out = subprocess.run(cmd, env=session.env(), capture_output=True, text=True, check=True)
-        return np.array(json.loads(out.stdout)["latency_ns"]), session.snapshot()["devices"][0]
-    finally:
-        session.remove()
+    cmd = [sys.executable, "-m", "dbtier.devices.ioload", str(data_file),
+           "--op", "read" if pattern.op == 1 else "write", "--block", str(pattern.block),
+           "--span", str(pattern.span), "--count", str(count), "--warmup", str(warm), "--seed", str(pattern.seed)]
+    if pattern.random:
+        cmd.append("--random")
+    out, dev = run_on_device(prof, data_file.parent, cmd)
+    return np.array(json.loads(out)["latency_ns"]), dev
 
 
 @pytest.mark.parametrize("name", PROFILES)

@@ -9,9 +9,7 @@ The PostgreSQL version of the experiment arrives with the lab (issue 3) and repl
 from __future__ import annotations
 
 import json
-
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,7 +20,7 @@ from rich.table import Table
 
 from dbtier.devices import hostfs
 from dbtier.devices.profile import load
-from dbtier.devices.session import Device, Session
+from dbtier.devices.session import run_on_device
 from dbtier.measure import iostat, lateness
 from dbtier.report import jsonout
 from dbtier.report.terminal import console, fmt
@@ -46,17 +44,11 @@ def run_one(profile_name: str, work: Path, args: list[str]) -> dict:
     data = data_dir / "table"
     with open(data, "wb") as f:
         f.truncate(SPAN)
-    session = Session([Device(profile_name, data_dir.resolve(), load(profile_name))], work / f"state-{profile_name}")
-    try:
-        session.create()
-        proc = subprocess.run([sys.executable, "-m", "dbtier.devices.ioload", str(data), "--span", str(SPAN), *args],
-                              env=session.env(), check=True, capture_output=True, text=True)
-        elapsed = json.loads(proc.stdout)["elapsed_ns"] / 1e9  # the I/O loop, not interpreter start-up
-        dev = session.snapshot()["devices"][0]
-        return {"profile": profile_name, "elapsed_s": elapsed, "iostat": iostat.figures(dev, elapsed),
-                "lateness": lateness.summary(dev), "reads": dev["reads"]}
-    finally:
-        session.remove()
+    cmd = [sys.executable, "-m", "dbtier.devices.ioload", str(data), "--span", str(SPAN), *args]
+    out, dev = run_on_device(load(profile_name), data_dir, cmd, name=profile_name)
+    elapsed = json.loads(out)["elapsed_ns"] / 1e9  # the I/O loop, not interpreter start-up
+    return {"profile": profile_name, "elapsed_s": elapsed, "iostat": iostat.figures(dev, elapsed),
+            "lateness": lateness.summary(dev), "reads": dev["reads"]}
 
 
 @click.command()

@@ -7,6 +7,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,3 +132,15 @@ class Session:
 
     def remove(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def run_on_device(profile: Profile, directory: Path, cmd: list[str], name: str = "dev") -> tuple[str, dict]:
+    """Runs cmd with `directory` on a fresh emulated device; returns its stdout and the device's
+    counters. The session's state is removed afterwards, whatever happens."""
+    session = Session([Device(name, Path(directory).resolve(), profile)], Path(tempfile.mkdtemp(prefix="dbtier-run-")))
+    try:
+        session.create()
+        out = subprocess.run(cmd, env=session.env(), capture_output=True, text=True, check=True).stdout
+        return out, session.snapshot()["devices"][0]
+    finally:
+        session.remove()
