@@ -139,15 +139,21 @@ static void sleep_until(uint64_t t) {
     }
 }
 
-static void wait_until(uint64_t target) {
+/* Returns the time spent spinning, which is CPU time the program would not spend on a real device. */
+static uint64_t wait_until(uint64_t target) {
     uint64_t now = now_ns();
-    if (now >= target) return;
+    if (now >= target) return 0;
     if (target - now > EARLY_NS + g_spin_ns) {
         sleep_until(target - EARLY_NS);
         now = now_ns();
     }
-    if (now < target && target - now > g_spin_ns) sleep_until(target - g_spin_ns);
-    while (now_ns() < target) __builtin_ia32_pause();
+    if (now < target && target - now > g_spin_ns) {
+        sleep_until(target - g_spin_ns);
+        now = now_ns();
+    }
+    uint64_t spin_from = now;
+    while ((now = now_ns()) < target) __builtin_ia32_pause();
+    return now - spin_from;
 }
 
 static void count_latency(struct dbt_counters *c, int op, uint64_t len, uint64_t lat, uint64_t queued) {
@@ -194,6 +200,7 @@ static void account(uint64_t e, int op, uint64_t off, uint64_t len, uint64_t t0)
     uint8_t flags = FD_FLAGS(e);
     struct dbt_device_slot *d = &g_state->dev[devno];
     uint64_t addr = (d->kind == DBT_KIND_HDD && op != DBT_OP_FLUSH) ? dbt_state_addr(g_state, devno, file, off) : off;
+    if (atomic_load_explicit(&g_state->paused, memory_order_relaxed)) return; /* laid out, not charged */
     struct dbt_result res;
     model_request(d, op, addr, len, t0, host_end, &res);
     uint64_t complete = res.complete_ns;
@@ -210,7 +217,8 @@ static void account(uint64_t e, int op, uint64_t off, uint64_t len, uint64_t t0)
     uint64_t end = host_end; /* a real device: the host call was the I/O (one clock read saved) */
     if (d->kind != DBT_KIND_REAL) {
         if (host_end > complete) atomic_fetch_add_explicit(&d->c.overruns, 1, memory_order_relaxed);
-        wait_until(complete);
+        uint64_t spun = wait_until(complete);
+        if (spun) atomic_fetch_add_explicit(&d->c.spin_ns, spun, memory_order_relaxed);
         end = now_ns();
     }
     uint64_t late = end > complete ? end - complete : 0;
@@ -240,6 +248,7 @@ static void account(uint64_t e, int op, uint64_t off, uint64_t len, uint64_t t0)
 
 /* Calls that move no data are counted and traced, not delayed. */
 static void account_other(uint64_t e, int top, uint64_t off, uint64_t len, uint64_t t0) {
+    if (atomic_load_explicit(&g_state->paused, memory_order_relaxed)) return;
     struct dbt_device_slot *d = &g_state->dev[FD_DEV(e)];
     atomic_fetch_add_explicit(&d->c.other_ops, 1, memory_order_relaxed);
     struct dbt_trace_rec *r = dbt_trace_reserve();

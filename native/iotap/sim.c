@@ -118,6 +118,10 @@ EXPORT int dbt_create_state(const char *map_path, const char *state_path, char *
     return dbt_state_create(map_path, state_path, err, errlen);
 }
 
+EXPORT int dbt_set_paused(const char *state_path, int paused, char *err, size_t errlen) {
+    return dbt_state_set_paused(state_path, paused, err, errlen);
+}
+
 EXPORT char *dbt_dump_state(const char *state_path, char *err, size_t errlen) {
     return dbt_state_json(state_path, err, errlen);
 }

@@ -368,13 +368,21 @@ static void sb_str(struct sbuf *b, const char *s) {
 
 #define LD(x) ((unsigned long long)atomic_load(&(x)))
 
+int dbt_state_set_paused(const char *state_path, int paused, char *err, size_t errlen) {
+    struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
+    if (!s) return -1;
+    atomic_store(&s->paused, paused ? 1u : 0u);
+    munmap(s, s->size);
+    return 0;
+}
+
 char *dbt_state_json(const char *state_path, char *err, size_t errlen) {
     struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
     if (!s) return NULL;
     struct sbuf b = {malloc(65536), 0, 65536, 0};
     if (!b.p) b.oom = 1;
-    sb_printf(&b, "{\"version\":%u,\"epoch_ns\":%llu,\"attached\":%u,\"devices\":[", s->version,
-              (unsigned long long)s->epoch_ns, atomic_load(&s->attached));
+    sb_printf(&b, "{\"version\":%u,\"epoch_ns\":%llu,\"attached\":%u,\"paused\":%u,\"devices\":[", s->version,
+              (unsigned long long)s->epoch_ns, atomic_load(&s->attached), atomic_load(&s->paused));
     for (uint32_t i = 0; i < s->ndev; i++) {
         struct dbt_device_slot *d = &s->dev[i];
         const struct dbt_device_ops *ops = dbt_ops_by_kind(d->kind);
@@ -394,11 +402,13 @@ char *dbt_state_json(const char *state_path, char *err, size_t errlen) {
                   "},\"busy_ns\":%llu,\"first_ns\":%llu,\"last_ns\":%llu,\"reads\":%llu,\"writes\":%llu,"
                   "\"flushes\":%llu,\"read_bytes\":%llu,\"write_bytes\":%llu,\"read_ns\":%llu,\"write_ns\":%llu,"
                   "\"flush_ns\":%llu,\"queue_ns\":%llu,\"cache_hits\":%llu,\"streams\":%llu,\"other_ops\":%llu,"
-                  "\"host_ns\":%llu,\"overruns\":%llu,\"late_sum_ns\":%llu,\"late_max_ns\":%llu,\"lateness\":[",
+                  "\"host_ns\":%llu,\"overruns\":%llu,\"late_sum_ns\":%llu,\"late_max_ns\":%llu,\"spin_ns\":%llu,"
+                  "\"lateness\":[",
                   (unsigned long long)busy, (unsigned long long)first, (unsigned long long)last, LD(c->reads),
                   LD(c->writes), LD(c->flushes), LD(c->read_bytes), LD(c->write_bytes), LD(c->read_ns),
                   LD(c->write_ns), LD(c->flush_ns), LD(c->queue_ns), LD(c->cache_hits), LD(c->streams),
-                  LD(c->other_ops), LD(c->host_ns), LD(c->overruns), LD(c->late_sum_ns), LD(c->late_max_ns));
+                  LD(c->other_ops), LD(c->host_ns), LD(c->overruns), LD(c->late_sum_ns), LD(c->late_max_ns),
+                  LD(c->spin_ns));
         int firstb = 1;
         for (int k = 0; k < DBT_LAT_BUCKETS; k++) {
             unsigned long long n = LD(c->late[k]);

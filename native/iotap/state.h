@@ -14,7 +14,7 @@
 #include "devmodel.h"
 
 #define DBT_STATE_MAGIC 0x7061746f69746264ULL /* "dbtiotap" */
-#define DBT_STATE_VERSION 1
+#define DBT_STATE_VERSION 2
 #define DBT_MAX_DEVICES 16
 #define DBT_NAME_MAX 64
 #define DBT_DIR_MAX 1024
@@ -32,6 +32,7 @@ struct dbt_counters {
     _Atomic uint64_t host_ns;  /* time the host's own call took */
     _Atomic uint64_t overruns; /* I/Os whose host call outlasted the modelled completion */
     _Atomic uint64_t late_sum_ns, late_max_ns;
+    _Atomic uint64_t spin_ns; /* CPU the waits spent spinning: charged to the program, not to the device */
     _Atomic uint64_t late[DBT_LAT_BUCKETS];
 };
 
@@ -71,6 +72,9 @@ struct dbt_state {
     _Atomic uint64_t arena_used;
     _Atomic uint32_t nfiles;
     _Atomic uint32_t attached; /* processes that attached, ever */
+    /* Set while a run prepares (loads data, restarts): I/O still gets its device layout, but is not
+     * delayed, counted or traced, so only the measured phase carries the device's cost. */
+    _Atomic uint32_t paused;
     struct dbt_device_slot dev[DBT_MAX_DEVICES];
 };
 
@@ -106,6 +110,9 @@ void dbt_dev_unlock(struct dbt_device_slot *d);
 
 int dbt_lat_bucket(uint64_t ns);
 uint64_t dbt_lat_bucket_floor(int b);
+
+/* Pauses (1) or resumes (0) the emulation of every process attached to the state. */
+int dbt_state_set_paused(const char *state_path, int paused, char *err, size_t errlen);
 
 /* Whole-state dump as JSON, malloc'd (caller frees). NULL on error with err set. */
 char *dbt_state_json(const char *state_path, char *err, size_t errlen);

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import click
@@ -22,7 +23,8 @@ def cli() -> None:
 
     \b
     Start with:
-      dbtier demo                          random vs sequential reads on an emulated HDD and SSD
+      dbtier demo                          seed 000 on PostgreSQL: an emulated HDD against an SSD
+      dbtier run random-index -d hdd=hdd-sata-7200   one workload on the devices you give
       dbtier devices                       the device profiles
       dbtier devices show hdd-sata-7200    one profile and its expected latencies
       dbtier exec --device /dev/shm/d=ssd-sata-mlc -- fio ...   any program on a device
@@ -30,9 +32,10 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from dbtier.cli import demo, devices, exec_cmd, trace_cmd
+    from dbtier.cli import demo, devices, exec_cmd, run, trace_cmd
 
     cli.add_command(demo.demo)
+    cli.add_command(run.run)
     cli.add_command(devices.devices)
     cli.add_command(exec_cmd.exec_command)
     cli.add_command(trace_cmd.trace)
@@ -41,18 +44,37 @@ def _register() -> None:
 _register()
 
 
+def _terminate(signum, _frame):
+    """SIGTERM and SIGHUP unwind like Ctrl-C, so servers are stopped and partial results removed."""
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _terminate)
+    from dbtier.workloads.base import WorkloadError
+
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("dbtier: interrupted", err=True)
         sys.exit(130)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+        sys.exit(0)
+    except click.exceptions.UsageError as exc:  # one line, and where to read more
+        where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+        click.echo(f"dbtier: error: {exc.format_message()}{where}", err=True)
+        sys.exit(2)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"dbtier: error: {exc.format_message()}", err=True)
         sys.exit(2)
     except UserError as exc:
         click.echo(f"dbtier: error: {exc}", err=True)
         sys.exit(2)
+    except WorkloadError as exc:
+        click.echo(f"dbtier: error: the run's result check failed: {exc}", err=True)
+        sys.exit(1)
     except KeyboardInterrupt:
         click.echo("dbtier: interrupted", err=True)
         sys.exit(130)

@@ -1,89 +1,118 @@
-"""`dbtier demo`: the device layer at work, in under a minute.
-
-Seed 000's two shapes of I/O at the device level, over an 8 GiB table file: 8 KiB reads in random
-order (index lookups), and 128 KiB reads in sequence (a table scan: PostgreSQL 18's read streams
-combine scans into 128 KiB reads; ASE's prefetch used 64 KiB), each on an emulated 7200 rpm SATA disk
-and an emulated SATA MLC SSD.
-The PostgreSQL version of the experiment arrives with the lab (issue 3) and replaces this."""
+"""`dbtier demo`: seed 000 on PostgreSQL 18, an emulated 7200 rpm SATA disk against an emulated
+SATA MLC SSD: random index lookups and full table scans, each run from a cold cache on a database
+placed wholly on one device, as the article's DBHDD and DBSSD were."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import sys
-import tempfile
-import time
 from pathlib import Path
 
 import click
 from rich.table import Table
 
-from dbtier.devices import hostfs
+from dbtier.cli.progress import progress_for
 from dbtier.devices.profile import load
-from dbtier.devices.session import run_on_device
-from dbtier.measure import iostat, lateness
-from dbtier.report import jsonout
+from dbtier.pg import placement
+from dbtier.pg.lab import DeviceRequest, LabOptions
+from dbtier.report import charts, html, jsonout, runview
+from dbtier.report.html import Section, TableData
+from dbtier.report.rundir import run_dir
 from dbtier.report.terminal import console, fmt
+from dbtier.workloads import registry
+from dbtier.workloads.runner import run_workload
 
-DEVICES = ("hdd-sata-7200", "ssd-sata-mlc")
-SCENARIOS = (  # name, ioload arguments; the same requests on every device
-    ("random 8 KiB reads (index lookups)", ["--random", "--count", "500"]),
-    ("sequential 128 KiB reads (table scan)", ["--block", "131072", "--count", "1500"]),
-)
-SPAN = 8 << 30  # sparse: only what is read is ever touched
-
-
-def scratch_dir() -> Path:
-    shm = Path("/dev/shm")
-    return Path(tempfile.mkdtemp(prefix="dbtier-demo-", dir=shm if shm.is_dir() and hostfs.is_ram(shm) else None))
+DEVICES = (("hdd", "hdd-sata-7200"), ("ssd", "ssd-sata-mlc"))
+#: Seed 000's elapsed times (ms) on ASE 15.7, HDD and SSD, and the speed-ups the article states.
+SEED = {
+    "random-index": {"hdd_s": 4800.326, "ssd_s": 228.233, "article": "20x (80 min against 4 min)"},
+    "table-scan": {"hdd_s": 5572.443, "ssd_s": 2573.803, "article": "2.17x (92 min against 43 min)"},
+}
 
 
-def run_one(profile_name: str, work: Path, args: list[str]) -> dict:
-    data_dir = work / profile_name
-    data_dir.mkdir(exist_ok=True)
-    data = data_dir / "table"
-    with open(data, "wb") as f:
-        f.truncate(SPAN)
-    cmd = [sys.executable, "-m", "dbtier.devices.ioload", str(data), "--span", str(SPAN), *args]
-    out, dev = run_on_device(load(profile_name), data_dir, cmd, name=profile_name)
-    elapsed = json.loads(out)["elapsed_ns"] / 1e9  # the I/O loop, not interpreter start-up
-    return {"profile": profile_name, "elapsed_s": elapsed, "iostat": iostat.figures(dev, elapsed),
-            "lateness": lateness.summary(dev), "reads": dev["reads"]}
+def summary_rows(results: list[dict]) -> list[list[str]]:
+    rows = []
+    for w in results:
+        for i, r in enumerate(w["runs"]):
+            dev = r["devices"][0]
+            io, late = dev["iostat"], dev["lateness"]
+            rows.append([w["workload"] if i == 0 else "", dev["profile"], fmt(r["elapsed_s"]),
+                         f"{w['speedup']:.1f}x" if i == 1 else "", f"{w['seed_speedup']:.1f}x" if i == 1 else "",
+                         fmt(io["r_await"]), fmt(io["svctm"]), fmt(io["%util"]),
+                         fmt(r["server_cpu_s"]), fmt(r["io_wait_s"]),
+                         f"{fmt(late['p50_us'])}/{fmt(late['p99_us'])}"])
+    return rows
+
+
+COLUMNS = ["workload", "device", "elapsed s", "SSD speed-up", "seed 000", "r_await ms", "svctm ms", "%util",
+           "server CPU s", "I/O wait s", "late p50/p99 us"]
+
+
+def report_sections(results: list[dict]) -> list[Section]:
+    names = [w["workload"] for w in results]
+    series = {prof: [w["runs"][i]["elapsed_s"] for w in results] for i, (_, prof) in enumerate(DEVICES)}
+    labels = {prof: [f"{v:.1f} s" for v in vals] for prof, vals in series.items()}
+    elapsed = charts.grouped_bars(names, series, "elapsed, s (log scale)", "elapsed per device", log=True,
+                                  labels=labels)
+    runs = [f"{w['workload']}\n{r['devices'][0]['device']}" for w in results for r in w["runs"]]
+    split = charts.time_split(runs, [r["server_cpu_s"] for w in results for r in w["runs"]],
+                              [r["io_wait_s"] for w in results for r in w["runs"]],
+                              [r["elapsed_s"] for w in results for r in w["runs"]], "server CPU against I/O wait")
+    top = Section("SSD against HDD", text=[
+        "Each run: the database wholly on one emulated device, the data loaded, the server restarted "
+        "(cold cache), then the workload measured. Seed 000 measured ASE 15.7 on an OCZ Vertex 3 and a "
+        "7200 rpm SATA disk."], charts=[elapsed, split],
+        tables=[TableData(COLUMNS, summary_rows(results), "", 2)])
+    sections = [top]
+    for w in results:
+        for r in w["runs"]:
+            sections += runview.run_sections(r)
+    return sections
 
 
 @click.command()
+@click.option("--rows", default=16000, show_default=True, help="rows in seed 000's table t (one per 8 KiB page)")
+@click.option("--scans", default=10, show_default=True, help="full scans in the table-scan scenario")
+@click.option("--cache", default="32MB", show_default=True, help="the database cache (shared_buffers)")
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
               help="where the run directory is written")
-def demo(output: Path) -> None:
-    """Random 8 KiB and sequential 128 KiB reads on an emulated HDD and SSD: elapsed, SSD speed-up,
-    r_await / svctm / %util, and emulation lateness. Writes OUTPUT/demo-<time>/result.json."""
-    out = console()
-    work = scratch_dir()
-    results = []
-    try:
-        for name, args in SCENARIOS:
-            runs = {}
-            for prof in DEVICES:
-                with out.status(f"{name} on {prof}"):
-                    runs[prof] = run_one(prof, work, args)
-            hdd, ssd = runs[DEVICES[0]], runs[DEVICES[1]]
-            results.append({"workload": name, "runs": list(runs.values()),
-                            "speedup": hdd["elapsed_s"] / ssd["elapsed_s"]})
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    table = Table(title="dbtier demo: the device layer (seed 000's access shapes)", title_justify="left")
-    for col in ("workload", "device", "reads", "elapsed s", "SSD speed-up", "r_await ms", "svctm ms", "%util",
-                "late p50/p99 us"):
-        table.add_column(col, justify="left" if col in ("workload", "device") else "right")
-    for r in results:
-        for i, run in enumerate(r["runs"]):
-            io, late = run["iostat"], run["lateness"]
-            table.add_row(r["workload"] if i == 0 else "", run["profile"], f"{run['reads']:,}", fmt(run["elapsed_s"]),
-                          f"{r['speedup']:.1f}x" if i == 1 else "", fmt(io["r_await"]), fmt(io["svctm"]),
-                          fmt(io["%util"]), f"{fmt(late['p50_us'])}/{fmt(late['p99_us'])}")
-    out.print(table)
-    run_dir = output / time.strftime("demo-%Y%m%d-%H%M%S")
-    jsonout.write(run_dir / "result.json", {"kind": "demo", "workloads": results})
-    out.print(f"Seed 000 measured 21x for random lookups and 2.17x for scans on ASE; the PostgreSQL run "
-              f"of that experiment comes with the lab. Results: {run_dir / 'result.json'}")
+@click.option("--pg-bin", type=click.Path(path_type=Path), help="another PostgreSQL 18 install's bin folder")
+@click.option("--workspace", type=click.Path(path_type=Path), help="where clusters are built (default: in RAM)")
+@click.option("--quiet", "-q", is_flag=True, help="print only the summary table")
+def demo(rows: int, scans: int, cache: str, output: Path, pg_bin: Path | None, workspace: Path | None,
+         quiet: bool) -> None:
+    """Seed 000 on PostgreSQL: random index lookups and full table scans, on an emulated 7200 rpm SATA
+    HDD and an emulated SATA MLC SSD (about 3 minutes).
 
+    Prints, per scenario and device: elapsed, the SSD's speed-up (beside the article's), r_await,
+    svctm and %util of the device, the server's CPU time against its I/O wait, and the emulation's
+    lateness. Writes OUTPUT/demo-<time>/ with result.json, report.html (charts and tables) and the
+    server logs."""
+    out = console()
+    say = (lambda _line: None) if quiet else (lambda line: out.print(line, markup=False))
+    options = LabOptions(cache=cache, pg_bin=pg_bin, workspace=workspace)
+    params = {"random-index": {"rows": rows}, "table-scan": {"rows": rows, "scans": scans}}
+    results = []
+    with run_dir(output, "demo") as folder:
+        for name in ("random-index", "table-scan"):
+            cls = registry.get(name)
+            runs = []
+            for dev, prof in DEVICES:
+                artifacts = folder.path / f"{name}-{dev}"
+                artifacts.mkdir()
+                with progress_for(out, quiet, prefix=f"{name} on {prof}: ") as progress:
+                    runs.append(run_workload(cls(**params[name]), [DeviceRequest(dev, load(prof))],
+                                             placement.parse([], [dev]), options, progress, artifacts, say))
+                if not quiet:
+                    out.print(f"{name} on {prof}: {runs[-1]['elapsed_s']:.1f} s", markup=False)
+            seed = SEED[name]
+            results.append({"workload": name, "speedup": runs[0]["elapsed_s"] / runs[1]["elapsed_s"],
+                            "seed_speedup": seed["hdd_s"] / seed["ssd_s"], "seed": seed, "runs": runs})
+        jsonout.write(folder.path / "result.json", {"kind": "demo", "workloads": results})
+        html.write(folder.path / "report.html", "dbtier demo: seed 000 on PostgreSQL 18",
+                   "an emulated 7200 rpm SATA HDD against an emulated SATA MLC SSD", report_sections(results))
+    table = Table(title="dbtier demo: seed 000 on PostgreSQL 18, emulated HDD against SSD", title_justify="left")
+    for col in COLUMNS:
+        table.add_column(col, justify="left" if col in ("workload", "device") else "right")
+    for row in summary_rows(results):
+        table.add_row(*row)
+    out.print(table)
+    out.print(f"run directory: {folder.final} (result.json, report.html)", markup=False)

@@ -13,20 +13,9 @@ import click
 
 from dbtier.devices.session import Session, host_floor_warnings, parse_device
 from dbtier.errors import UserError
-from dbtier.measure import iostat, lateness
+from dbtier.measure import devices as device_figures
 from dbtier.report import jsonout
 from dbtier.report.terminal import console, iostat_table
-
-
-def device_rows(session: Session, state: dict, elapsed: float) -> list[dict]:
-    rows = []
-    for dev, spec in zip(state["devices"], session.devices):
-        counters = {k: v for k, v in dev.items() if k not in ("params", "lateness", "dir", "kind", "name")}
-        rows.append({
-            "device": spec.name, "dir": str(spec.directory), "profile": spec.profile.name, "kind": spec.profile.kind,
-            "iostat": iostat.figures(dev, elapsed), "lateness": lateness.summary(dev), "counters": counters,
-        })
-    return rows
 
 
 @click.command("exec", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -87,7 +76,7 @@ def exec_command(device_args, trace_dir, json_path, quiet, command) -> None:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         elapsed = time.monotonic() - t0
-        rows = device_rows(session, session.snapshot(), elapsed)
+        rows = device_figures.rows(session.devices, session.snapshot(), elapsed)
         session.save_trace_meta({"command": list(command), "started": started, "elapsed_s": elapsed, "exit_status": rc})
         if not quiet:
             out.print(iostat_table(rows, f"devices over {elapsed:.2f} s of: {' '.join(command)}"))

@@ -16,7 +16,7 @@ from dbtier.errors import UserError
 
 IOTAP_LIB = "libdbtier_iotap.so"
 SIM_LIB = "libdbtier_sim.so"
-ABI_VERSION = 1001
+ABI_VERSION = 1002
 
 OP_READ, OP_WRITE, OP_FLUSH = 1, 2, 3
 
@@ -58,6 +58,8 @@ def lib() -> ctypes.CDLL:
     sim.dbt_sim_qd1.argtypes = [vp, c_int, arr, u64, u32, u64, u64, u64, arr]
     sim.dbt_create_state.restype = c_int
     sim.dbt_create_state.argtypes = [cp, cp, cp, ctypes.c_size_t]
+    sim.dbt_set_paused.restype = c_int
+    sim.dbt_set_paused.argtypes = [cp, c_int, cp, ctypes.c_size_t]
     sim.dbt_dump_state.restype = vp
     sim.dbt_dump_state.argtypes = [cp, cp, ctypes.c_size_t]
     return sim
@@ -79,6 +81,13 @@ def param_table() -> dict:
 def create_state(map_path: Path, state_path: Path) -> None:
     err = ctypes.create_string_buffer(1024)
     if lib().dbt_create_state(str(map_path).encode(), str(state_path).encode(), err, len(err)) != 0:
+        raise UserError(err.value.decode())
+
+
+def set_paused(state_path: Path, paused: bool) -> None:
+    """While paused, I/O gets its device layout but is neither delayed, counted nor traced."""
+    err = ctypes.create_string_buffer(1024)
+    if lib().dbt_set_paused(str(state_path).encode(), int(paused), err, len(err)) != 0:
         raise UserError(err.value.decode())
 
 

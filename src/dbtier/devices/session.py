@@ -112,6 +112,9 @@ class Session:
             env.pop("DBTIER_IOTAP_TRACE", None)
         return env
 
+    def pause(self, paused: bool = True) -> None:
+        native.set_paused(self.state_path, paused)
+
     def snapshot(self) -> dict:
         return native.dump_state(self.state_path)
 

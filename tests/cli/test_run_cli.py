@@ -1,0 +1,57 @@
+"""`dbtier run`: bad input ends in one clear line and status 2, before any server starts; a small
+run writes its run directory (result.json, report.html, server.log) and --json."""
+
+import json
+
+import pytest
+
+from tests.conftest import dbtier
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nosuch-workload", "-d", "a=hdd-sata-7200"], "unknown workload 'nosuch-workload'"),
+    (["random-indx", "-d", "a=hdd-sata-7200"], "did you mean random-index"),
+    (["random-index"], "give at least one --device"),
+    (["random-index", "-d", "a=hdd-sata-72000"], "unknown device profile"),
+    (["random-index", "-d", "a"], "expected NAME=PROFILE"),
+    (["random-index", "-d", "a=hdd-sata-7200", "-d", "a=ssd-sata-mlc"], "already a device named a"),
+    (["random-index", "-d", "a=hdd-sata-7200", "--place", "data=b"], "no device named 'b'"),
+    (["random-index", "-d", "a=hdd-sata-7200", "--place", "data"], "expected KEY=DEVICE"),
+    (["random-index", "-d", "a=hdd-sata-7200", "--place", "t_attribute_ix=a"], "did you mean t_attribute_idx"),
+    (["table-scan", "-d", "a=hdd-sata-7200", "--place", "t_attribute_idx=a"], "has no table or index"),
+    (["random-index", "-d", "a=hdd-sata-7200", "--set", "io_method=io_uring"], "io_uring would bypass"),
+    (["random-index", "-d", "a=hdd-sata-7200", "--rows", "0"], "--rows must be at least 1"),
+    (["random-index", "-d", "a=hdd-sata-7200", "--rows", "many"], "not a valid integer"),
+    (["random-index", "-d", "a=hdd-sata-7200", "--cache", "huge"], "expected a size"),
+])
+def test_bad_input_one_line_status_2(args, message, shm_dir, tmp_path):
+    proc = dbtier("run", *args, "--workspace", str(shm_dir), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not list(shm_dir.glob("lab-*"))  # nothing was built
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+def test_a_small_run_writes_its_run_directory(shm_dir, tmp_path):
+    # A table over a quarter of the cache is scanned through a small buffer ring: each scan reads it.
+    proc = dbtier("run", "table-scan", "-d", "ssd=ssd-sata-mlc", "--rows", "600", "--scans", "3", "--cache", "8MB",
+                  "--workspace", str(shm_dir), "-o", str(tmp_path), "--json", str(tmp_path / "r.json"), check=True)
+    assert "run directory:" in proc.stdout
+    (run,) = tmp_path.glob("table-scan-*")
+    doc = json.loads((run / "result.json").read_text())
+    assert json.loads((tmp_path / "r.json").read_text()) == {**doc, "run_dir": str(run)}
+    assert doc["schema_version"] == 1 and doc["workload"] == "table-scan"
+    assert doc["metrics"] == {"scans": 3, "rows_returned": 3, "table_pages": 600}
+    dev = doc["devices"][0]
+    # Three full scans of 600 pages, read through the device (3 x 4.7 MiB), and
+    # the system catalog's pages a first connection reads after the cold restart (under 1 MiB).
+    assert 3 * 600 * 8192 <= dev["counters"]["read_bytes"] <= 3 * 600 * 8192 + (1 << 20)
+    assert 24 < dev["iostat"]["rareq-sz"] <= 128  # the read stream combines pages into reads of up to 128 KiB
+    assert doc["lab"]["placement"]["data"] == "ssd" and doc["lab"]["postgres"]["version"].startswith("18")
+    html = (run / "report.html").read_text()
+    assert "<svg" in html and "table-scan" in html and "http" not in html.split("<svg")[0].lower().replace(
+        "http-equiv", "")
+    assert "database system is ready to accept connections" in (run / "server.log").read_text()
+    assert not list(shm_dir.glob("lab-*"))

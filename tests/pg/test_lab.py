@@ -1,0 +1,110 @@
+"""The lab on real servers: a small run over two devices, placement seen three ways (the catalog,
+the interposer's per-device counters, the trace), device timing against the models, amcheck clean."""
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from dbtier.devices.patterns import STANDARD, expected
+from dbtier.devices.profile import load
+from dbtier.pg import placement
+from dbtier.pg.lab import Lab, LabOptions, parse_devices
+from dbtier.pg.workspace import reap_stale
+from dbtier.workloads.base import QuietProgress
+from dbtier.workloads.random_index import RandomIndex
+
+ROWS = 400
+
+
+@pytest.fixture(scope="module")
+def two_device_run(tmp_path_factory):
+    """random-index with the table on the HDD and its index, the WAL and temp on the SSD."""
+    workspace = Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp_path_factory.mktemp("ws")
+    workspace = workspace / f"dbtier-test-lab-{tmp_path_factory.getbasetemp().name}"
+    out = tmp_path_factory.mktemp("lab")
+    reqs = parse_devices(["hdd=hdd-sata-7200", "ssd=ssd-sata-mlc"])
+    place = placement.parse(["data=hdd,wal=ssd,temp=ssd,t_attribute_idx=ssd"], ["hdd", "ssd"])
+    facts = {}
+    work = RandomIndex(rows=ROWS)
+    with Lab(reqs, place, LabOptions(workspace=workspace, trace=True), say=lambda _l: None) as lab:
+        work.prepare(lab, QuietProgress())
+        lab.restart_cold()
+        with lab.measure() as m:
+            facts["metrics"] = work.run(lab, QuietProgress())
+        with lab.connect() as conn:
+            conn.execute("CREATE EXTENSION amcheck")
+            conn.execute("SELECT bt_index_parent_check('t_attribute_idx', true, true)")
+            facts["heap_problems"] = conn.execute("SELECT count(*) FROM verify_heapam('t')").fetchone()[0]
+            facts["catalog"] = {name: (Path(loc), node) for name, loc, node in conn.execute(
+                "SELECT c.relname, pg_tablespace_location(coalesce(nullif(c.reltablespace, 0), d.dattablespace)), "
+                "pg_relation_filenode(c.oid) FROM pg_class c, pg_database d "
+                "WHERE d.datname = current_database() AND c.relname IN ('t', 't_attribute_idx')")}
+            facts["temp_tablespaces"] = conn.execute("SHOW temp_tablespaces").fetchone()[0]
+        facts["wal_dir"] = (lab.cluster.pgdata / "pg_wal").resolve()
+        facts["device_dirs"] = {d.name: d.directory for d in lab.devices}
+        facts["objects"] = lab.object_placement(["t", "t_attribute_idx"])
+        facts["trace"] = pq.read_table(lab.save_trace(out / "trace.parquet", {"test": "lab"}))
+        facts["lab_dir"] = lab.dir.path
+    facts["result"] = m.result
+    facts["workspace"] = workspace
+    yield facts
+    reap_stale(workspace)
+
+
+def test_every_key_found_and_amcheck_clean(two_device_run):
+    assert two_device_run["metrics"]["found"] == ROWS
+    assert two_device_run["heap_problems"] == 0  # bt_index_parent_check raised nothing above
+
+
+def test_placement_in_the_catalog(two_device_run):
+    dirs = two_device_run["device_dirs"]
+    cat = two_device_run["catalog"]
+    assert cat["t"][0].is_relative_to(dirs["hdd"])
+    assert cat["t_attribute_idx"][0].is_relative_to(dirs["ssd"])
+    assert two_device_run["wal_dir"].is_relative_to(dirs["ssd"])
+    assert two_device_run["temp_tablespaces"] == "dev_ssd"
+    assert {o["object"]: o["device"] for o in two_device_run["objects"]} == {"t": "hdd", "t_attribute_idx": "ssd"}
+
+
+def test_placement_in_the_interposer_counters(two_device_run):
+    devs = {d["device"]: d["counters"] for d in two_device_run["result"]["devices"]}
+    # Each row is on its own page and read once: the HDD serves one read per row, plus the system
+    # catalog's pages (the database lives on the data device) read after the cold restart...
+    assert ROWS <= devs["hdd"]["reads"] <= ROWS + 200
+    # ...and the SSD the index: its few leaf pages and root, each read once into the cache.
+    assert 2 <= devs["ssd"]["reads"] <= 20
+
+
+def test_placement_in_the_trace(two_device_run):
+    t = two_device_run["trace"].to_pylist()
+    cat = two_device_run["catalog"]
+    reads = [r for r in t if r["op"] == "read" and r["path_class"] == "relation"]
+    on = {name: {r["device"] for r in reads if r["relfilenode"] == node} for name, (_, node) in cat.items()}
+    assert on == {"t": {"hdd"}, "t_attribute_idx": {"ssd"}}
+    heap = [r for r in reads if r["relfilenode"] == cat["t"][1] and r["t_s"] is not None]
+    assert len(heap) == ROWS and {r["len"] for r in heap} == {8192}  # every page once, 8 KiB each
+
+
+def test_device_time_follows_the_models(two_device_run):
+    devs = {d["device"]: d for d in two_device_run["result"]["devices"]}
+    # SSD: 8 KiB random reads at queue depth 1, as `dbtier devices show` computes them (2%).
+    ssd_model_ms = expected(load("ssd-sata-mlc"), STANDARD[0]).p50_us / 1e3
+    assert devs["ssd"]["iostat"]["r_await"] == pytest.approx(ssd_model_ms, rel=0.02)
+    # HDD: a 3 MiB table means short seeks: at least overhead + half a rotation on average, at most a
+    # full-disk random read (its mean is 5.5 ms over a whole 1 GiB span).
+    assert 0.3 + 4.17 * 0.8 < devs["hdd"]["iostat"]["r_await"] < 6.5
+    for d in devs.values():
+        assert d["lateness"]["p50_us"] < 5
+
+
+def test_cpu_and_wait_account_for_elapsed(two_device_run):
+    r = two_device_run["result"]
+    # One backend, one lookup at a time: CPU and I/O wait do not overlap.
+    assert r["io_wait_s"] <= r["elapsed_s"] * 1.02
+    assert 0.8 * r["elapsed_s"] <= r["io_wait_s"] + r["server_cpu_s"] + r["client_cpu_s"] <= 1.2 * r["elapsed_s"]
+    assert r["server_cpu_s"] > 0
+
+
+def test_workspace_is_removed(two_device_run):
+    assert not two_device_run["lab_dir"].exists()
