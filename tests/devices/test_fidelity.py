@@ -8,7 +8,8 @@ by the driver's own per-call overhead: 2% + 4 us. HDD random patterns add rotati
 (uniform over one rotation, 8.3 ms at 7200 rpm): with 300 samples the median's standard error is
 ~3%, so 12% is four standard errors. The interposer's own lateness (measured inside the call) must
 stay at a few microseconds; the host's own call may outrun the model on at most 3% of requests
-(NVMe's 13 us writes meet tmpfs page allocation now and then)."""
+(NVMe's 13 us writes meet tmpfs page allocation now and then). A failure while the hypervisor stole
+CPU time is retried: a process whose CPU is stolen wakes late, whatever the emulation does."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import pytest
 from dbtier.devices import patterns, profile
 from dbtier.devices.session import run_on_device
 from dbtier.measure import lateness
+from tests.conftest import retry_while_host_steals
 
 PROFILES = ["hdd-sata-7200", "hdd-sas-15k", "ssd-sata-mlc", "pcie-flash-mlc", "pcie-flash-slc", "ram-san", "nvme-gen4"]
 
@@ -45,15 +47,20 @@ def test_live_matches_model(name, pattern, gib_file):
     expect = patterns.expected(prof, pattern)
     hdd_random = prof.kind == "hdd" and pattern.random
     count = 300 if hdd_random else 1500
-    lat, dev = run_live(prof, pattern, count, gib_file)
-    live_us = float(np.median(lat)) / 1e3
-    if hdd_random:
-        assert live_us == pytest.approx(expect.p50_us, rel=0.12), (name, pattern.name, live_us, expect.p50_us)
-    else:
-        assert expect.p50_us * 0.98 <= live_us <= expect.p50_us * 1.02 + 4, (name, pattern.name, live_us, expect.p50_us)
-    # The interposer saw every request, returned on time, and the host rarely outran the model.
-    ops = dev["reads"] if pattern.op == 1 else dev["writes"]
-    assert ops == count + patterns.warmup_count(prof, pattern)
-    late = lateness.summary(dev)
-    assert late["p50_us"] < 2.0, late
-    assert dev["overruns"] <= 0.03 * ops
+
+    def check(run):
+        lat, dev = run
+        live_us = float(np.median(lat)) / 1e3
+        if hdd_random:
+            assert live_us == pytest.approx(expect.p50_us, rel=0.12), (name, pattern.name, live_us, expect.p50_us)
+        else:
+            assert expect.p50_us * 0.98 <= live_us <= expect.p50_us * 1.02 + 4, (name, pattern.name, live_us,
+                                                                                 expect.p50_us)
+        # The interposer saw every request, returned on time, and the host rarely outran the model.
+        ops = dev["reads"] if pattern.op == 1 else dev["writes"]
+        assert ops == count + patterns.warmup_count(prof, pattern)
+        late = lateness.summary(dev)
+        assert late["p50_us"] < 2.0, late
+        assert dev["overruns"] <= 0.03 * ops
+
+    retry_while_host_steals(lambda: run_live(prof, pattern, count, gib_file), check)

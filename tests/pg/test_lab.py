@@ -1,6 +1,7 @@
 """The lab on real servers: a small run over two devices, placement seen three ways (the catalog,
 the interposer's per-device counters, the trace), device timing against the models, amcheck clean."""
 
+import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -50,6 +51,7 @@ def two_device_run(tmp_path_factory):
     facts["workspace"] = workspace
     yield facts
     reap_stale(workspace)
+    shutil.rmtree(workspace, ignore_errors=True)
 
 
 def test_every_key_found_and_amcheck_clean(two_device_run):
@@ -91,11 +93,20 @@ def test_device_time_follows_the_models(two_device_run):
     # SSD: 8 KiB random reads at queue depth 1, as `dbtier devices show` computes them (2%).
     ssd_model_ms = expected(load("ssd-sata-mlc"), STANDARD[0]).p50_us / 1e3
     assert devs["ssd"]["iostat"]["r_await"] == pytest.approx(ssd_model_ms, rel=0.02)
-    # HDD: a 3 MiB table means short seeks: at least overhead + half a rotation on average, at most a
-    # full-disk random read (its mean is 5.5 ms over a whole 1 GiB span).
-    assert 0.3 + 4.17 * 0.8 < devs["hdd"]["iostat"]["r_await"] < 6.5
+    # HDD: the disk's read-ahead segments hold some of a 3 MiB table, so look at each read in the
+    # trace. A miss costs the mechanics: overhead + a short seek + rotation (uniform, so a mean of at
+    # least 80% of half a turn over 400 reads) and at most a full-disk random read (5.5 ms mean over a
+    # whole 1 GiB span); a hit, the buffer's turnaround and the transfer.
+    reads = [r for r in two_device_run["trace"].to_pylist() if r["device"] == "hdd" and r["op"] == "read"]
+    misses = [r["latency_us"] for r in reads if not r["cache_hit"]]
+    hits = [r["latency_us"] for r in reads if r["cache_hit"]]
+    assert len(misses) > ROWS / 4
+    assert 300 + 0.8 * 4167 < sum(misses) / len(misses) < 6500
+    assert all(h < 200 for h in hits)
+    # The emulation returned on time, unless the hypervisor stole the CPU meanwhile.
+    stolen = two_device_run["result"]["host_steal_s"]
     for d in devs.values():
-        assert d["lateness"]["p50_us"] < 5
+        assert d["lateness"]["p50_us"] < 5 or stolen > 0.02, (d["lateness"], stolen)
 
 
 def test_cpu_and_wait_account_for_elapsed(two_device_run):

@@ -32,6 +32,19 @@ def postgres_pids(workspace: Path) -> list[int]:
     return pids
 
 
+def ipc_leftovers() -> set[str]:
+    """Shared memory PostgreSQL servers own: System V segments and POSIX segments in /dev/shm. A server
+    stopped in order removes its own; one killed outright leaves them."""
+    found = {f"dsm:{p.name}" for p in Path("/dev/shm").glob("PostgreSQL.*")}
+    try:
+        with open("/proc/sysvipc/shm") as f:
+            next(f)
+            found |= {f"shm:{line.split()[1]}" for line in f if line.strip()}
+    except OSError:
+        pass
+    return found
+
+
 def wait_for(predicate, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -61,6 +74,7 @@ def start_run(workspace: Path, output: Path) -> subprocess.Popen:
 
 @pytest.mark.parametrize("sig, phase", [(signal.SIGINT, "measuring"), (signal.SIGTERM, "loading")])
 def test_interrupt_leaves_nothing_behind(shm_dir, tmp_path, sig, phase):
+    ipc_before = ipc_leftovers()
     proc = start_run(shm_dir, tmp_path)
     try:
         wait_for(lambda: postgres_pids(shm_dir), 60, "the server to start")
@@ -76,9 +90,11 @@ def test_interrupt_leaves_nothing_behind(shm_dir, tmp_path, sig, phase):
     assert postgres_pids(shm_dir) == []
     assert list(shm_dir.glob("lab-*")) == []
     assert list(tmp_path.iterdir()) == []  # no run directory, not even a partial one
+    assert ipc_leftovers() <= ipc_before
 
 
 def test_a_killed_runs_server_is_stopped_by_the_next_start(shm_dir, tmp_path):
+    ipc_before = ipc_leftovers()
     proc = start_run(shm_dir, tmp_path)
     wait_for(lambda: postgres_pids(shm_dir), 60, "the server to start")
     proc.kill()
@@ -86,6 +102,7 @@ def test_a_killed_runs_server_is_stopped_by_the_next_start(shm_dir, tmp_path):
     reap_stale(shm_dir)  # what the next run does first
     wait_for(lambda: not postgres_pids(shm_dir), 30, "the server to stop")
     assert list(shm_dir.glob("lab-*")) == []
+    assert ipc_leftovers() <= ipc_before
 
 
 def test_reaper_stops_a_live_server_whose_owner_is_gone(shm_dir):

@@ -34,6 +34,29 @@ def _log_tail(path: Path, lines: int = 12) -> str:
     return "\n".join(text[-lines:])
 
 
+def _with_parent_death_signal(cmd: list[str], sig: str) -> list[str]:
+    """cmd, started by util-linux's setpriv so that it gets `sig` if dbtier dies (even by SIGKILL)."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", sig, "--", *cmd] if setpriv else cmd
+
+
+def _terminate(proc: subprocess.Popen, timeout: float = 30.0) -> None:
+    """SIGTERM to the child, then SIGKILL to its process group if it lingers; waits for it."""
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        try:
+            if sig == signal.SIGTERM:
+                proc.send_signal(sig)
+            else:
+                os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 class Cluster:
     def __init__(self, install: PgInstall, user: ServerUser, pgdata: Path, waldir: Path, socket_dir: Path,
                  log_path: Path, env: dict[str, str]):
@@ -51,10 +74,19 @@ class Cluster:
     def initdb(self) -> None:
         cmd = [str(self.install.exe("initdb")), "-D", str(self.pgdata), f"--waldir={self.waldir}", "-U", SUPERUSER,
                "-A", "trust", "-E", "UTF8", "--locale=C", "--no-instructions", "--no-sync"]
-        proc = subprocess.run(cmd, env=self.env, capture_output=True, text=True, cwd="/",
-                              **self.user.popen_kwargs())
+        # Not subprocess.run: on Ctrl-C it would SIGKILL initdb, whose bootstrap server then leaves its
+        # shared memory behind. SIGTERM to initdb alone lets it finish the step its server is on, then
+        # exit and remove what it made.
+        proc = subprocess.Popen(_with_parent_death_signal(cmd, "TERM"), env=self.env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/",
+                                start_new_session=True, **self.user.popen_kwargs())
+        try:
+            output, _ = proc.communicate()
+        except BaseException:
+            _terminate(proc)
+            raise
         if proc.returncode != 0:
-            raise UserError(f"initdb failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+            raise UserError(f"initdb failed: {' / '.join(output.strip().splitlines()[-3:])}")
         with open(self.pgdata / "postgresql.conf", "a") as conf:
             conf.write(f"\ninclude '{CONF_INCLUDE}'\n")
 
@@ -74,10 +106,7 @@ class Cluster:
     def start(self, timeout: float = 120.0) -> None:
         if self.running:
             return
-        cmd = [str(self.install.exe("postgres")), "-D", str(self.pgdata)]
-        setpriv = shutil.which("setpriv")
-        if setpriv:
-            cmd = [setpriv, "--pdeathsig", "INT", "--", *cmd]
+        cmd = _with_parent_death_signal([str(self.install.exe("postgres")), "-D", str(self.pgdata)], "INT")
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(cmd, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                          cwd="/", start_new_session=True, **self.user.popen_kwargs())

@@ -120,6 +120,33 @@ def _is_zombie(pid: int) -> bool:
         return True
 
 
+def _stop_processes_in(lab: Path, timeout: float = 15.0) -> None:
+    """Ends what still runs from a lab's folder (initdb and its bootstrap server, when the run was
+    killed while creating the cluster): SIGTERM, then SIGKILL."""
+    needle = str(lab).encode()
+
+    def running() -> list[int]:
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and int(entry.name) != os.getpid():
+                try:
+                    if needle in (entry / "cmdline").read_bytes() and not _is_zombie(int(entry.name)):
+                        pids.append(int(entry.name))
+                except OSError:
+                    continue
+        return pids
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in running():
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + (timeout if sig == signal.SIGTERM else 5.0)
+        while running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
 def reap_stale(root: Path) -> list[str]:
     """Stops servers and removes folders of runs under root whose dbtier process is gone.
     Returns one line per thing done, for the user."""
@@ -143,6 +170,7 @@ def reap_stale(root: Path) -> list[str]:
             else:
                 done.append(f"could not stop the server left by an interrupted run (pid {pid}); stop it by hand")
                 continue
+        _stop_processes_in(lab)
         LabDir(lab, [Path(p) for p in doc.get("extra_dirs", [])]).remove()
         done.append(f"removed the workspace of an interrupted run: {lab}")
     return done
