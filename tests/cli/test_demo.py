@@ -1,24 +1,32 @@
 """`dbtier demo` at reduced size: seed 000's shape on PostgreSQL, the run directory it writes."""
 
 import json
+import shutil
 
-from tests.conftest import dbtier
+from tests.conftest import dbtier, retry_while_host_steals
 
 
 def test_demo_shape_and_run_directory(tmp_path, shm_dir):
-    proc = dbtier("demo", "--rows", "2500", "--scans", "3", "--cache", "8MB", "-o", str(tmp_path),
-                  "--workspace", str(shm_dir), check=True)
+    def attempt():
+        for old in tmp_path.glob("demo-*"):
+            shutil.rmtree(old)
+        proc = dbtier("demo", "--rows", "2500", "--scans", "3", "--cache", "8MB", "-o", str(tmp_path),
+                      "--workspace", str(shm_dir), check=True)
+        (run,) = tmp_path.glob("demo-*")
+        return proc, run, json.loads((run / "result.json").read_text())
+
+    def shape(result):
+        speedup = {w["workload"]: w["speedup"] for w in result[2]["workloads"]}
+        # Random lookups: the seek and rotation vanish (seed 000: 21x). The model's own figures give
+        # 5.3 ms against 0.22 ms per read, diluted by the server's CPU per lookup.
+        assert speedup["random-index"] > 12
+        # Full scans: transfer-bound on both devices, a few times at most (seed 000: 2.17x).
+        assert 1.5 < speedup["table-scan"] < speedup["random-index"] / 2
+
+    proc, run, doc = retry_while_host_steals(attempt, shape)
     for column in ("SSD speed-up", "r_await ms", "svctm ms", "%util", "server CPU s", "I/O wait s", "late p50/p99"):
         assert column in proc.stdout
-    (run,) = tmp_path.glob("demo-*")
-    doc = json.loads((run / "result.json").read_text())
     assert doc["schema_version"] == 1 and doc["kind"] == "demo"
-    speedup = {w["workload"]: w["speedup"] for w in doc["workloads"]}
-    # Random lookups: the seek and rotation vanish (seed 000: 21x). The model's own figures give
-    # 5.3 ms against 0.22 ms per read, diluted by the server's CPU per lookup.
-    assert speedup["random-index"] > 12
-    # Full scans: transfer-bound on both devices, a few times at most (seed 000: 2.17x).
-    assert 1.5 < speedup["table-scan"] < speedup["random-index"] / 2
     for w in doc["workloads"]:
         hdd, ssd = w["runs"]
         assert hdd["devices"][0]["profile"] == "hdd-sata-7200" and ssd["devices"][0]["profile"] == "ssd-sata-mlc"

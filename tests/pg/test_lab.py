@@ -93,16 +93,20 @@ def test_device_time_follows_the_models(two_device_run):
     # SSD: 8 KiB random reads at queue depth 1, as `dbtier devices show` computes them (2%).
     ssd_model_ms = expected(load("ssd-sata-mlc"), STANDARD[0]).p50_us / 1e3
     assert devs["ssd"]["iostat"]["r_await"] == pytest.approx(ssd_model_ms, rel=0.02)
-    # HDD: the disk's read-ahead segments hold some of a 3 MiB table, so look at each read in the
-    # trace. A miss costs the mechanics: overhead + a short seek + rotation (uniform, so a mean of at
-    # least 80% of half a turn over 400 reads) and at most a full-disk random read (5.5 ms mean over a
-    # whole 1 GiB span); a hit, the buffer's turnaround and the transfer.
+    # HDD: the disk's read-ahead segments hold more of a 3 MiB table the longer the run leaves them to
+    # fill, so look at each read in the trace. A read from the platter costs the mechanics: overhead +
+    # a short seek + rotation (uniform: a mean of at least 80% of half a turn over 50+ reads) and at
+    # most a full-disk random read (5.5 ms mean over a 1 GiB span); a hit, the buffer's turnaround
+    # and the transfer.
     reads = [r for r in two_device_run["trace"].to_pylist() if r["device"] == "hdd" and r["op"] == "read"]
-    misses = [r["latency_us"] for r in reads if not r["cache_hit"]]
-    hits = [r["latency_us"] for r in reads if r["cache_hit"]]
-    assert len(misses) > ROWS / 4
+    misses = [r["latency_us"] for r in reads if not (r["cache_hit"] or r["stream"])]
+    hits = [r for r in reads if r["cache_hit"]]
+    assert len(misses) >= 50
     assert 300 + 0.8 * 4167 < sum(misses) / len(misses) < 6500
-    assert all(h < 200 for h in hits)
+    hdd = load("hdd-sata-7200").params
+    for h in hits:  # served from the buffer: turnaround plus the transfer over the interface (MB = 10^6 B)
+        service = h["latency_us"] - h["queue_us"]
+        assert service == pytest.approx(hdd["cache_hit_overhead_us"] + h["len"] / hdd["interface_mb_s"], abs=1), h
     # The emulation returned on time, unless the hypervisor stole the CPU meanwhile.
     stolen = two_device_run["result"]["host_steal_s"]
     for d in devs.values():
@@ -111,9 +115,11 @@ def test_device_time_follows_the_models(two_device_run):
 
 def test_cpu_and_wait_account_for_elapsed(two_device_run):
     r = two_device_run["result"]
-    # One backend, one lookup at a time: CPU and I/O wait do not overlap.
+    # One backend, one lookup at a time: CPU and I/O wait do not overlap, and with the CPU time the
+    # hypervisor stole they account for the elapsed time.
     assert r["io_wait_s"] <= r["elapsed_s"] * 1.02
-    assert 0.8 * r["elapsed_s"] <= r["io_wait_s"] + r["server_cpu_s"] + r["client_cpu_s"] <= 1.2 * r["elapsed_s"]
+    accounted = r["io_wait_s"] + r["server_cpu_s"] + r["client_cpu_s"]
+    assert 0.8 * r["elapsed_s"] <= accounted + r["host_steal_s"] and accounted <= 1.2 * r["elapsed_s"]
     assert r["server_cpu_s"] > 0
 
 
