@@ -2,6 +2,9 @@
 run writes its run directory (result.json, report.html, server.log) and --json."""
 
 import json
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +26,9 @@ from tests.conftest import dbtier
     (["random-index", "-d", "a=hdd-sata-7200", "--rows", "0"], "--rows must be at least 1"),
     (["random-index", "-d", "a=hdd-sata-7200", "--rows", "many"], "not a valid integer"),
     (["random-index", "-d", "a=hdd-sata-7200", "--cache", "huge"], "expected a size"),
+    (["random-index", "-d", "a=hdd-sata-7200", "--pg-bin", "/nonexistent"], "not a directory"),
+    (["random-index", "-d", "a=hdd-sata-7200", "--pg-bin", "/usr/bin"], "no postgres or initdb there"),
+    (["random-index", "-d", "a=hdd-sata-7200:/nonexistent"], "not a directory"),
 ])
 def test_bad_input_one_line_status_2(args, message, shm_dir, tmp_path):
     proc = dbtier("run", *args, "--workspace", str(shm_dir), "-o", str(tmp_path / "out"))
@@ -37,7 +43,7 @@ def test_bad_input_one_line_status_2(args, message, shm_dir, tmp_path):
 def test_a_small_run_writes_its_run_directory(shm_dir, tmp_path):
     # A table over a quarter of the cache is scanned through a small buffer ring: each scan reads it.
     proc = dbtier("run", "table-scan", "-d", "ssd=ssd-sata-mlc", "--rows", "600", "--scans", "3", "--cache", "8MB",
-                  "--workspace", str(shm_dir), "-o", str(tmp_path), "--json", str(tmp_path / "r.json"), check=True)
+                  "--workspace", str(shm_dir), "-o", str(tmp_path), "--json", str(tmp_path / "r.json"), "--trace", check=True)
     assert "run directory:" in proc.stdout
     (run,) = tmp_path.glob("table-scan-*")
     doc = json.loads((run / "result.json").read_text())
@@ -54,4 +60,41 @@ def test_a_small_run_writes_its_run_directory(shm_dir, tmp_path):
     assert "<svg" in html and "table-scan" in html and "http" not in html.split("<svg")[0].lower().replace(
         "http-equiv", "")
     assert "database system is ready to accept connections" in (run / "server.log").read_text()
+    assert doc["trace"] == "trace.parquet" and (run / "trace.parquet").stat().st_size > 0
     assert not list(shm_dir.glob("lab-*"))
+
+
+@pytest.fixture
+def disk_dir():
+    """A folder on the machine's disk (not tmpfs) that the server user may enter."""
+    path = Path(tempfile.mkdtemp(prefix="dbtier-test-", dir="/var/tmp"))
+    path.chmod(0o777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_own_folder_and_pg_bin(shm_dir, tmp_path, disk_dir):
+    """A device on a folder of the user's, the PostgreSQL named by --pg-bin."""
+    from dbtier.devices.hostfs import is_ram
+    from dbtier.pg.binaries import embedded_bin_dir
+
+    proc = dbtier("run", "random-index", "--rows", "50", "-d", f"fast=nvme-gen4:{disk_dir}", "--pg-bin",
+                  str(embedded_bin_dir()), "--workspace", str(shm_dir), "-o", str(tmp_path), check=True)
+    if not is_ram(disk_dir):  # the host's disk is slower than the modelled 51 us: the user is told
+        assert "warning: device fast (nvme-gen4) models I/Os" in proc.stdout
+    doc = json.loads(next(tmp_path.glob("random-index-*/result.json")).read_text())
+    assert doc["lab"]["postgres"]["bin"] == str(embedded_bin_dir())
+    assert doc["lab"]["devices"][0]["dir"].startswith(str(disk_dir))
+    assert {o["device"] for o in doc["objects"]} == {"fast"}
+    assert not list(disk_dir.iterdir())  # the lab's folder inside the user's is gone with the run
+
+
+def test_keep_leaves_the_workspace_and_the_reaper_respects_it(shm_dir, tmp_path):
+    from dbtier.pg.workspace import reap_stale
+
+    proc = dbtier("run", "table-scan", "--rows", "50", "--scans", "1", "-d", "ssd=ssd-sata-mlc", "--keep",
+                  "--workspace", str(shm_dir), "-o", str(tmp_path), check=True)
+    (kept,) = shm_dir.glob("lab-*")
+    assert f"workspace kept: {kept}" in proc.stdout
+    assert (kept / "server.log").exists() and list(kept.glob("ssd/pgdata/PG_VERSION"))
+    assert reap_stale(shm_dir) == [] and kept.exists()

@@ -42,6 +42,9 @@ def two_device_run(tmp_path_factory):
                 "pg_relation_filenode(c.oid) FROM pg_class c, pg_database d "
                 "WHERE d.datname = current_database() AND c.relname IN ('t', 't_attribute_idx')")}
             facts["temp_tablespaces"] = conn.execute("SHOW temp_tablespaces").fetchone()[0]
+            facts["settings"] = dict(conn.execute(
+                "SELECT name, setting FROM pg_settings WHERE name IN ('io_method', 'debug_io_direct', "
+                "'listen_addresses', 'shared_buffers', 'max_parallel_workers_per_gather')").fetchall())
         facts["wal_dir"] = (lab.cluster.pgdata / "pg_wal").resolve()
         facts["device_dirs"] = {d.name: d.directory for d in lab.devices}
         facts["objects"] = lab.object_placement(["t", "t_attribute_idx"])
@@ -57,6 +60,12 @@ def two_device_run(tmp_path_factory):
 def test_every_key_found_and_amcheck_clean(two_device_run):
     assert two_device_run["metrics"]["found"] == ROWS
     assert two_device_run["heap_problems"] == 0  # bt_index_parent_check raised nothing above
+
+
+def test_server_runs_with_direct_io_worker_io_and_no_network(two_device_run):
+    assert two_device_run["settings"] == {"io_method": "worker", "debug_io_direct": "data, wal",
+                                          "listen_addresses": "", "shared_buffers": str(32 * 1024 // 8),
+                                          "max_parallel_workers_per_gather": "0"}
 
 
 def test_placement_in_the_catalog(two_device_run):

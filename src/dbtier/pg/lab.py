@@ -133,10 +133,10 @@ class Lab:
         for warning in host_floor_warnings(self.devices):
             self.say(f"warning: {warning}")
         runtime = root / "runtime"
-        pg_root = osuser.reachable_copy(self.install.root, self.user, runtime)
-        install = binaries.PgInstall(pg_root / "bin", self.install.version)
+        install = self.install.moved(osuser.reachable_copy(*self.install.layout(), self.user, runtime))
         env = self.session.env()
-        env["LD_PRELOAD"] = str(osuser.reachable_copy(native.iotap_path(), self.user, runtime))
+        iotap = native.iotap_path()
+        env["LD_PRELOAD"] = str(osuser.reachable_copy(iotap.parent, [iotap.name], self.user, runtime) / iotap.name)
         env.pop("PGDATA", None)
         pgdata = self.device_dir(self.placement.roles["data"]) / "pgdata"
         waldir = self.device_dir(self.placement.roles["wal"]) / "pg_wal"
@@ -194,7 +194,11 @@ class Lab:
             if self.session is not None:
                 self.session.remove()
             self._log_text = self.server_log()
-            if self.dir is not None and not self.options.keep:
+            if self.dir is not None and self.options.keep:
+                self.dir.kept = True
+                self.dir.record()
+                self.say(f"workspace kept: {self.dir.path} (remove it when done)")
+            elif self.dir is not None:
                 self.dir.remove()
         finally:
             signal.signal(signal.SIGINT, previous)

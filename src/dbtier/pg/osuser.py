@@ -105,31 +105,37 @@ def _open_up(path: str) -> None:
              | ((stat.S_IXGRP | stat.S_IXOTH) if mode & stat.S_IXUSR else 0))
 
 
-def reachable_copy(source: Path, user: ServerUser, cache_root: Path) -> Path:
-    """source itself if the servers' user can read it, else a copy it can read (made once, reused).
+def reachable_copy(anchor: Path, parts: list[str], user: ServerUser, cache_root: Path) -> Path:
+    """anchor itself if the servers' user can reach what is under it, else the anchor of a copy of
+    `parts` (paths under anchor, copied with their relative layout) that it can: made once, reused.
 
     As root in a private home folder (mode 700), the wheel's binaries and the interposer are out of the
     server user's reach; a copy under a world-readable cache folder is not."""
-    if user.can_read(source / "bin" if source.is_dir() else source):
-        return source
-    key = hashlib.sha256(f"{source.resolve()}:{source.stat().st_mtime_ns}".encode()).hexdigest()[:12]
-    dest = cache_root / f"{source.name}-{key}"
+    probe = anchor / parts[0]
+    if user.can_read(probe / "bin" if probe.is_dir() else probe):
+        return anchor
+    stamp = ":".join(f"{anchor / p}:{(anchor / p).stat().st_mtime_ns}" for p in parts)
+    dest = cache_root / f"{Path(parts[0]).name}-{hashlib.sha256(stamp.encode()).hexdigest()[:12]}"
     if dest.exists():
         return dest
     cache_root.mkdir(parents=True, exist_ok=True)
     os.chmod(cache_root, 0o755)
     tmp = cache_root / f".{dest.name}.{os.getpid()}"
-    if source.is_dir():
-        shutil.copytree(source, tmp, symlinks=True)
-        for root, dirs, files in os.walk(tmp):
-            for n in dirs + files:
-                if not os.path.islink(os.path.join(root, n)):
-                    _open_up(os.path.join(root, n))
-    else:
-        shutil.copy2(source, tmp)
+    tmp.mkdir()
+    for part in parts:
+        source, target = anchor / part, tmp / part
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, symlinks=True)
+        else:
+            shutil.copy2(source, target)
+    for root, dirs, files in os.walk(tmp):
+        for n in dirs + files:
+            if not os.path.islink(os.path.join(root, n)):
+                _open_up(os.path.join(root, n))
     _open_up(str(tmp))
     try:
         os.rename(tmp, dest)
     except OSError:  # another run made it first
-        shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
     return dest

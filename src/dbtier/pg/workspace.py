@@ -46,6 +46,7 @@ class LabDir:
     path: Path
     extra_dirs: list[Path] = field(default_factory=list)  # created inside user-given device folders
     pgdata: Path | None = None
+    kept: bool = False  # left for inspection (--keep): the reaper leaves it alone
 
     @classmethod
     def create(cls, root: Path) -> "LabDir":
@@ -66,7 +67,7 @@ class LabDir:
 
     def record(self) -> None:
         doc = {"pid": os.getpid(), "start": _start_time(os.getpid()), "created": time.time(),
-               "pgdata": str(self.pgdata) if self.pgdata else None, "extra_dirs": [str(p) for p in self.extra_dirs]}
+               "pgdata": str(self.pgdata) if self.pgdata else None, "extra_dirs": [str(p) for p in self.extra_dirs], "kept": self.kept}
         tmp = self.path / f".{OWNER_FILE}.tmp"
         tmp.write_text(json.dumps(doc))
         tmp.replace(self.path / OWNER_FILE)
@@ -158,8 +159,8 @@ def reap_stale(root: Path) -> list[str]:
             doc = json.loads((lab / OWNER_FILE).read_text())
         except (OSError, ValueError):
             doc = {}
-        if doc and _owner_alive(doc):
-            continue  # another run, still going
+        if doc and (_owner_alive(doc) or doc.get("kept")):
+            continue  # another run, still going; or a workspace the user asked to keep
         if not doc and time.time() - lab.stat().st_mtime < 60:
             continue  # just being created
         pgdata = Path(doc["pgdata"]) if doc.get("pgdata") else None
