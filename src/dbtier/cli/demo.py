@@ -115,4 +115,8 @@ def demo(rows: int, scans: int, cache: str, output: Path, pg_bin: Path | None, w
     for row in summary_rows(results):
         table.add_row(*row)
     out.print(table)
+    for w in results:
+        for r in w["runs"]:
+            for note in runview.fidelity_notes(r):
+                out.print(f"note: {w['workload']} {note}", markup=False)
     out.print(f"run directory: {folder.final} (result.json, report.html)", markup=False)

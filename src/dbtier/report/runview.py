@@ -95,5 +95,5 @@ def run_sections(result: dict) -> list[Section]:
                         [[o["object"], o["kind"], str(o["device"]), o["tablespace"], fmt(o["bytes"] / 1048576),
                           o["path"]] for o in result["objects"]], "objects", 4)
     times = TableData(["figure", "value"], [list(r) for r in time_rows(result)], "", 2)
-    return [Section(f"{result['workload']} placed {placement_text(result)}", charts=[chart],
+    return [Section(f"{result['workload']} placed {placement_text(result)}", text=fidelity_notes(result), charts=[chart],
                     tables=[times, _iostat_data(result["devices"]), objects])]
