@@ -146,8 +146,9 @@ class Lab:
         self.dir.record()
         self.cluster = Cluster(install, self.user, pgdata, waldir, self.dir.socket_dir, self.dir.path / "server.log", env)
         self.cluster.initdb()
-        self.cluster.configure(settings.server_settings(self.cache_bytes, opts.io_mode, str(self.dir.socket_dir),
-                                                        opts.sets))
+        self.server_settings = settings.server_settings(self.cache_bytes, opts.io_mode, str(self.dir.socket_dir),
+                                                        opts.sets)
+        self.cluster.configure(self.server_settings)
         self.cluster.start()
         self._create_database()
 
@@ -288,7 +289,9 @@ class Lab:
             "postgres": {"version": self.install.version, "bin": str(self.install.bin_dir), "user": self.user.name},
             "cache_bytes": self.cache_bytes,
             "io_mode": self.options.io_mode,
-            "settings": dict(self.options.sets),
+            "settings": {k: v for k, v in getattr(self, "server_settings", {}).items()
+                         if k != "unix_socket_directories"},
+            "user_settings": dict(self.options.sets),
             "placement": self.placement.describe(),
             "devices": self.session.describe() if self.session else [],
         }
