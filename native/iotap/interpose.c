@@ -192,15 +192,118 @@ static void model_request(struct dbt_device_slot *d, int op, uint64_t addr, uint
     dbt_dev_unlock(d);
 }
 
-/* The heart of it: called after the real call moved `len` bytes (or flushed), with the guard set. */
-static void account(uint64_t e, int op, uint64_t off, uint64_t len, uint64_t t0) {
+static void trace_io(int devno, int64_t file, int op, uint64_t off, uint64_t len, uint8_t flags, uint64_t t0,
+                     uint64_t start, uint64_t complete, uint64_t end, uint64_t host_ns) {
+    struct dbt_trace_rec *r = dbt_trace_reserve();
+    if (!r) return;
+    r->submit_ns = t0;
+    r->start_ns = start;
+    r->complete_ns = complete;
+    r->end_ns = end;
+    r->offset = off;
+    r->len = (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len);
+    r->file = (int32_t)file;
+    r->pid = g_pid;
+    r->host_ns = (uint32_t)(host_ns > UINT32_MAX ? UINT32_MAX : host_ns);
+    r->tid = thread_id();
+    r->dev = (uint8_t)devno;
+    r->flags = flags;
+    dbt_trace_commit(r, (uint8_t)op);
+}
+
+static uint8_t result_flags(struct dbt_device_slot *d, const struct dbt_result *res) {
+    if (res->flags & DBT_RES_CACHE_HIT) atomic_fetch_add_explicit(&d->c.cache_hits, 1, memory_order_relaxed);
+    if (res->flags & DBT_RES_STREAM) atomic_fetch_add_explicit(&d->c.streams, 1, memory_order_relaxed);
+    return (uint8_t)(((res->flags & DBT_RES_CACHE_HIT) ? DBT_TF_CACHE_HIT : 0) |
+                     ((res->flags & DBT_RES_STREAM) ? DBT_TF_STREAM : 0));
+}
+
+/* The page cache's way to the devices: one device request (a miss, read-ahead or writeback), counted
+ * and traced like any other; returns its completion. Called with the page cache lock held. */
+static uint64_t pc_device_io(void *ctx, int op, int64_t file, uint64_t off, uint64_t len, uint64_t arrival,
+                             int async) {
+    (void)ctx;
+    int devno = (int)dbt_files(g_state)[file].device;
+    struct dbt_device_slot *d = &g_state->dev[devno];
+    uint64_t addr = d->kind == DBT_KIND_HDD ? dbt_state_addr(g_state, devno, file, off) : off;
+    struct dbt_result res;
+    model_request(d, op, addr, len, arrival, arrival, &res);
+    count_latency(&d->c, op, len, res.complete_ns - arrival, res.start_ns - arrival);
+    uint8_t flags = (uint8_t)(result_flags(d, &res) | (async ? DBT_TF_ASYNC : 0));
+    trace_io(devno, file, op, off, len, flags, arrival, res.start_ns, res.complete_ns, async ? arrival : res.complete_ns,
+             0);
+    return res.complete_ns;
+}
+
+/* Waits for a completion and records how late the call came back. */
+static uint64_t wait_and_record(struct dbt_device_slot *d, uint64_t complete, uint64_t host_end) {
+    if (host_end > complete) atomic_fetch_add_explicit(&d->c.overruns, 1, memory_order_relaxed);
+    uint64_t spun = wait_until(complete);
+    if (spun) atomic_fetch_add_explicit(&d->c.spin_ns, spun, memory_order_relaxed);
+    uint64_t end = now_ns();
+    uint64_t late = end > complete ? end - complete : 0;
+    atomic_fetch_add_explicit(&d->c.late[dbt_lat_bucket(late)], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->c.late_sum_ns, late, memory_order_relaxed);
+    uint64_t prev = atomic_load_explicit(&d->c.late_max_ns, memory_order_relaxed);
+    while (late > prev && !atomic_compare_exchange_weak(&d->c.late_max_ns, &prev, late)) {
+    }
+    return end;
+}
+
+/* A buffered (not O_DIRECT) call on an emulated device, through the emulated page cache: what it
+ * finds in memory costs nothing; what it must fetch, write through or write back, the device's time. */
+static void account_buffered(struct dbt_pc *pc, int fd, uint64_t e, int op, uint64_t off, uint64_t len, uint64_t t0) {
     uint64_t host_end = now_ns();
+    int devno = FD_DEV(e);
+    int64_t file = FD_FILE(e);
+    uint8_t flags = FD_FLAGS(e);
+    struct dbt_device_slot *d = &g_state->dev[devno];
+    struct dbt_pc_stats st = {0, 0, 0, 0};
+    uint64_t complete = t0;
+    int write_through = (flags & DBT_TF_DSYNC) || g_state->dsync_data;
+    if (op == DBT_OP_READ) {
+        struct stat sb; /* read-ahead stops at the end of the file */
+        uint64_t size = fstat(fd, &sb) == 0 ? (uint64_t)sb.st_size : UINT64_MAX;
+        complete = dbt_pc_read(pc, file, off, len, size, t0, pc_device_io, NULL, &st);
+    } else if (op == DBT_OP_WRITE) {
+        complete = dbt_pc_write(pc, file, off, len, t0, write_through, pc_device_io, NULL, &st);
+    } else { /* fsync, fdatasync: the file's dirty pages, then the device's cache */
+        complete = dbt_pc_writeback(pc, file, 0, 0, t0, 1, pc_device_io, NULL, &st);
+    }
+    if (op == DBT_OP_FLUSH || (op == DBT_OP_WRITE && write_through)) {
+        struct dbt_result fl;
+        model_request(d, DBT_OP_FLUSH, 0, 0, complete, complete, &fl);
+        count_latency(&d->c, DBT_OP_FLUSH, 0, fl.complete_ns - complete, fl.start_ns - complete);
+        complete = fl.complete_ns;
+    }
+    atomic_fetch_add_explicit(&d->c.pc_hit_pages, st.hit_pages, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->c.pc_miss_pages, st.miss_pages, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->c.pc_readahead_bytes, st.readahead_bytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->c.pc_writeback_bytes, st.writeback_bytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->c.host_ns, host_end - t0, memory_order_relaxed);
+    uint64_t end = complete > t0 ? wait_and_record(d, complete, host_end) : host_end;
+    if (op == DBT_OP_READ && !st.miss_pages) /* served from memory: the device saw nothing, the trace does */
+        trace_io(devno, file, op, off, len, (uint8_t)(flags | DBT_TF_PAGE_CACHE), t0, t0, complete, end,
+                 host_end - t0);
+}
+
+/* The heart of it: called after the real call moved `len` bytes (or flushed), with the guard set. */
+static void account(int fd, uint64_t e, int op, uint64_t off, uint64_t len, uint64_t t0) {
     int devno = FD_DEV(e);
     int64_t file = FD_FILE(e);
     uint8_t flags = FD_FLAGS(e);
     struct dbt_device_slot *d = &g_state->dev[devno];
     uint64_t addr = (d->kind == DBT_KIND_HDD && op != DBT_OP_FLUSH) ? dbt_state_addr(g_state, devno, file, off) : off;
     if (atomic_load_explicit(&g_state->paused, memory_order_relaxed)) return; /* laid out, not charged */
+    struct dbt_pc *pc = dbt_state_pc(g_state);
+    if (pc && file >= 0 && d->kind != DBT_KIND_REAL) {
+        if (!(flags & DBT_TF_DIRECT)) {
+            account_buffered(pc, fd, e, op, off, len, t0);
+            return;
+        }
+        if (op == DBT_OP_WRITE) dbt_pc_drop(pc, file, off, len, 1); /* direct writes invalidate cached pages */
+    }
+    uint64_t host_end = now_ns();
     struct dbt_result res;
     model_request(d, op, addr, len, t0, host_end, &res);
     uint64_t complete = res.complete_ns;
@@ -211,39 +314,40 @@ static void account(uint64_t e, int op, uint64_t off, uint64_t len, uint64_t t0)
         count_latency(&d->c, DBT_OP_FLUSH, 0, fl.complete_ns - complete, fl.start_ns - complete);
         complete = fl.complete_ns;
     }
-    if (res.flags & DBT_RES_CACHE_HIT) atomic_fetch_add_explicit(&d->c.cache_hits, 1, memory_order_relaxed);
-    if (res.flags & DBT_RES_STREAM) atomic_fetch_add_explicit(&d->c.streams, 1, memory_order_relaxed);
+    uint8_t rflags = result_flags(d, &res);
     atomic_fetch_add_explicit(&d->c.host_ns, host_end - t0, memory_order_relaxed);
     uint64_t end = host_end; /* a real device: the host call was the I/O (one clock read saved) */
     if (d->kind != DBT_KIND_REAL) {
-        if (host_end > complete) atomic_fetch_add_explicit(&d->c.overruns, 1, memory_order_relaxed);
-        uint64_t spun = wait_until(complete);
-        if (spun) atomic_fetch_add_explicit(&d->c.spin_ns, spun, memory_order_relaxed);
-        end = now_ns();
+        end = wait_and_record(d, complete, host_end);
+    } else {
+        atomic_fetch_add_explicit(&d->c.late[0], 1, memory_order_relaxed);
     }
-    uint64_t late = end > complete ? end - complete : 0;
-    atomic_fetch_add_explicit(&d->c.late[dbt_lat_bucket(late)], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&d->c.late_sum_ns, late, memory_order_relaxed);
-    uint64_t prev = atomic_load_explicit(&d->c.late_max_ns, memory_order_relaxed);
-    while (late > prev && !atomic_compare_exchange_weak(&d->c.late_max_ns, &prev, late)) {
+    trace_io(devno, file, op, off, len, (uint8_t)(flags | rflags), t0, res.start_ns, complete, end, host_end - t0);
+}
+
+/* The page cache's part in calls that move no data: advice, writeback hints, truncation. */
+static void pc_other(uint64_t e, int top, uint64_t off, uint64_t len, int aux, uint64_t t0) {
+    struct dbt_pc *pc = dbt_state_pc(g_state);
+    int64_t file = FD_FILE(e);
+    if (!pc || file < 0 || g_state->dev[FD_DEV(e)].kind == DBT_KIND_REAL ||
+        atomic_load_explicit(&g_state->paused, memory_order_relaxed))
+        return;
+    struct dbt_device_slot *d = &g_state->dev[FD_DEV(e)];
+    struct dbt_pc_stats st = {0, 0, 0, 0};
+    if (top == DBT_TOP_TRUNCATE) {
+        dbt_pc_drop(pc, file, off, 0, 1);
+    } else if (top == DBT_TOP_ADVISE && aux == POSIX_FADV_DONTNEED) {
+        dbt_pc_writeback(pc, file, off, len, t0, 0, pc_device_io, NULL, &st); /* started, as Linux does */
+        dbt_pc_drop(pc, file, off, len, 0);
+    } else if (top == DBT_TOP_ADVISE && aux == POSIX_FADV_WILLNEED) {
+        dbt_pc_willneed(pc, file, off, len, t0, pc_device_io, NULL, &st);
+    } else if (top == DBT_TOP_SYNC_RANGE && (aux & SYNC_FILE_RANGE_WRITE)) {
+        uint64_t done = dbt_pc_writeback(pc, file, off, len, t0, (aux & SYNC_FILE_RANGE_WAIT_AFTER) != 0,
+                                         pc_device_io, NULL, &st);
+        if (done > t0) wait_and_record(d, done, now_ns());
     }
-    struct dbt_trace_rec *r = dbt_trace_reserve();
-    if (r) {
-        r->submit_ns = t0;
-        r->start_ns = res.start_ns;
-        r->complete_ns = complete;
-        r->end_ns = end;
-        r->offset = off;
-        r->len = (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len);
-        r->file = (int32_t)file;
-        r->pid = g_pid;
-        r->host_ns = (uint32_t)((host_end - t0) > UINT32_MAX ? UINT32_MAX : host_end - t0);
-        r->tid = thread_id();
-        r->dev = (uint8_t)devno;
-        r->flags = (uint8_t)(flags | ((res.flags & DBT_RES_CACHE_HIT) ? DBT_TF_CACHE_HIT : 0) |
-                             ((res.flags & DBT_RES_STREAM) ? DBT_TF_STREAM : 0));
-        dbt_trace_commit(r, (uint8_t)op);
-    }
+    atomic_fetch_add_explicit(&d->c.pc_readahead_bytes, st.readahead_bytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->c.pc_writeback_bytes, st.writeback_bytes, memory_order_relaxed);
 }
 
 /* Calls that move no data are counted and traced, not delayed. */
@@ -372,7 +476,7 @@ EXPORT int closedir(DIR *dir) {
         uint64_t t0 = now_ns();                                                                    \
         ssize_t r = real_##name args;                                                              \
         int saved = errno;                                                                         \
-        if (r > 0) account(e, op, (offexpr) == -1 ? current_pos_minus(fd, r) : (uint64_t)(offexpr), (uint64_t)r, t0); \
+        if (r > 0) account(fd, e, op, (offexpr) == -1 ? current_pos_minus(fd, r) : (uint64_t)(offexpr), (uint64_t)r, t0); \
         tl_guard--;                                                                                \
         errno = saved;                                                                             \
         return r;                                                                                  \
@@ -421,8 +525,8 @@ EXPORT ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t *
     uint64_t t0 = now_ns();
     ssize_t r = real_copy_file_range(fd_in, off_in, fd_out, off_out, n, flags);
     int saved = errno;
-    if (r > 0 && tin) account(ein, DBT_OP_READ, in0 > 0 ? (uint64_t)in0 : 0, (uint64_t)r, t0);
-    if (r > 0 && tout) account(eout, DBT_OP_WRITE, out0 > 0 ? (uint64_t)out0 : 0, (uint64_t)r, now_ns());
+    if (r > 0 && tin) account(fd_in, ein, DBT_OP_READ, in0 > 0 ? (uint64_t)in0 : 0, (uint64_t)r, t0);
+    if (r > 0 && tout) account(fd_out, eout, DBT_OP_WRITE, out0 > 0 ? (uint64_t)out0 : 0, (uint64_t)r, now_ns());
     tl_guard--;
     errno = saved;
     return r;
@@ -439,7 +543,7 @@ EXPORT ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t *
         uint64_t t0 = now_ns();                                                                    \
         int r = real_##name(fd);                                                                   \
         int saved = errno;                                                                         \
-        if (r == 0) account(e, DBT_OP_FLUSH, 0, 0, t0);                                            \
+        if (r == 0) account(fd, e, DBT_OP_FLUSH, 0, 0, t0);                                            \
         tl_guard--;                                                                                \
         errno = saved;                                                                             \
         return r;                                                                                  \
@@ -451,7 +555,7 @@ WRAP_FLUSH(syncfs)
 /* ---- wrappers: counted, no transfer ------------------------------------------------------- */
 
 /* ok: the success test on r; posix_* return an error number instead of setting errno. */
-#define WRAP_OTHER(name, ret, params, args, top, offexpr, lenexpr, ok)                             \
+#define WRAP_OTHER(name, ret, params, args, top, offexpr, lenexpr, ok, aux)                        \
     EXPORT ret name params {                                                                       \
         ENSURE(name, (ret)-1);                                                                     \
         uint64_t e;                                                                                \
@@ -460,26 +564,30 @@ WRAP_FLUSH(syncfs)
         uint64_t t0 = now_ns();                                                                    \
         ret r = real_##name args;                                                                  \
         int saved = errno;                                                                         \
-        if (ok) account_other(e, top, (uint64_t)(offexpr), (uint64_t)(lenexpr), t0);               \
+        if (ok) {                                                                                  \
+            pc_other(e, top, (uint64_t)(offexpr), (uint64_t)(lenexpr), (int)(aux), t0);            \
+            account_other(e, top, (uint64_t)(offexpr), (uint64_t)(lenexpr), t0);                   \
+        }                                                                                          \
         tl_guard--;                                                                                \
         errno = saved;                                                                             \
         return r;                                                                                  \
     }
 WRAP_OTHER(sync_file_range, int, (int fd, off64_t off, off64_t n, unsigned int flags), (fd, off, n, flags),
-           DBT_TOP_SYNC_RANGE, off, n, r == 0)
+           DBT_TOP_SYNC_RANGE, off, n, r == 0, flags)
 WRAP_OTHER(fallocate, int, (int fd, int mode, off_t off, off_t len), (fd, mode, off, len), DBT_TOP_ALLOCATE, off, len,
-           r == 0)
+           r == 0, 0)
 WRAP_OTHER(fallocate64, int, (int fd, int mode, off64_t off, off64_t len), (fd, mode, off, len), DBT_TOP_ALLOCATE,
-           off, len, r == 0)
-WRAP_OTHER(posix_fallocate, int, (int fd, off_t off, off_t len), (fd, off, len), DBT_TOP_ALLOCATE, off, len, r == 0)
+           off, len, r == 0, 0)
+WRAP_OTHER(posix_fallocate, int, (int fd, off_t off, off_t len), (fd, off, len), DBT_TOP_ALLOCATE, off, len, r == 0,
+           0)
 WRAP_OTHER(posix_fallocate64, int, (int fd, off64_t off, off64_t len), (fd, off, len), DBT_TOP_ALLOCATE, off, len,
-           r == 0)
+           r == 0, 0)
 WRAP_OTHER(posix_fadvise, int, (int fd, off_t off, off_t len, int advice), (fd, off, len, advice), DBT_TOP_ADVISE,
-           off, len, r == 0)
+           off, len, r == 0, advice)
 WRAP_OTHER(posix_fadvise64, int, (int fd, off64_t off, off64_t len, int advice), (fd, off, len, advice),
-           DBT_TOP_ADVISE, off, len, r == 0)
-WRAP_OTHER(ftruncate, int, (int fd, off_t len), (fd, len), DBT_TOP_TRUNCATE, len, 0, r == 0)
-WRAP_OTHER(ftruncate64, int, (int fd, off64_t len), (fd, len), DBT_TOP_TRUNCATE, len, 0, r == 0)
+           DBT_TOP_ADVISE, off, len, r == 0, advice)
+WRAP_OTHER(ftruncate, int, (int fd, off_t len), (fd, len), DBT_TOP_TRUNCATE, len, 0, r == 0, 0)
+WRAP_OTHER(ftruncate64, int, (int fd, off64_t len), (fd, len), DBT_TOP_TRUNCATE, len, 0, r == 0, 0)
 
 /* By path: the file is found from the path (relative to the cwd), before the call changes it. */
 #define WRAP_TRUNCATE_PATH(name, offt)                                                             \
@@ -490,11 +598,19 @@ WRAP_OTHER(ftruncate64, int, (int fd, off64_t len), (fd, len), DBT_TOP_TRUNCATE,
         tl_guard++;                                                                                \
         char resolved[PATH_MAX];                                                                   \
         int dev = realpath(path, resolved) ? dbt_state_device_for_path(g_state, resolved) : -1;    \
+        struct stat st;                                                                            \
+        int64_t file = dev >= 0 && stat(resolved, &st) == 0 && S_ISREG(st.st_mode)                \
+                           ? dbt_state_file_index(g_state, dev, (uint64_t)st.st_dev, (uint64_t)st.st_ino, \
+                                                  resolved, (uint64_t)st.st_size)                  \
+                           : -1;                                                                   \
         uint64_t t0 = now_ns();                                                                    \
         int r = real_##name(path, len);                                                            \
         int saved = errno;                                                                         \
-        if (r == 0 && dev >= 0)                                                                    \
-            account_other(FD_RESOLVED | ((uint64_t)dev << 32), DBT_TOP_TRUNCATE, (uint64_t)len, 0, t0); \
+        if (r == 0 && dev >= 0) {                                                                  \
+            uint64_t e = FD_RESOLVED | ((uint64_t)dev << 32) | (uint64_t)(file + 1);                \
+            pc_other(e, DBT_TOP_TRUNCATE, (uint64_t)len, 0, 0, t0);                                \
+            account_other(e, DBT_TOP_TRUNCATE, (uint64_t)len, 0, t0);                              \
+        }                                                                                          \
         tl_guard--;                                                                                \
         errno = saved;                                                                             \
         return r;                                                                                  \

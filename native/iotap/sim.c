@@ -122,6 +122,10 @@ EXPORT int dbt_set_paused(const char *state_path, int paused, char *err, size_t 
     return dbt_state_set_paused(state_path, paused, err, errlen);
 }
 
+EXPORT int dbt_clear_page_cache(const char *state_path, char *err, size_t errlen) {
+    return dbt_state_clear_page_cache(state_path, err, errlen);
+}
+
 EXPORT char *dbt_dump_state(const char *state_path, char *err, size_t errlen) {
     return dbt_state_json(state_path, err, errlen);
 }

@@ -1,6 +1,7 @@
 /* Shared state of one emulation run. See state.h. */
 #define _GNU_SOURCE
 #include "state.h"
+#include "shmlock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +31,36 @@ static uint64_t mix64(uint64_t x) { /* splitmix64 finaliser */
 /* Each device owns an equal slice of the file and chunk tables, so inserts need only its lock. */
 static uint32_t files_per_dev(const struct dbt_state *s) { return DBT_FILE_CAP / (s->ndev ? s->ndev : 1); }
 static uint32_t chunks_per_dev(const struct dbt_state *s) { return DBT_CHUNK_CAP / (s->ndev ? s->ndev : 1); }
+
+struct pc_config {
+    uint64_t bytes;
+    uint32_t readahead_kb, dirty_bg_pct, dirty_pct, dsync_data;
+};
+
+static int parse_pagecache(char *line, struct pc_config *pc, char *err, size_t errlen, int lineno) {
+    char *save = NULL;
+    strtok_r(line, "\t ", &save); /* "@pagecache" */
+    for (char *tok = strtok_r(NULL, "\t ", &save); tok; tok = strtok_r(NULL, "\t ", &save)) {
+        char *eq = strchr(tok, '=');
+        char *end = NULL;
+        unsigned long long v = eq ? strtoull(eq + 1, &end, 10) : 0;
+        if (!eq || !end || *end || end == eq + 1) {
+            snprintf(err, errlen, "device map line %d: expected key=number, got '%s'", lineno, tok);
+            return -1;
+        }
+        *eq = '\0';
+        if (!strcmp(tok, "bytes")) pc->bytes = v;
+        else if (!strcmp(tok, "readahead_kb") && v >= 4 && v <= 65536) pc->readahead_kb = (uint32_t)v;
+        else if (!strcmp(tok, "dirty_background_pct") && v >= 1 && v <= 100) pc->dirty_bg_pct = (uint32_t)v;
+        else if (!strcmp(tok, "dirty_pct") && v >= 1 && v <= 100) pc->dirty_pct = (uint32_t)v;
+        else if (!strcmp(tok, "dsync_data") && v <= 1) pc->dsync_data = (uint32_t)v;
+        else {
+            snprintf(err, errlen, "device map line %d: bad page cache setting '%s=%llu'", lineno, tok, v);
+            return -1;
+        }
+    }
+    return 0;
+}
 
 static int parse_line(char *line, struct dbt_device_slot *d, char *err, size_t errlen, int lineno) {
     char *fields[4] = {0};
@@ -93,10 +124,23 @@ int dbt_state_create(const char *map_path, const char *state_path, char *err, si
     }
     char line[8192];
     int lineno = 0, rc = 0;
+    struct pc_config pcc = {0, 128, 10, 20, 0}; /* Linux's defaults: read_ahead_kb, dirty ratios */
     while (fgets(line, sizeof line, f)) {
         lineno++;
         line[strcspn(line, "\r\n")] = '\0';
         if (line[0] == '\0' || line[0] == '#') continue;
+        if (line[0] == '@') {
+            if (strncmp(line, "@pagecache", 10) != 0) {
+                snprintf(err, errlen, "device map line %d: unknown setting line", lineno);
+                rc = -1;
+                break;
+            }
+            if (parse_pagecache(line, &pcc, err, errlen, lineno) != 0) {
+                rc = -1;
+                break;
+            }
+            continue;
+        }
         if (hdr->ndev == DBT_MAX_DEVICES) {
             snprintf(err, errlen, "device map: more than %d devices", DBT_MAX_DEVICES);
             rc = -1;
@@ -120,6 +164,12 @@ int dbt_state_create(const char *map_path, const char *state_path, char *err, si
     hdr->off_chunks = hdr->off_files + ((sizeof(struct dbt_file_entry) * DBT_FILE_CAP + 4095) & ~4095ull);
     hdr->off_arena = hdr->off_chunks + ((sizeof(struct dbt_chunk_entry) * DBT_CHUNK_CAP + 4095) & ~4095ull);
     hdr->size = hdr->off_arena + DBT_ARENA_BYTES;
+    if (pcc.bytes) {
+        hdr->off_pc = (hdr->size + 4095) & ~4095ull;
+        hdr->pc_bytes = pcc.bytes;
+        hdr->size = hdr->off_pc + ((dbt_pc_region_size(pcc.bytes) + 4095) & ~4095ull);
+    }
+    hdr->dsync_data = pcc.dsync_data;
     atomic_store(&hdr->arena_used, 1); /* offset 0 means "no path" */
     uint64_t size = hdr->size;
 
@@ -147,14 +197,10 @@ int dbt_state_create(const char *map_path, const char *state_path, char *err, si
     free(hdr);
     for (uint32_t i = 0; i < s->ndev; i++) {
         struct dbt_device_slot *d = &s->dev[i];
-        pthread_mutexattr_t a;
-        pthread_mutexattr_init(&a);
-        pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-        pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-        pthread_mutex_init(&d->lock, &a);
-        pthread_mutexattr_destroy(&a);
+        dbt_shmlock_init(&d->lock);
         dbt_model_init(&d->model, d->kind, &d->params);
     }
+    if (s->pc_bytes) dbt_pc_init(dbt_state_pc(s), s->pc_bytes, pcc.readahead_kb, pcc.dirty_bg_pct, pcc.dirty_pct);
     msync(s, size, MS_SYNC);
     munmap(s, size);
     if (rename(tmp, state_path) != 0) {
@@ -209,8 +255,7 @@ int dbt_state_device_for_path(const struct dbt_state *s, const char *path) {
 }
 
 void dbt_dev_lock(struct dbt_device_slot *d) {
-    int r = pthread_mutex_lock(&d->lock);
-    if (r == EOWNERDEAD) pthread_mutex_consistent(&d->lock); /* holder died mid-update: go on */
+    dbt_shmlock_lock(&d->lock);
 }
 
 void dbt_dev_unlock(struct dbt_device_slot *d) { pthread_mutex_unlock(&d->lock); }
@@ -376,13 +421,27 @@ int dbt_state_set_paused(const char *state_path, int paused, char *err, size_t e
     return 0;
 }
 
+int dbt_state_clear_page_cache(const char *state_path, char *err, size_t errlen) {
+    struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
+    if (!s) return -1;
+    if (dbt_state_pc(s)) dbt_pc_clear(dbt_state_pc(s));
+    munmap(s, s->size);
+    return 0;
+}
+
 char *dbt_state_json(const char *state_path, char *err, size_t errlen) {
     struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
     if (!s) return NULL;
     struct sbuf b = {malloc(65536), 0, 65536, 0};
     if (!b.p) b.oom = 1;
-    sb_printf(&b, "{\"version\":%u,\"epoch_ns\":%llu,\"attached\":%u,\"paused\":%u,\"devices\":[", s->version,
-              (unsigned long long)s->epoch_ns, atomic_load(&s->attached), atomic_load(&s->paused));
+    uint64_t pc_present = 0, pc_dirty = 0;
+    if (dbt_state_pc(s)) dbt_pc_usage(dbt_state_pc(s), &pc_present, &pc_dirty);
+    sb_printf(&b,
+              "{\"version\":%u,\"epoch_ns\":%llu,\"attached\":%u,\"paused\":%u,\"page_cache\":{\"bytes\":%llu,"
+              "\"present_pages\":%llu,\"dirty_pages\":%llu,\"dsync_data\":%u},\"devices\":[",
+              s->version, (unsigned long long)s->epoch_ns, atomic_load(&s->attached), atomic_load(&s->paused),
+              (unsigned long long)s->pc_bytes, (unsigned long long)pc_present, (unsigned long long)pc_dirty,
+              s->dsync_data);
     for (uint32_t i = 0; i < s->ndev; i++) {
         struct dbt_device_slot *d = &s->dev[i];
         const struct dbt_device_ops *ops = dbt_ops_by_kind(d->kind);
@@ -403,12 +462,14 @@ char *dbt_state_json(const char *state_path, char *err, size_t errlen) {
                   "\"flushes\":%llu,\"read_bytes\":%llu,\"write_bytes\":%llu,\"read_ns\":%llu,\"write_ns\":%llu,"
                   "\"flush_ns\":%llu,\"queue_ns\":%llu,\"cache_hits\":%llu,\"streams\":%llu,\"other_ops\":%llu,"
                   "\"host_ns\":%llu,\"overruns\":%llu,\"late_sum_ns\":%llu,\"late_max_ns\":%llu,\"spin_ns\":%llu,"
-                  "\"lateness\":[",
+                  "\"pc_hit_pages\":%llu,\"pc_miss_pages\":%llu,\"pc_readahead_bytes\":%llu,"
+                  "\"pc_writeback_bytes\":%llu,\"lateness\":[",
                   (unsigned long long)busy, (unsigned long long)first, (unsigned long long)last, LD(c->reads),
                   LD(c->writes), LD(c->flushes), LD(c->read_bytes), LD(c->write_bytes), LD(c->read_ns),
                   LD(c->write_ns), LD(c->flush_ns), LD(c->queue_ns), LD(c->cache_hits), LD(c->streams),
                   LD(c->other_ops), LD(c->host_ns), LD(c->overruns), LD(c->late_sum_ns), LD(c->late_max_ns),
-                  LD(c->spin_ns));
+                  LD(c->spin_ns), LD(c->pc_hit_pages), LD(c->pc_miss_pages), LD(c->pc_readahead_bytes),
+                  LD(c->pc_writeback_bytes));
         int firstb = 1;
         for (int k = 0; k < DBT_LAT_BUCKETS; k++) {
             unsigned long long n = LD(c->late[k]);

@@ -12,9 +12,10 @@
 #include <stdint.h>
 
 #include "devmodel.h"
+#include "pagecache.h"
 
 #define DBT_STATE_MAGIC 0x7061746f69746264ULL /* "dbtiotap" */
-#define DBT_STATE_VERSION 2
+#define DBT_STATE_VERSION 3
 #define DBT_MAX_DEVICES 16
 #define DBT_NAME_MAX 64
 #define DBT_DIR_MAX 1024
@@ -33,6 +34,9 @@ struct dbt_counters {
     _Atomic uint64_t overruns; /* I/Os whose host call outlasted the modelled completion */
     _Atomic uint64_t late_sum_ns, late_max_ns;
     _Atomic uint64_t spin_ns; /* CPU the waits spent spinning: charged to the program, not to the device */
+    /* the emulated page cache, for this device's files: pages found and not found, bytes read ahead
+     * and written back (those device requests are also in reads/writes above) */
+    _Atomic uint64_t pc_hit_pages, pc_miss_pages, pc_readahead_bytes, pc_writeback_bytes;
     _Atomic uint64_t late[DBT_LAT_BUCKETS];
 };
 
@@ -69,6 +73,9 @@ struct dbt_state {
     uint32_t version, ndev;
     uint64_t epoch_ns, size;
     uint64_t off_files, off_chunks, off_arena;
+    uint64_t off_pc, pc_bytes; /* the page cache region (pc_bytes 0: no page cache, all I/O direct) */
+    uint32_t dsync_data;       /* every buffered write is written through, as on the seeds' dsync devices */
+    uint32_t pad_;
     _Atomic uint64_t arena_used;
     _Atomic uint32_t nfiles;
     _Atomic uint32_t attached; /* processes that attached, ever */
@@ -85,10 +92,15 @@ static inline struct dbt_chunk_entry *dbt_chunks(struct dbt_state *s) {
     return (struct dbt_chunk_entry *)((char *)s + s->off_chunks);
 }
 static inline char *dbt_arena(struct dbt_state *s) { return (char *)s + s->off_arena; }
+static inline struct dbt_pc *dbt_state_pc(struct dbt_state *s) {
+    return s->pc_bytes ? (struct dbt_pc *)((char *)s + s->off_pc) : NULL;
+}
 
 /* Builds a state file from a device map: one line per device,
  *   NAME <TAB> KIND <TAB> DIR [<TAB> key=value key=value ...]
- * '#' starts a comment line. Returns 0, or -1 with a message in err. */
+ * '#' starts a comment line. One optional line configures the emulated page cache:
+ *   @pagecache <TAB> bytes=N readahead_kb=128 dirty_background_pct=10 dirty_pct=20 dsync_data=0
+ * Returns 0, or -1 with a message in err. */
 int dbt_state_create(const char *map_path, const char *state_path, char *err, size_t errlen);
 
 /* Maps an existing state file read-write. Returns NULL with a message in err. */
@@ -113,6 +125,9 @@ uint64_t dbt_lat_bucket_floor(int b);
 
 /* Pauses (1) or resumes (0) the emulation of every process attached to the state. */
 int dbt_state_set_paused(const char *state_path, int paused, char *err, size_t errlen);
+
+/* Empties the emulated page cache (if the state has one): a cold start. */
+int dbt_state_clear_page_cache(const char *state_path, char *err, size_t errlen);
 
 /* Whole-state dump as JSON, malloc'd (caller frees). NULL on error with err set. */
 char *dbt_state_json(const char *state_path, char *err, size_t errlen);

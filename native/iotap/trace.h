@@ -21,6 +21,8 @@ enum dbt_trace_op {
 #define DBT_TF_DSYNC 0x02u     /* fd opened O_DSYNC / O_SYNC: the write carried a flush */
 #define DBT_TF_CACHE_HIT 0x04u /* served from the drive's buffer */
 #define DBT_TF_STREAM 0x08u    /* continued the previous transfer */
+#define DBT_TF_PAGE_CACHE 0x10u /* a buffered read served from the emulated page cache: no device I/O */
+#define DBT_TF_ASYNC 0x20u      /* a device request nobody waited for: read-ahead, background writeback */
 
 struct dbt_trace_rec {
     uint64_t submit_ns;   /* the program called (CLOCK_MONOTONIC) */

@@ -6,18 +6,7 @@
 #include "devmodel.h"
 #include "state.h"
 
-static int passed, failed;
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (cond) {                                                                                \
-            passed++;                                                                              \
-        } else {                                                                                   \
-            failed++;                                                                              \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static int near(double a, double b, double rel) { return fabs(a - b) <= rel * fabs(b) + 1.0; }
 

@@ -29,6 +29,15 @@ def lab_options(func):
                           "(e.g. data=hdd,wal=ssd,t_attribute_idx=ssd)"),
         click.option("--cache", default="32MB", show_default=True,
                      help="the database cache (shared_buffers); the seeds' tables were several times larger"),
+        click.option("--io-mode", type=click.Choice(["direct", "buffered", "dsync"]), default="direct",
+                     show_default=True,
+                     help="direct: data and WAL bypass the OS page cache; buffered: through the (emulated) page "
+                          "cache; dsync: cached reads, every write synchronous to the device"),
+        click.option("--cache-state", type=click.Choice(["cold", "hot", "cross"]), default="cold", show_default=True,
+                     help="cold: restarted, caches empty; hot: the workload run once first; cross: a different "
+                          "query over the same data run first (seed 001)"),
+        click.option("--page-cache", metavar="SIZE",
+                     help="the emulated OS page cache (default: twice --cache)"),
         click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
                      help="any PostgreSQL setting, on top of dbtier's preset (repeatable)"),
         click.option("--pg-bin", type=click.Path(path_type=Path),
@@ -96,12 +105,14 @@ def execute(cls, kw: dict) -> None:
     for p in cls.params:
         if p.type is int and kw[p.key] < 1:
             raise UserError(f"--{p.name} must be at least 1")
-    options = LabOptions(cache=kw["cache"], sets=parse_sets(kw["sets"]), pg_bin=kw["pg_bin"],
+    options = LabOptions(cache=kw["cache"], io_mode=kw["io_mode"], page_cache=kw["page_cache"],
+                         sets=parse_sets(kw["sets"]), pg_bin=kw["pg_bin"],
                          workspace=kw["workspace"], trace=kw["trace"], keep=kw["keep"])
     say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
     with run_dir(kw["output"], cls.name) as folder:
         with progress_for(out, kw["quiet"]) as progress:
-            result = run_workload(workload, requests, placement, options, progress, folder.path, say)
+            result = run_workload(workload, requests, placement, options, progress, folder.path, say,
+                                  cache_state=kw["cache_state"])
         jsonout.write(folder.path / "result.json", result)
         html.write(folder.path / "report.html", f"dbtier run {cls.name}", result["started"], runview.run_sections(result))
     if kw["json_path"]:

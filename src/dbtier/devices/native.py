@@ -16,7 +16,7 @@ from dbtier.errors import UserError
 
 IOTAP_LIB = "libdbtier_iotap.so"
 SIM_LIB = "libdbtier_sim.so"
-ABI_VERSION = 1002
+ABI_VERSION = 1003
 
 OP_READ, OP_WRITE, OP_FLUSH = 1, 2, 3
 
@@ -60,6 +60,8 @@ def lib() -> ctypes.CDLL:
     sim.dbt_create_state.argtypes = [cp, cp, cp, ctypes.c_size_t]
     sim.dbt_set_paused.restype = c_int
     sim.dbt_set_paused.argtypes = [cp, c_int, cp, ctypes.c_size_t]
+    sim.dbt_clear_page_cache.restype = c_int
+    sim.dbt_clear_page_cache.argtypes = [cp, cp, ctypes.c_size_t]
     sim.dbt_dump_state.restype = vp
     sim.dbt_dump_state.argtypes = [cp, cp, ctypes.c_size_t]
     return sim
@@ -88,6 +90,13 @@ def set_paused(state_path: Path, paused: bool) -> None:
     """While paused, I/O gets its device layout but is neither delayed, counted nor traced."""
     err = ctypes.create_string_buffer(1024)
     if lib().dbt_set_paused(str(state_path).encode(), int(paused), err, len(err)) != 0:
+        raise UserError(err.value.decode())
+
+
+def clear_page_cache(state_path: Path) -> None:
+    """Empties the emulated page cache: a cold start."""
+    err = ctypes.create_string_buffer(1024)
+    if lib().dbt_clear_page_cache(str(state_path).encode(), err, len(err)) != 0:
         raise UserError(err.value.decode())
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dbtier.devices import hostfs, native
+from dbtier.devices.pagecache import PageCache
 from dbtier.devices.patterns import STANDARD, expected
 from dbtier.devices.profile import Profile, load
 from dbtier.errors import UserError
@@ -80,13 +81,15 @@ def host_floor_warnings(devices: list[Device]) -> list[str]:
 class Session:
     """Creates the state in `workdir`; programs started with `env()` run on the devices."""
 
-    def __init__(self, devices: list[Device], workdir: Path, trace_dir: Path | None = None):
+    def __init__(self, devices: list[Device], workdir: Path, trace_dir: Path | None = None,
+                 page_cache: PageCache | None = None):
         if not devices:
             raise UserError("no devices: give at least one --device DIR=PROFILE")
         check_distinct(devices)
         self.devices = devices
         self.workdir = workdir
         self.trace_dir = trace_dir
+        self.page_cache = page_cache
         self.map_path = workdir / "devices.map"
         self.state_path = workdir / "iotap.state"
 
@@ -95,6 +98,8 @@ class Session:
         lines = ["# dbtier device map: NAME<TAB>KIND<TAB>DIR<TAB>key=value ..."]
         for d in self.devices:
             lines.append(f"{d.name}\t{d.profile.kind}\t{d.directory}\t{d.profile.map_params()}")
+        if self.page_cache:
+            lines.append(self.page_cache.map_line())
         self.map_path.write_text("\n".join(lines) + "\n")
         native.create_state(self.map_path, self.state_path)
         if self.trace_dir:
@@ -114,6 +119,9 @@ class Session:
 
     def pause(self, paused: bool = True) -> None:
         native.set_paused(self.state_path, paused)
+
+    def clear_page_cache(self) -> None:
+        native.clear_page_cache(self.state_path)
 
     def snapshot(self) -> dict:
         return native.dump_state(self.state_path)

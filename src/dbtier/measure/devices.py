@@ -30,7 +30,8 @@ def rows(devices, after: dict, elapsed_s: float, before: dict | None = None) -> 
         counters = {k: v for k, v in dev.items() if k not in ("params", "lateness", "dir", "kind", "name")}
         out.append({
             "device": spec.name, "dir": str(spec.directory), "profile": spec.profile.name, "kind": spec.profile.kind,
-            "iostat": iostat.figures(dev, elapsed_s), "lateness": lateness.summary(dev), "counters": counters,
+            "iostat": iostat.figures(dev, elapsed_s), "page_cache": iostat.page_cache(dev),
+            "lateness": lateness.summary(dev), "counters": counters,
         })
     return out
 

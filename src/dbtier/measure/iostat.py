@@ -34,3 +34,14 @@ def figures(dev: dict, elapsed_s: float) -> dict:
 
 
 COLUMNS = ("r/s", "w/s", "f/s", "rMB/s", "wMB/s", "r_await", "w_await", "f_await", "aqu-sz", "svctm", "%util")
+
+
+def page_cache(dev: dict) -> dict:
+    """The emulated OS page cache as this device's files met it."""
+    hits, misses = dev.get("pc_hit_pages", 0), dev.get("pc_miss_pages", 0)
+    return {
+        "hit_pages": hits, "miss_pages": misses,
+        "hit%": 100.0 * hits / (hits + misses) if hits + misses else 0.0,
+        "readahead_MB": dev.get("pc_readahead_bytes", 0) / MB,
+        "writeback_MB": dev.get("pc_writeback_bytes", 0) / MB,
+    }

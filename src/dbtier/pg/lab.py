@@ -24,6 +24,7 @@ import psycopg
 from psycopg import sql
 
 from dbtier.devices import native
+from dbtier.devices.pagecache import PageCache
 from dbtier.devices.profile import Profile, load
 from dbtier.devices.session import Device, Session, host_floor_warnings
 from dbtier.errors import UserError
@@ -79,6 +80,7 @@ def parse_devices(texts) -> list[DeviceRequest]:
 class LabOptions:
     cache: str = "32MB"          # shared_buffers: the database cache
     io_mode: str = settings.DEFAULT_IO_MODE
+    page_cache: str | None = None  # the emulated OS page cache; default: twice the database cache
     sets: dict[str, str] = field(default_factory=dict)
     pg_bin: Path | None = None
     workspace: Path | None = None
@@ -99,6 +101,13 @@ class Lab:
         self.options = options or LabOptions()
         self.say = say
         self.cache_bytes = settings.parse_size(self.options.cache, "--cache")
+        if self.options.io_mode not in settings.IO_MODES:
+            raise UserError(f"--io-mode {self.options.io_mode}: choose one of {', '.join(settings.IO_MODES)}")
+        pc_bytes = (settings.parse_size(self.options.page_cache, "--page-cache") if self.options.page_cache
+                    else 2 * self.cache_bytes)
+        if pc_bytes < 64 * 1024:
+            raise UserError("--page-cache: give at least 64kB")
+        self.page_cache = PageCache(pc_bytes, dsync_data=self.options.io_mode == "dsync")
         self.dir: LabDir | None = None
         self.session: Session | None = None
         self.cluster: Cluster | None = None
@@ -127,7 +136,7 @@ class Lab:
         self.dir = LabDir.create(root)
         self._make_devices()
         self.session = Session(self.devices, self.dir.path / "iotap",
-                               trace_dir=self.dir.path / "trace" if opts.trace else None)
+                               trace_dir=self.dir.path / "trace" if opts.trace else None, page_cache=self.page_cache)
         self.session.create()
         self.session.pause()
         for warning in host_floor_warnings(self.devices):
@@ -210,9 +219,20 @@ class Lab:
         return self.cluster.connect(DATABASE, **kw)
 
     def restart_cold(self) -> None:
-        """An empty database cache: the server restarts (direct I/O leaves no OS cache to empty)."""
+        """Empty caches: the server restarts, and the OS page cache is emptied (as after
+        `sync; echo 3 > /proc/sys/vm/drop_caches`)."""
         self.session.pause()
         self.cluster.restart()
+        self.session.clear_page_cache()
+
+    @contextlib.contextmanager
+    def warm(self):
+        """An unmeasured interval with the emulation on, so that caches fill as they would."""
+        self.session.pause(False)
+        try:
+            yield
+        finally:
+            self.session.pause()
 
     @contextlib.contextmanager
     def measure(self):
@@ -289,6 +309,7 @@ class Lab:
             "postgres": {"version": self.install.version, "bin": str(self.install.bin_dir), "user": self.user.name},
             "cache_bytes": self.cache_bytes,
             "io_mode": self.options.io_mode,
+            "page_cache": self.page_cache.describe(),
             "settings": {k: v for k, v in getattr(self, "server_settings", {}).items()
                          if k != "unix_socket_directories"},
             "user_settings": dict(self.options.sets),

@@ -33,8 +33,14 @@ PRESET = {
 
 IO_MODES = {
     # Direct I/O reaches the (emulated) device on every miss of the database cache: no OS page cache
-    # stands between them, which is what the seeds' devices ("directio = true") did.
+    # stands between them, which is what the seeds' devices ("directio = true") did. Temp files
+    # stay buffered, as in PostgreSQL.
     "direct": {"debug_io_direct": "'data, wal'"},
+    # Through the (emulated) OS page cache: reads may hit it, writes are written back at fsync.
+    "buffered": {},
+    # Reads still cached; every write reaches the device before it returns (the seeds' dsync devices),
+    # and the WAL is opened O_DSYNC.
+    "dsync": {"wal_sync_method": "open_datasync"},
 }
 DEFAULT_IO_MODE = "direct"
 

@@ -33,13 +33,21 @@ def time_rows(result: dict) -> list[tuple[str, str]]:
         ("client CPU", f"{fmt(result['client_cpu_s'])} s (dbtier's own driver)"),
         ("host CPU steal", f"{fmt(result.get('host_steal_s', 0.0))} s (taken by the hypervisor; wakes sleepers late)"),
     ]
+    for d in result["devices"]:
+        pc = d.get("page_cache")
+        if pc and pc["hit_pages"] + pc["miss_pages"] + pc["writeback_MB"] > 0:
+            rows.append((f"page cache, {d['device']}",
+                         f"{pc['hit%']:.1f}% of {pc['hit_pages'] + pc['miss_pages']:,} pages hit; read ahead "
+                         f"{fmt(pc['readahead_MB'])} MB; written back {fmt(pc['writeback_MB'])} MB"))
     rows += [(k, fmt(v)) for k, v in result["rates"].items()]
     return rows
 
 
 def summary_table(result: dict) -> Table:
+    lab = result["lab"]
     title = (f"{result['workload']} ({', '.join(f'{k}={v}' for k, v in result['params'].items())}) "
-             f"placed {placement_text(result)}")
+             f"placed {placement_text(result)}; {lab['io_mode']} I/O, database cache "
+             f"{lab['cache_bytes'] >> 20} MB, page cache {lab['page_cache']['bytes'] >> 20} MB")
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
     table.add_column("figure")
     table.add_column("value")

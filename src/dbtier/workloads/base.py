@@ -56,6 +56,11 @@ class Workload:
         """The measured part; returns the workload's own figures (counts the result checks used)."""
         raise NotImplementedError
 
+    def warm_cross(self, lab, progress: Progress) -> None:
+        """Seed 001's "cross" cache: before the measured run, a different query over the same data
+        (another state's rows there), so some of what the run needs is cached and some is not."""
+        raise NotImplementedError
+
     def rates(self, metrics: dict, elapsed_s: float) -> dict:
         """Throughput figures derived from the run's counts and elapsed time."""
         return {}

@@ -31,8 +31,16 @@ class TableScan(Workload):
         with lab.connect() as conn:
             seed000.create_table(lab, conn, self.p["rows"], self.p["data_seed"], progress)
             self.pages = seed000.finish(conn, self.p["rows"], progress)
-            self.keys = seed000.keys(conn)[: self.p["scans"]]
+            all_keys = seed000.keys(conn)
+            self.keys = all_keys[: self.p["scans"]]
+            self.other_key = all_keys[-1]
             self.check_plan(conn)
+
+    def warm_cross(self, lab, progress) -> None:
+        """A scan for another key (the table's last row): it reads the same pages."""
+        progress.phase("a scan for another key (cross warm-up)")
+        with lab.connect() as conn:
+            conn.execute("SELECT * FROM t WHERE attribute = %s", (self.other_key,)).fetchall()
 
     @staticmethod
     def check_plan(conn) -> None:

@@ -1,0 +1,87 @@
+"""The I/O modes and cache states on real servers, against the interposer's counters: direct I/O
+bypasses the emulated page cache, buffered I/O hits it, dsync writes go through to the device with a
+flush each; cold, cross and hot cache states (seed 001) in that order of device time."""
+
+import pytest
+
+from dbtier.pg import placement
+from dbtier.pg.lab import Lab, LabOptions, parse_devices
+from dbtier.workloads import registry
+from dbtier.workloads.base import QuietProgress
+from dbtier.workloads.runner import run_workload
+
+ROWS = 1500  # 12 MB: the database cache (8 MB) cannot hold it, the page cache (32 MB) can
+
+
+def run(shm_dir, workload: str, io_mode: str, cache_state: str = "cold", device: str = "ssd-sata-mlc", **params):
+    cls = registry.get(workload)
+    return run_workload(cls(rows=ROWS, **params), parse_devices([f"d={device}"]), placement.parse([], ["d"]),
+                        LabOptions(cache="8MB", page_cache="32MB", io_mode=io_mode, workspace=shm_dir),
+                        QuietProgress(), say=lambda _l: None, cache_state=cache_state)
+
+
+@pytest.fixture(scope="module")
+def states(tmp_path_factory):
+    from pathlib import Path
+    import shutil
+    import tempfile
+
+    ws = Path(tempfile.mkdtemp(prefix="dbtier-test-", dir="/dev/shm"))
+    try:
+        yield {s: run(ws, "random-index", "buffered", s) for s in ("cold", "cross", "hot")}
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_cold_is_io_bound_hot_is_not_cross_between(states):
+    cold, cross, hot = (states[s] for s in ("cold", "cross", "hot"))
+    reads = {s: r["devices"][0]["counters"]["reads"] for s, r in states.items()}
+    # cold: every row's page comes from the device; the run is I/O-bound
+    assert reads["cold"] >= ROWS and cold["io_wait_s"] > 0.5 * cold["elapsed_s"]
+    assert cold["devices"][0]["page_cache"]["hit%"] < 20
+    # hot: everything is in the database cache or the page cache: no device reads at all
+    assert reads["hot"] == 0 and hot["io_wait_s"] == 0
+    assert hot["devices"][0]["page_cache"]["hit%"] == 100 or hot["devices"][0]["page_cache"]["hit_pages"] == 0
+    # cross: the warm-up looked up another half of the keys, so about half the rows are cached
+    assert 0.3 * reads["cold"] < reads["cross"] < 0.7 * reads["cold"]
+    assert hot["elapsed_s"] < cross["elapsed_s"] < cold["elapsed_s"]
+    assert all(r["metrics"]["found"] == ROWS for r in states.values())
+
+
+def test_direct_bypasses_the_page_cache_buffered_rereads_from_it(shm_dir):
+    # Three scans of a 12 MB table through an 8 MB database cache: each scan reads the whole table.
+    direct = run(shm_dir, "table-scan", "direct", scans=3)
+    buffered = run(shm_dir, "table-scan", "buffered", scans=3)
+    table = ROWS * 8192
+    d, b = direct["devices"][0], buffered["devices"][0]
+    assert d["page_cache"]["hit_pages"] + d["page_cache"]["miss_pages"] < 100  # catalogs and relmap only
+    assert 3 * table <= d["counters"]["read_bytes"] <= 3 * table + (1 << 20)
+    # buffered: the device reads the table once; the second and third scans find it in memory
+    assert table <= b["counters"]["read_bytes"] <= 1.2 * table
+    assert b["page_cache"]["hit%"] > 60 and b["page_cache"]["readahead_MB"] > 5
+    assert buffered["elapsed_s"] < direct["elapsed_s"]  # seed 004: buffered reads win a repeated pass
+
+
+def test_dsync_writes_through_with_a_flush_each(shm_dir):
+    """Seed 004: synchronous writes far slower than direct I/O for a write-heavy command."""
+    figures = {}
+    for mode in ("direct", "buffered", "dsync"):
+        with Lab(parse_devices(["d=hdd-sata-7200"]), placement.parse([], ["d"]),
+                 LabOptions(cache="8MB", page_cache="32MB", io_mode=mode, workspace=shm_dir),
+                 say=lambda _l: None) as lab:
+            with lab.connect() as conn:
+                conn.execute("CREATE TABLE w (id int, pad text)")
+            lab.restart_cold()
+            with lab.measure() as m:
+                with lab.connect() as conn:  # 600 pages of new rows, then a checkpoint writes them
+                    conn.execute("INSERT INTO w SELECT g, repeat('x', 200) FROM generate_series(1, 20000) g")
+                    conn.execute("CHECKPOINT")
+            figures[mode] = m.result
+    c = {mode: r["devices"][0]["counters"] for mode, r in figures.items()}
+    # dsync: every write reaches the device at once and carries a flush
+    assert c["dsync"]["flushes"] >= c["dsync"]["writes"] > 0
+    assert figures["dsync"]["devices"][0]["page_cache"]["writeback_MB"] > 4
+    # buffered: writes wait in the page cache and go out coalesced at fsync: fewer, larger requests
+    assert c["buffered"]["writes"] < c["direct"]["writes"]
+    assert c["buffered"]["write_bytes"] / c["buffered"]["writes"] > c["direct"]["write_bytes"] / c["direct"]["writes"]
+    assert figures["dsync"]["elapsed_s"] > 2 * figures["direct"]["elapsed_s"]
