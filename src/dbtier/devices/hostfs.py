@@ -28,3 +28,22 @@ def mount_of(path: Path) -> tuple[str, str, str]:
 
 def is_ram(path: Path) -> bool:
     return mount_of(path)[1] in RAM_FILESYSTEMS
+
+
+def evict_from_page_cache(directory: Path) -> int:
+    """Makes the host's page cache forget the files under directory (after a sync writes their dirty
+    pages), as a cold start on a real device needs. No root needed. Returns the files evicted."""
+    os.sync()
+    n = 0
+    for root, _dirs, files in os.walk(directory):
+        for name in files:
+            try:
+                fd = os.open(os.path.join(root, name), os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                n += 1
+            finally:
+                os.close(fd)
+    return n

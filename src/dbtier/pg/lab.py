@@ -23,12 +23,12 @@ from typing import Callable
 import psycopg
 from psycopg import sql
 
-from dbtier.devices import native
+from dbtier.devices import hostfs, native
 from dbtier.devices.pagecache import PageCache
 from dbtier.devices.profile import Profile, load
 from dbtier.devices.session import Device, Session, host_floor_warnings
 from dbtier.errors import UserError
-from dbtier.measure import cpu
+from dbtier.measure import cpu, diskstats
 from dbtier.measure import devices as device_figures
 from dbtier.pg import binaries, osuser, settings
 from dbtier.pg.cluster import Cluster
@@ -222,8 +222,12 @@ class Lab:
         """Empty caches: the server restarts, and the OS page cache is emptied (as after
         `sync; echo 3 > /proc/sys/vm/drop_caches`)."""
         self.session.pause()
-        self.cluster.restart()
+        self.cluster.stop()
         self.session.clear_page_cache()
+        for dev in self.devices:  # a real device's files leave the host's own page cache
+            if dev.profile.kind == "real":
+                hostfs.evict_from_page_cache(dev.directory)
+        self.cluster.start()
 
     @contextlib.contextmanager
     def warm(self):
@@ -241,6 +245,8 @@ class Lab:
         pid = self.cluster.server_pid()
         self.session.pause(False)
         before = self.session.snapshot()
+        disks = {d.name: diskstats.block_device(d.directory) for d in self.devices if d.profile.kind == "real"}
+        disks_before = {name: diskstats.read(bd) for name, bd in disks.items() if bd}
         resident = cpu.children(pid)
         cpu0, client0, steal0, t0 = cpu.server_cpu_s(pid), cpu.own_cpu_s(), cpu.host_steal_s(), time.monotonic()
         try:
@@ -249,9 +255,15 @@ class Lab:
             elapsed = time.monotonic() - t0
             cpu.settle(pid, resident)
             cpu1, client1, steal1 = cpu.server_cpu_s(pid), cpu.own_cpu_s(), cpu.host_steal_s()
+            disks_after = {name: diskstats.read(disks[name]) for name in disks_before}
             after = self.session.snapshot()
             self.session.pause()
         rows = device_figures.rows(self.devices, after, elapsed, before)
+        for row in rows:  # the kernel's view of a real device, beside the interposer's
+            if row["device"] in disks_before:
+                row["diskstats"] = {"block_device": disks[row["device"]],
+                                    **diskstats.figures(disks_before[row["device"]], disks_after[row["device"]],
+                                                        elapsed)}
         spin = device_figures.spin_s(rows)
         m.result = {
             "elapsed_s": elapsed,

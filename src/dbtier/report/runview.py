@@ -81,15 +81,28 @@ def fidelity_notes(result: dict) -> list[str]:
     return notes
 
 
+def with_diskstats(devices: list[dict]) -> list[dict]:
+    """The device rows, each real device followed by the kernel's figures for its block device."""
+    out = []
+    for d in devices:
+        out.append(d)
+        if "diskstats" in d:
+            ds = d["diskstats"]
+            out.append({"device": f"  {ds['block_device']}", "profile": "/proc/diskstats", "iostat": ds,
+                        "lateness": {"p50_us": float("nan"), "p99_us": float("nan")}})
+    return out
+
+
 def print_run(console, result: dict) -> None:
     console.print(summary_table(result))
-    console.print(iostat_table(result["devices"], "devices over the measured interval (iostat -x)"))
+    console.print(iostat_table(with_diskstats(result["devices"]), "devices over the measured interval (iostat -x)"))
     console.print(objects_table(result))
     for note in fidelity_notes(result):
         console.print(f"note: {note}", markup=False)
 
 
 def _iostat_data(devices: list[dict]) -> TableData:
+    devices = with_diskstats(devices)
     rows = [[d["device"], d["profile"], *(fmt(d["iostat"][c]) for c in COLUMNS),
              f"{fmt(d['lateness']['p50_us'])} / {fmt(d['lateness']['p99_us'])}"] for d in devices]
     return TableData(["device", "profile", *COLUMNS, "late p50 / p99 us"], rows, "devices (iostat -x)", 2)
