@@ -60,6 +60,9 @@ def lib() -> ctypes.CDLL:
     sim.dbt_create_state.argtypes = [cp, cp, cp, ctypes.c_size_t]
     sim.dbt_set_paused.restype = c_int
     sim.dbt_set_paused.argtypes = [cp, c_int, cp, ctypes.c_size_t]
+    sim.dbt_bench_loop.restype = ctypes.c_int64
+    sim.dbt_bench_loop.argtypes = [c_int, c_int, vp, u64, u64, c_int, u64, u64, arr, u64, ctypes.POINTER(u64),
+                                   ctypes.POINTER(u64)]
     sim.dbt_clear_page_cache.restype = c_int
     sim.dbt_clear_page_cache.argtypes = [cp, cp, ctypes.c_size_t]
     sim.dbt_dump_state.restype = vp
@@ -112,6 +115,18 @@ def pattern_offsets(seed: int, random: bool, span: int, block: int, n: int) -> n
     out = np.empty(n, dtype=np.uint64)
     lib().dbt_pattern_offsets(seed, int(random), span, block, n, out)
     return out
+
+
+def bench_loop(fd: int, reading: bool, buf_addr: int, bs: int, blocks: int, random: bool, seed: int,
+               runtime_s: float, cap: int) -> tuple[np.ndarray, int, int]:
+    """iobench's timed loop, in C: (latencies ns, bytes moved, loop time ns)."""
+    lat = np.empty(cap, dtype=np.uint64)
+    moved, elapsed = ctypes.c_uint64(), ctypes.c_uint64()
+    n = lib().dbt_bench_loop(fd, int(reading), buf_addr, bs, blocks, int(random), seed, int(runtime_s * 1e9), lat, cap,
+                             ctypes.byref(moved), ctypes.byref(elapsed))
+    if n < 0:
+        raise OSError(-n, os.strerror(-n))
+    return lat[:n], moved.value, elapsed.value
 
 
 class Model:

@@ -1,0 +1,119 @@
+"""`dbtier iobench`: sequential and random, read and write, block sizes and workers, direct,
+buffered or dsync, on an emulated or a real device: the seed articles' device tests."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from dbtier.devices.bench import engine_fio
+from dbtier.devices.bench.jobs import MODES, PATTERNS, Job, parse_size
+from dbtier.devices.bench.run import remove, run_jobs, scratch_dir
+from dbtier.devices.hostfs import FAST_DEVICE_US
+from dbtier.devices.patterns import STANDARD, expected
+from dbtier.devices.session import Device, host_floor_warnings
+from dbtier.errors import UserError
+from dbtier.pg.lab import parse_device
+from dbtier.pg.settings import parse_size as pg_size
+from dbtier.report import jsonout
+from dbtier.report.terminal import console, fmt
+
+
+def _list(text: str, what: str, parse, allowed=None) -> list:
+    out = []
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        if allowed and item not in allowed:
+            raise UserError(f"--{what} {item}: choose from {', '.join(allowed)}")
+        try:
+            out.append(parse(item))
+        except ValueError:
+            raise UserError(f"--{what} {item!r}: not a valid value") from None
+    if not out:
+        raise UserError(f"--{what}: give at least one value")
+    return out
+
+
+@click.command()
+@click.option("--device", "-d", "device_arg", required=True, metavar="NAME=PROFILE[:DIR]",
+              help="the device: a profile (emulated; DIR defaults to a scratch folder, in RAM for fast devices), "
+                   "or real:DIR for a folder on a real disk")
+@click.option("--rw", default="randread,read,randwrite,write", show_default=True,
+              help="patterns, comma-separated: read, write, randread, randwrite")
+@click.option("--bs", default="8k,128k", show_default=True, help="block sizes, comma-separated (4k to 1m)")
+@click.option("--jobs", "njobs", default="1", show_default=True, help="concurrent workers, comma-separated (e.g. 1,4)")
+@click.option("--mode", default="direct", show_default=True,
+              help="direct (O_DIRECT), buffered (through the page cache) or dsync (O_DSYNC); comma-separated")
+@click.option("--size", default="256m", show_default=True, help="file size per worker")
+@click.option("--runtime", default=3.0, show_default=True, help="seconds per measurement")
+@click.option("--engine", default="dbtier", show_default=True,
+              help="dbtier, fio, or both (dbtier,fio): the same jobs through each")
+@click.option("--page-cache", default="256MB", show_default=True, help="the emulated page cache for buffered modes")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), help="write the results as JSON here")
+@click.option("--quiet", "-q", is_flag=True, help="print only the table")
+def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, json_path, quiet) -> None:
+    """Device tests like the seeds' (IOMeter, SiSoft Sandra, fio): MB/s, IOPS and latency percentiles
+    for each pattern, block size, worker count and I/O mode, with iostat's view of the device.
+
+    \b
+    Examples:
+      dbtier iobench -d hdd=hdd-sata-7200 --rw randread,read --bs 8k,1m
+      dbtier iobench -d ram=ram-san --engine dbtier,fio
+      dbtier iobench -d disk=real:/var/tmp/bench --mode direct,buffered --jobs 1,4"""
+    out = console()
+    req = parse_device(device_arg, [])
+    patterns = _list(rw, "rw", str, PATTERNS)
+    sizes = _list(bs, "bs", parse_size)
+    if any(b < 512 or b > 64 << 20 for b in sizes):
+        raise UserError("--bs: block sizes from 512 bytes to 64m")
+    workers = _list(njobs, "jobs", int)
+    if any(w < 1 or w > 64 for w in workers):
+        raise UserError("--jobs: from 1 to 64 workers")
+    modes = _list(mode, "mode", str, MODES)
+    engines = _list(engine, "engine", str, ("dbtier", "fio"))
+    if "fio" in engines and not engine_fio.available():
+        raise UserError("--engine fio: fio is not installed (apt-get install fio)")
+    try:
+        file_size = parse_size(size)
+    except ValueError:
+        raise UserError(f"--size {size!r}: a size such as 256m or 1g") from None
+    if runtime <= 0:
+        raise UserError("--runtime must be positive")
+    jobs = [Job(r, b, w, m, file_size, runtime) for m, r, b, w in itertools.product(modes, patterns, sizes, workers)]
+    fast = req.profile.kind != "real" and min(expected(req.profile, p).mean_us for p in STANDARD) < FAST_DEVICE_US
+    scratch = None
+    if req.directory is None:
+        if req.profile.kind == "real":
+            raise UserError("a real device needs its folder: -d NAME=real:DIR")
+        scratch = scratch_dir(fast)
+        directory = scratch
+    else:
+        directory = req.directory / "dbtier-iobench"
+        directory.mkdir(exist_ok=True)
+    device = Device(req.name, directory.resolve(), req.profile)
+    try:
+        if not quiet:
+            for warning in host_floor_warnings([device]):
+                out.print(f"warning: {warning}", markup=False)
+        with out.status("laying out files") as status:
+            rows = run_jobs(device, jobs, engines, pg_size(page_cache, "--page-cache"),
+                            lambda text: status.update(text) if not quiet else None)
+    finally:
+        remove(scratch if scratch else directory)
+    table = Table(title=f"iobench on {req.name} ({req.profile.name}), {runtime:g} s each, files of {size}",
+                  title_justify="left")
+    for col in ("rw", "bs", "jobs", "mode", "engine", "MiB/s", "IOPS", "mean us", "p50 us", "p99 us",
+                "device r/w_await ms", "%util"):
+        table.add_column(col, justify="left" if col in ("rw", "mode", "engine") else "right")
+    for row in rows:
+        j, io = row["job"], (row.get("diskstats") or row["device"]["iostat"])
+        await_ms = io["r_await"] if j["rw"] in ("read", "randread") else io["w_await"]
+        table.add_row(j["rw"], f"{j['bs'] // 1024}k", str(j["jobs"]), j["mode"], row["engine"], fmt(row["mb_s"]),
+                      fmt(row["iops"]), fmt(row["mean_us"]), fmt(row["p50_us"]), fmt(row["p99_us"]), fmt(await_ms),
+                      fmt(io["%util"]))
+    out.print(table)
+    if json_path:
+        jsonout.write(json_path, {"kind": "iobench", "device": {"name": req.name, "profile": req.profile.name},
+                                  "results": rows})

@@ -1,0 +1,72 @@
+"""Runs iobench jobs on one device (emulated or real) with the chosen engines."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from dbtier.devices import hostfs
+from dbtier.devices.bench import engine_dbtier, engine_fio
+from dbtier.devices.bench.jobs import Job
+from dbtier.devices.pagecache import PageCache
+from dbtier.devices.session import Device, Session
+from dbtier.measure import devices as device_figures
+from dbtier.measure import diskstats
+
+ENGINES = {"dbtier": engine_dbtier, "fio": engine_fio}
+CHUNK = 1 << 20
+
+
+def lay_out(directory: Path, jobs: int, size: int) -> None:
+    """Each worker's file, written in full (a sparse file would read from holes, not the device)."""
+    block = os.urandom(CHUNK)
+    for i in range(jobs):
+        path = directory / f"iobench.{i}"
+        if path.exists() and path.stat().st_size >= size:
+            continue
+        with open(path, "wb") as f:
+            for off in range(0, size, CHUNK):
+                f.write(block[: min(CHUNK, size - off)])
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def run_jobs(device: Device, jobs: list[Job], engines: list[str], page_cache_bytes: int, progress) -> list[dict]:
+    lay_out(device.directory, max(j.jobs for j in jobs), max(j.size for j in jobs))
+    disk = diskstats.block_device(device.directory) if device.profile.kind == "real" else None
+    rows = []
+    for job in jobs:
+        for engine in engines:
+            progress(f"{job.label()} with {engine}")
+            session = Session([device], Path(tempfile.mkdtemp(prefix="dbtier-iobench-")),
+                              page_cache=PageCache(page_cache_bytes, dsync_data=job.mode == "dsync"))
+            try:
+                session.create()
+                if device.profile.kind == "real":
+                    hostfs.evict_from_page_cache(device.directory)
+                before = session.snapshot()
+                disk_before = diskstats.read(disk) if disk else None
+                figures = ENGINES[engine].run(job, device.directory, session.env())
+                elapsed = figures.elapsed_s  # the measured loop: device figures over the same interval
+                after = session.snapshot()
+                row = {"job": job.__dict__, "engine": engine, **figures.asdict(),
+                       "device": device_figures.rows([device], after, elapsed, before)[0]}
+                if disk:
+                    row["diskstats"] = {"block_device": disk, **diskstats.figures(disk_before, diskstats.read(disk),
+                                                                                  elapsed)}
+                rows.append(row)
+            finally:
+                session.remove()
+    return rows
+
+
+def scratch_dir(fast: bool) -> Path:
+    """Where an emulated device's files go when no DIR is given: RAM for fast devices."""
+    base = Path("/dev/shm") if fast and hostfs.is_ram(Path("/dev/shm")) else None
+    return Path(tempfile.mkdtemp(prefix="dbtier-iobench-dev-", dir=base))
+
+
+def remove(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,101 @@
+"""`dbtier iobench`: the two engines agree on emulated and real devices, seed 003's shape (RAM SAN
+against its IDE disk), the page cache in buffered mode, and bad input."""
+
+import json
+import shutil
+import statistics
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import dbtier, retry_while_host_steals
+
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+
+
+def bench(tmp_path, *args) -> list[dict]:
+    out = tmp_path / f"iobench-{len(list(tmp_path.glob('iobench-*')))}.json"
+    dbtier("iobench", *args, "--json", str(out), "-q", check=True)
+    return json.loads(out.read_text())["results"]
+
+
+def row(results, rw, bs, engine="dbtier", mode="direct"):
+    return next(r for r in results if r["job"]["rw"] == rw and r["job"]["bs"] == bs and r["engine"] == engine
+                and r["job"]["mode"] == mode)
+
+
+@needs_fio
+def test_engines_agree_on_an_emulated_device(tmp_path):
+    def attempt():
+        return bench(tmp_path, "-d", "ram=ram-san", "--rw", "randread,write", "--bs", "8k", "--runtime", "1",
+                     "--size", "64m", "--engine", "dbtier,fio")
+
+    def check(results):
+        for rw in ("randread", "write"):
+            ours, fio = row(results, rw, 8192), row(results, rw, 8192, "fio")
+            assert ours["iops"] == pytest.approx(fio["iops"], rel=0.05), (rw, ours, fio)
+            assert ours["p50_us"] == pytest.approx(fio["p50_us"], rel=0.05), (rw, ours, fio)
+            # and both sit on the model's 141.9 us per 8 KiB (60 us + 8 KiB at 100 MB/s)
+            assert ours["p50_us"] == pytest.approx(141.9, rel=0.03)
+
+    retry_while_host_steals(attempt, check)
+
+
+def test_seed003_shape_ram_san_against_its_ide_disk(tmp_path):
+    """Seed 003 (SiSoft Sandra, IOMeter): random reads tens of times faster on the RAM SAN, sequential
+    reads a few times (98 against 40 MB/s)."""
+    args = ("--rw", "randread,read", "--bs", "8k,1m", "--runtime", "1", "--size", "512m")
+    ram = bench(tmp_path, "-d", "ram=ram-san", *args)
+    ide = bench(tmp_path, "-d", "ide=hdd-ata-7200", *args)
+    random_ratio = row(ram, "randread", 8192)["mb_s"] / row(ide, "randread", 8192)["mb_s"]
+    sequential_ratio = row(ram, "read", 1 << 20)["mb_s"] / row(ide, "read", 1 << 20)["mb_s"]
+    assert random_ratio > 20
+    assert 1.5 < sequential_ratio < 4
+    assert row(ide, "read", 1 << 20)["mb_s"] == pytest.approx(40, rel=0.1)  # the disk's outer zone, 42 MB/s
+    assert row(ram, "read", 1 << 20)["mb_s"] == pytest.approx(94, rel=0.05)  # one 100 MB/s FC port
+
+
+def test_buffered_rereads_come_from_the_page_cache(tmp_path):
+    args = ("-d", "ram=ram-san", "--rw", "read", "--bs", "128k", "--runtime", "1", "--size", "16m")
+    direct = bench(tmp_path, *args, "--mode", "direct")[0]
+    buffered = bench(tmp_path, *args, "--mode", "buffered", "--page-cache", "64MB")[0]
+    assert buffered["device"]["page_cache"]["hit%"] > 90
+    assert buffered["mb_s"] > 3 * direct["mb_s"]
+    assert buffered["device"]["counters"]["read_bytes"] < 1.2 * (16 << 20)  # the device read the file once
+
+
+@needs_fio
+def test_real_folder_agrees_with_fio(tmp_path):
+    folder = Path(tempfile.mkdtemp(prefix="dbtier-test-iobench-", dir="/var/tmp"))
+    try:
+        def attempt():
+            ours, fio = [], []
+            for _ in range(3):  # interleaved: the disk's own drift hits both engines alike
+                results = bench(tmp_path, "-d", f"disk=real:{folder}", "--rw", "randread", "--bs", "8k",
+                                "--runtime", "1", "--size", "128m", "--engine", "dbtier,fio")
+                ours.append(row(results, "randread", 8192)["iops"])
+                fio.append(row(results, "randread", 8192, "fio")["iops"])
+            return statistics.median(ours), statistics.median(fio), results
+
+        def check(result):
+            ours, fio, last = result
+            assert ours == pytest.approx(fio, rel=0.10), (ours, fio)
+            assert "diskstats" in last[0] and last[0]["diskstats"]["r/s"] > 0
+
+        retry_while_host_steals(attempt, check)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-d", "r=ram-san", "--rw", "randomread"], "--rw randomread: choose from"),
+    (["-d", "r=ram-san", "--bs", "0"], "--bs '0'"),
+    (["-d", "r=ram-san", "--engine", "iometer"], "--engine iometer: choose from"),
+    (["-d", "r=ram-san", "--mode", "sync"], "--mode sync: choose from"),
+    (["-d", "disk=real"], "needs its folder"),
+    (["-d", "r=ram-san", "--jobs", "0"], "from 1 to 64"),
+])
+def test_bad_input(args, message):
+    proc = dbtier("iobench", *args)
+    assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
