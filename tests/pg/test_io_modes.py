@@ -85,3 +85,28 @@ def test_dsync_writes_through_with_a_flush_each(shm_dir):
     assert c["buffered"]["writes"] < c["direct"]["writes"]
     assert c["buffered"]["write_bytes"] / c["buffered"]["writes"] > c["direct"]["write_bytes"] / c["direct"]["writes"]
     assert figures["dsync"]["elapsed_s"] > 2 * figures["direct"]["elapsed_s"]
+
+
+@pytest.mark.parametrize("method, carries_flush", [("fdatasync", False), ("fsync", False),
+                                                   ("open_datasync", True), ("open_sync", True)])
+def test_wal_sync_methods(shm_dir, method, carries_flush):
+    """The WAL sync methods as the interposer charges them: the open_* methods open the WAL O_DSYNC /
+    O_SYNC, so each WAL write carries a device flush; the others write, then flush once per commit."""
+    from dbtier.pg.settings import parse_sets
+
+    with Lab(parse_devices(["d=ssd-sata-mlc"]), placement.parse([], ["d"]),
+             LabOptions(cache="8MB", io_mode="buffered", workspace=shm_dir, sets=parse_sets([f"wal_sync_method={method}"])),
+             say=lambda _l: None) as lab:
+        with lab.connect() as conn:
+            conn.execute("CREATE TABLE c (id int)")
+            assert conn.execute("SHOW wal_sync_method").fetchone()[0] == method
+        with lab.measure() as m:
+            with lab.connect() as conn:
+                for i in range(50):  # 50 commits, each waiting for its WAL to be durable
+                    conn.execute("INSERT INTO c VALUES (%s)", (i,))
+    c = m.result["devices"][0]["counters"]
+    assert c["flushes"] >= 50
+    if carries_flush:  # every WAL write went through with its own flush
+        assert c["writes"] >= 50 and c["flushes"] >= c["writes"] * 0.9
+    else:  # WAL writes sit in the page cache until fdatasync/fsync writes them back and flushes
+        assert m.result["devices"][0]["page_cache"]["writeback_MB"] > 0

@@ -37,7 +37,8 @@ def lab_options(func):
                      help="cold: restarted, caches empty; hot: the workload run once first; cross: a different "
                           "query over the same data run first (seed 001)"),
         click.option("--page-cache", metavar="SIZE",
-                     help="the emulated OS page cache (default: twice --cache)"),
+                     help="the emulated OS page cache (default: three times --cache, as with shared_buffers at a quarter of "
+                          "the memory)"),
         click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
                      help="any PostgreSQL setting, on top of dbtier's preset (repeatable)"),
         click.option("--pg-bin", type=click.Path(path_type=Path),

@@ -80,7 +80,7 @@ def parse_devices(texts) -> list[DeviceRequest]:
 class LabOptions:
     cache: str = "32MB"          # shared_buffers: the database cache
     io_mode: str = settings.DEFAULT_IO_MODE
-    page_cache: str | None = None  # the emulated OS page cache; default: twice the database cache
+    page_cache: str | None = None  # the emulated OS page cache; default: three times the database cache
     sets: dict[str, str] = field(default_factory=dict)
     pg_bin: Path | None = None
     workspace: Path | None = None
@@ -103,8 +103,10 @@ class Lab:
         self.cache_bytes = settings.parse_size(self.options.cache, "--cache")
         if self.options.io_mode not in settings.IO_MODES:
             raise UserError(f"--io-mode {self.options.io_mode}: choose one of {', '.join(settings.IO_MODES)}")
+        # PostgreSQL's rule of thumb gives shared_buffers a quarter of the memory and leaves most of the
+        # rest to the OS page cache: three times the database cache, scaled with it to the data.
         pc_bytes = (settings.parse_size(self.options.page_cache, "--page-cache") if self.options.page_cache
-                    else 2 * self.cache_bytes)
+                    else 3 * self.cache_bytes)
         if pc_bytes < 64 * 1024:
             raise UserError("--page-cache: give at least 64kB")
         self.page_cache = PageCache(pc_bytes, dsync_data=self.options.io_mode == "dsync")
