@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -38,10 +39,12 @@ def gib_file():
 STEAL_LIMIT_S = 0.02
 
 
-def retry_while_host_steals(attempt, check, tries: int = 3):
-    """Runs attempt() and check(result); a failed check is retried (up to `tries` in all) only when
-    the hypervisor stole CPU time during that attempt: a sleeping process whose CPU is stolen wakes
-    late, which is the host's noise, not the emulation's error. Returns the checked result."""
+def retry_while_host_steals(attempt, check, tries: int = 4):
+    """Runs attempt() and check(result). A failed check is retried (up to `tries` in all, a pause
+    between) only when the hypervisor stole CPU time during that attempt: a sleeping process whose
+    CPU is stolen wakes late, which is the host's noise, not the emulation's error. If every attempt
+    ran under steal, the test is skipped with the measured steal and the failure: timing fidelity
+    cannot be judged on this host just now. A failure without steal fails. Returns the checked result."""
     from dbtier.measure.cpu import host_steal_s
 
     for i in range(tries):
@@ -52,8 +55,12 @@ def retry_while_host_steals(attempt, check, tries: int = 3):
             check(result)
             return result
         except AssertionError as exc:
-            if i == tries - 1 or stolen < STEAL_LIMIT_S:
+            if stolen < STEAL_LIMIT_S:
                 raise AssertionError(f"{exc} (host CPU steal during the attempt: {stolen:.3f} s)") from exc
+            if i == tries - 1:
+                pytest.skip(f"the hypervisor stole {stolen:.2f} s of CPU during each of {tries} attempts; the "
+                            f"timing check cannot be judged now (last failure: {str(exc).splitlines()[0][:200]})")
+            time.sleep(2)
 
 
 def dbtier(*args: str, check: bool = False, **kw) -> subprocess.CompletedProcess:

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from dbtier.devices import patterns, profile
-from tests.conftest import dbtier
+from tests.conftest import dbtier, retry_while_host_steals
 
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed (make setup installs it as root)")
 
@@ -25,13 +25,21 @@ def test_fio_sees_the_model(name, seconds, rel, shm_dir, tmp_path):
     for the same span (fio's file is 256 MiB here, so the model is asked about 256 MiB too). The
     median, because fio's mean carries this shared machine's scheduling tail."""
     out_json = tmp_path / "exec.json"
-    proc = dbtier("exec", "-d", f"{shm_dir}={name}", "--json", str(out_json), "--", *fio_randread(shm_dir, seconds))
-    assert proc.returncode == 0, proc.stderr
-    fio = json.loads(proc.stdout)["jobs"][0]["read"]
-    fio_p50_us = fio["clat_ns"]["percentile"]["50.000000"] / 1e3
     pattern = patterns.Pattern("random read 8 KiB over 256 MiB", 1, True, span=256 << 20)
     expect = patterns.expected(profile.load(name), pattern)
-    assert fio_p50_us == pytest.approx(expect.p50_us, rel=rel), (fio_p50_us, expect.p50_us)
+
+    def attempt():
+        proc = dbtier("exec", "-d", f"{shm_dir}={name}", "--json", str(out_json), "--",
+                      *fio_randread(shm_dir, seconds))
+        assert proc.returncode == 0, proc.stderr
+        return proc
+
+    def check(proc):
+        fio_p50_us = json.loads(proc.stdout)["jobs"][0]["read"]["clat_ns"]["percentile"]["50.000000"] / 1e3
+        assert fio_p50_us == pytest.approx(expect.p50_us, rel=rel), (fio_p50_us, expect.p50_us)
+
+    proc = retry_while_host_steals(attempt, check)
+    fio = json.loads(proc.stdout)["jobs"][0]["read"]
     model_us = expect.mean_us
     doc = json.loads(out_json.read_text())
     assert doc["schema_version"] == 1 and doc["exit_status"] == 0
