@@ -24,6 +24,15 @@ def shm_dir():
     shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.fixture
+def disk_dir():
+    """A folder on the machine's own disk (not tmpfs) that the servers' user may enter."""
+    path = Path(tempfile.mkdtemp(prefix="dbtier-test-disk-", dir="/var/tmp"))
+    path.chmod(0o777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def gib_file():
     """A sparse 1 GiB file on tmpfs, the span of the standard QD1 patterns."""

@@ -2,9 +2,6 @@
 run writes its run directory (result.json, report.html, server.log) and --json."""
 
 import json
-import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -62,15 +59,6 @@ def test_a_small_run_writes_its_run_directory(shm_dir, tmp_path):
     assert "database system is ready to accept connections" in (run / "server.log").read_text()
     assert doc["trace"] == "trace.parquet" and (run / "trace.parquet").stat().st_size > 0
     assert not list(shm_dir.glob("lab-*"))
-
-
-@pytest.fixture
-def disk_dir():
-    """A folder on the machine's disk (not tmpfs) that the server user may enter."""
-    path = Path(tempfile.mkdtemp(prefix="dbtier-test-", dir="/var/tmp"))
-    path.chmod(0o777)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def test_own_folder_and_pg_bin(shm_dir, tmp_path, disk_dir):

@@ -4,8 +4,6 @@ against its IDE disk), the page cache in buffered mode, and bad input."""
 import json
 import shutil
 import statistics
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -66,26 +64,22 @@ def test_buffered_rereads_come_from_the_page_cache(tmp_path):
 
 
 @needs_fio
-def test_real_folder_agrees_with_fio(tmp_path):
-    folder = Path(tempfile.mkdtemp(prefix="dbtier-test-iobench-", dir="/var/tmp"))
-    try:
-        def attempt():
-            ours, fio = [], []
-            for _ in range(3):  # interleaved: the disk's own drift hits both engines alike
-                results = bench(tmp_path, "-d", f"disk=real:{folder}", "--rw", "randread", "--bs", "8k",
-                                "--runtime", "1", "--size", "128m", "--engine", "dbtier,fio")
-                ours.append(row(results, "randread", 8192)["iops"])
-                fio.append(row(results, "randread", 8192, "fio")["iops"])
-            return statistics.median(ours), statistics.median(fio), results
+def test_real_folder_agrees_with_fio(tmp_path, disk_dir):
+    def attempt():
+        ours, fio = [], []
+        for _ in range(3):  # interleaved: the disk's own drift hits both engines alike
+            results = bench(tmp_path, "-d", f"disk=real:{disk_dir}", "--rw", "randread", "--bs", "8k",
+                            "--runtime", "1", "--size", "128m", "--engine", "dbtier,fio")
+            ours.append(row(results, "randread", 8192)["iops"])
+            fio.append(row(results, "randread", 8192, "fio")["iops"])
+        return statistics.median(ours), statistics.median(fio), results
 
-        def check(result):
-            ours, fio, last = result
-            assert ours == pytest.approx(fio, rel=0.10), (ours, fio)
-            assert "diskstats" in last[0] and last[0]["diskstats"]["r/s"] > 0
+    def check(result):
+        ours, fio, last = result
+        assert ours == pytest.approx(fio, rel=0.10), (ours, fio)
+        assert "diskstats" in last[0] and last[0]["diskstats"]["r/s"] > 0
 
-        retry_while_host_steals(attempt, check)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    retry_while_host_steals(attempt, check)
 
 
 @pytest.mark.parametrize("args, message", [

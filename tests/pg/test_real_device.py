@@ -2,9 +2,6 @@
 every call; /proc/diskstats shows what reached the disk; a cold start evicts the files from the
 host's page cache, so the first scan reads from the disk and the second from memory."""
 
-import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -16,14 +13,6 @@ from dbtier.workloads.base import QuietProgress
 from dbtier.workloads.runner import run_workload
 
 ROWS = 2000
-
-
-@pytest.fixture
-def disk_dir():
-    path = Path(tempfile.mkdtemp(prefix="dbtier-test-real-", dir="/var/tmp"))
-    path.chmod(0o777)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def test_real_device_buffered_cold_scan(disk_dir, shm_dir):
