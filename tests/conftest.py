@@ -24,6 +24,15 @@ def shm_dir():
     shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def module_shm_dir():
+    """Like shm_dir, shared by a module's tests (one workload run, several checks of it)."""
+    base = SHM if SHM.is_dir() and os.access(SHM, os.W_OK) else None
+    path = Path(tempfile.mkdtemp(prefix="dbtier-test-", dir=base))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture
 def disk_dir():
     """A folder on the machine's own disk (not tmpfs) that the servers' user may enter."""

@@ -8,6 +8,11 @@
 
 #define P(field) offsetof(struct dbt_params, field)
 
+/* Every kind can be an array: N identical members striped (RAID 0), one by default. */
+#define DBT_ARRAY_PARAMS                                                                                          \
+    {"members", "count", P(members), 1, 1, DBT_MAX_MEMBERS, "identical drives striped together (RAID 0); 1 = a single drive"}, \
+    {"stripe_kib", "KiB", P(stripe_kib), 64, 4, 65536, "stripe unit: consecutive pieces of this size go to consecutive members"}
+
 /* The option table: every device parameter, declared once. Python reads it (dbt_param_table_json)
  * to validate profiles and to document them. */
 static const struct dbt_param_def hdd_params[] = {
@@ -27,6 +32,7 @@ static const struct dbt_param_def hdd_params[] = {
     {"write_cache", "0/1", P(write_cache), 1, 0, 1, "1: writes are acknowledged from the buffer and destaged later; a flush waits for the destage"},
     {"write_cache_mib", "MiB", P(write_cache_mib), 16, 0, 4096, "buffer space for dirty data awaiting destage"},
     {"cylinders", "count", P(cylinders), 100000, 100, 10000000, "cylinders over the stroke: seek distances are counted in these"},
+    DBT_ARRAY_PARAMS,
 };
 
 static const struct dbt_param_def ssd_params[] = {
@@ -39,12 +45,14 @@ static const struct dbt_param_def ssd_params[] = {
     {"interface_mb_s", "MB/s", P(interface_mb_s), 550, 1, 100000, "host interface cap, shared by all channels"},
     {"page_kib", "KiB", P(page_kib), 16, 1, 4096, "a request is split into pieces of this size, spread over channels"},
     {"flush_ms", "ms", P(flush_ms), 1.5, 0, 1000, "cost of a cache flush after the channels drain; 0 = power-loss protected (flush is free)"},
+    DBT_ARRAY_PARAMS,
 };
 
 static const struct dbt_param_def ram_params[] = {
     {"capacity_gb", "GB", P(capacity_gb), 16, 1, 100000, "capacity (10^9 bytes)"},
     {"latency_us", "us", P(latency_us), 60, 0, 100000, "latency of one request as the host sees it, overlapped between requests"},
     {"interface_mb_s", "MB/s", P(interface_mb_s), 100, 1, 100000, "host interface cap (one 2 Gb/s Fibre Channel port ~ 100 MB/s)"},
+    DBT_ARRAY_PARAMS,
 };
 
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -92,7 +100,7 @@ static uint64_t hdd_media(const struct dbt_derived *d, double from, uint64_t t, 
     return (uint64_t)(ta + rot + xfer);
 }
 
-static void hdd_init(struct dbt_model_state *st, const struct dbt_params *p) {
+static void hdd_init(struct dbt_drive *st, const struct dbt_params *p) {
     struct dbt_derived *d = &st->d;
     d->cap_bytes = p->capacity_gb * 1e9;
     d->cyl = p->cylinders;
@@ -185,7 +193,7 @@ static int hdd_seg_victim(const struct dbt_derived *d, const struct dbt_hdd_stat
     return best;
 }
 
-static void hdd_read(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
+static void hdd_read(struct dbt_drive *st, const struct dbt_request *rq, struct dbt_result *out) {
     const struct dbt_derived *d = &st->d;
     struct dbt_hdd_state *h = &st->u.hdd;
     uint64_t start = rq->arrival_ns > h->busy_until ? rq->arrival_ns : h->busy_until;
@@ -212,11 +220,19 @@ static void hdd_read(struct dbt_model_state *st, const struct dbt_request *rq, s
         h->busy_until = out->complete_ns;
         return;
     }
-    /* The head is already streaming towards it: wait for the read-ahead to get there. */
+    /* The head is already streaming towards it: wait for the read-ahead to get there. That covers a
+     * short forward skip too (index order over a table: pages 2, 4, 8...), when waiting for the
+     * read-ahead beats stopping it for a media access, as the drive's firmware would choose. */
     if (h->active >= 0) {
         struct dbt_hdd_seg *s = &h->seg[h->active];
         uint64_t cur = hdd_fill_end(h, start);
-        if (rq->addr >= s->start && rq->addr <= cur && cur < h->fill_limit) {
+        int reachable = rq->addr >= s->start && cur < h->fill_limit && rq->addr < h->fill_limit;
+        if (reachable && rq->addr > cur) {
+            uint64_t ready = h->fill_t + (uint64_t)((double)(end - s->end) / h->fill_bpns);
+            uint64_t media = hdd_media(d, dbt_hdd_cyl_of(d, cur), start, rq->addr, rq->len, 0);
+            reachable = ready <= media;
+        }
+        if (reachable) {
             if (end + (uint64_t)d->seg_bytes > h->fill_limit) h->fill_limit = end + (uint64_t)d->seg_bytes;
             uint64_t ready = h->fill_t + (uint64_t)((double)(end - s->end) / h->fill_bpns);
             uint64_t quick = start + (uint64_t)(d->hit_overhead_ns + xfer_iface);
@@ -249,7 +265,7 @@ static void hdd_read(struct dbt_model_state *st, const struct dbt_request *rq, s
     h->busy_until = done;
 }
 
-static void hdd_write(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
+static void hdd_write(struct dbt_drive *st, const struct dbt_request *rq, struct dbt_result *out) {
     const struct dbt_derived *d = &st->d;
     struct dbt_hdd_state *h = &st->u.hdd;
     uint64_t start = rq->arrival_ns > h->busy_until ? rq->arrival_ns : h->busy_until;
@@ -305,7 +321,7 @@ static void hdd_write(struct dbt_model_state *st, const struct dbt_request *rq, 
     out->complete_ns = h->busy_until = acked;
 }
 
-static void hdd_flush(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
+static void hdd_flush(struct dbt_drive *st, const struct dbt_request *rq, struct dbt_result *out) {
     const struct dbt_derived *d = &st->d;
     struct dbt_hdd_state *h = &st->u.hdd;
     uint64_t start = rq->arrival_ns > h->busy_until ? rq->arrival_ns : h->busy_until;
@@ -317,7 +333,7 @@ static void hdd_flush(struct dbt_model_state *st, const struct dbt_request *rq, 
     out->complete_ns = h->busy_until = done;
 }
 
-static void hdd_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
+static void hdd_submit(struct dbt_drive *st, const struct dbt_request *rq, struct dbt_result *out) {
     switch (rq->op) {
     case DBT_OP_READ: hdd_read(st, rq, out); break;
     case DBT_OP_WRITE: hdd_write(st, rq, out); break;
@@ -328,7 +344,7 @@ static void hdd_submit(struct dbt_model_state *st, const struct dbt_request *rq,
 /* ------------------------------------------------------------------------------------------ */
 /* Flash: channels that each serve one piece at a time, behind one shared host interface. */
 
-static void flash_init(struct dbt_model_state *st, const struct dbt_params *p) {
+static void flash_init(struct dbt_drive *st, const struct dbt_params *p) {
     struct dbt_derived *d = &st->d;
     d->nchan = (int)p->channels;
     if (d->nchan < 1) d->nchan = 1;
@@ -370,7 +386,7 @@ static uint64_t flash_pieces(const struct dbt_derived *d, struct dbt_flash_state
     return done;
 }
 
-static void ssd_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
+static void ssd_submit(struct dbt_drive *st, const struct dbt_request *rq, struct dbt_result *out) {
     const struct dbt_derived *d = &st->d;
     struct dbt_flash_state *f = &st->u.flash;
     double xfer = (double)rq->len / d->bytes_per_ns_iface;
@@ -401,7 +417,7 @@ static void ssd_submit(struct dbt_model_state *st, const struct dbt_request *rq,
     }
 }
 
-static void ram_init(struct dbt_model_state *st, const struct dbt_params *p) {
+static void ram_init(struct dbt_drive *st, const struct dbt_params *p) {
     struct dbt_derived *d = &st->d;
     d->lat_ns = p->latency_us * 1e3;
     d->bytes_per_ns_iface = p->interface_mb_s * 1e6 / 1e9;
@@ -409,7 +425,7 @@ static void ram_init(struct dbt_model_state *st, const struct dbt_params *p) {
 }
 
 /* RAM: a fixed latency, overlapped between requests, and the interface serialising transfers. */
-static void ram_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
+static void ram_submit(struct dbt_drive *st, const struct dbt_request *rq, struct dbt_result *out) {
     const struct dbt_derived *d = &st->d;
     struct dbt_flash_state *f = &st->u.flash;
     uint64_t xfer = (uint64_t)((double)rq->len / d->bytes_per_ns_iface);
@@ -433,12 +449,12 @@ static void ram_submit(struct dbt_model_state *st, const struct dbt_request *rq,
 /* ------------------------------------------------------------------------------------------ */
 /* real: no injection. The interposer measures the real device instead. */
 
-static void real_init(struct dbt_model_state *st, const struct dbt_params *p) {
+static void real_init(struct dbt_drive *st, const struct dbt_params *p) {
     (void)st;
     (void)p;
 }
 
-static void real_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
+static void real_submit(struct dbt_drive *st, const struct dbt_request *rq, struct dbt_result *out) {
     (void)st;
     out->start_ns = out->complete_ns = rq->arrival_ns;
     out->flags = 0;
@@ -496,17 +512,62 @@ int dbt_params_set(struct dbt_params *p, int kind, const char *name, const char 
     return -1;
 }
 
-void dbt_model_init(struct dbt_model_state *st, int kind, const struct dbt_params *p) {
+static void drive_init(struct dbt_drive *st, int kind, const struct dbt_params *p) {
     memset(st, 0, sizeof *st);
     st->kind = kind;
+    ops_table[kind].init(st, p);
+}
+
+void dbt_model_init(struct dbt_model_state *st, int kind, const struct dbt_params *p) {
     struct dbt_params defaults;
     if (!p) {
         dbt_params_defaults(&defaults, kind);
         p = &defaults;
     }
-    ops_table[kind].init(st, p);
+    memset(st, 0, sizeof *st);
+    st->kind = kind;
+    st->members = p->members >= 1 ? (int)p->members : 1;
+    if (st->members > DBT_MAX_MEMBERS) st->members = DBT_MAX_MEMBERS;
+    st->stripe_bytes = p->stripe_kib >= 1 ? (uint64_t)(p->stripe_kib * 1024) : 65536;
+    for (int m = 0; m < st->members; m++) drive_init(&st->drive[m], kind, p);
 }
 
+/* RAID 0: the request is cut at stripe boundaries; each member gets one request covering its
+ * pieces (consecutive rows of one member are contiguous on it), all issued at the arrival time.
+ * It completes when the slowest member does. A flush goes to every member. */
 void dbt_model_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
-    ops_table[st->kind].submit(st, rq, out);
+    if (st->members <= 1) {
+        ops_table[st->kind].submit(&st->drive[0], rq, out);
+        return;
+    }
+    uint64_t lo[DBT_MAX_MEMBERS], hi[DBT_MAX_MEMBERS];
+    int used[DBT_MAX_MEMBERS] = {0};
+    const uint64_t S = st->stripe_bytes, M = (uint64_t)st->members;
+    if (rq->op == DBT_OP_FLUSH || rq->len == 0) {
+        for (int m = 0; m < st->members; m++) used[m] = 1, lo[m] = hi[m] = 0;
+    } else {
+        uint64_t addr = rq->addr, left = rq->len;
+        while (left) {
+            uint64_t stripe = addr / S, within = addr % S, piece = S - within < left ? S - within : left;
+            int m = (int)(stripe % M);
+            uint64_t maddr = (stripe / M) * S + within;
+            if (!used[m]) used[m] = 1, lo[m] = maddr;
+            hi[m] = maddr + piece;
+            addr += piece;
+            left -= piece;
+        }
+    }
+    int first = 1;
+    uint32_t flags = DBT_RES_CACHE_HIT | DBT_RES_STREAM;
+    for (int m = 0; m < st->members; m++) {
+        if (!used[m]) continue;
+        struct dbt_request part = {rq->arrival_ns, lo[m], (uint32_t)(hi[m] - lo[m]), rq->op};
+        struct dbt_result r;
+        ops_table[st->kind].submit(&st->drive[m], &part, &r);
+        if (first || r.start_ns < out->start_ns) out->start_ns = r.start_ns;
+        if (first || r.complete_ns > out->complete_ns) out->complete_ns = r.complete_ns;
+        flags &= r.flags;
+        first = 0;
+    }
+    out->flags = flags;
 }

@@ -32,6 +32,8 @@ struct dbt_params {
     double page_kib, flush_ms;
     /* ram */
     double latency_us;
+    /* every kind: an array of identical members, striped */
+    double members, stripe_kib;
 };
 
 /* One row of the option table: the single declaration of a device parameter. */
@@ -44,6 +46,7 @@ struct dbt_param_def {
 };
 
 #define DBT_MAX_CHANNELS 64
+#define DBT_MAX_MEMBERS 16
 #define DBT_HDD_MAX_SEGMENTS 32
 #define DBT_HDD_WB_RING 512
 
@@ -87,13 +90,21 @@ struct dbt_flash_state {
     uint64_t iface_busy;
 };
 
-struct dbt_model_state {
+/* One drive's model. */
+struct dbt_drive {
     int kind;
     struct dbt_derived d;
     union {
         struct dbt_hdd_state hdd;
         struct dbt_flash_state flash;
     } u;
+};
+
+/* A device as the host sees it: one drive, or `members` identical drives striped (RAID 0). */
+struct dbt_model_state {
+    int kind, members;
+    uint64_t stripe_bytes;
+    struct dbt_drive drive[DBT_MAX_MEMBERS];
 };
 
 struct dbt_request {
@@ -117,8 +128,8 @@ struct dbt_device_ops {
     const struct dbt_param_def *params;
     int nparams;
     const char *help;
-    void (*init)(struct dbt_model_state *st, const struct dbt_params *p);
-    void (*submit)(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out);
+    void (*init)(struct dbt_drive *st, const struct dbt_params *p);
+    void (*submit)(struct dbt_drive *st, const struct dbt_request *rq, struct dbt_result *out);
 };
 
 const struct dbt_device_ops *dbt_ops_by_kind(int kind);

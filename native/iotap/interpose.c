@@ -513,6 +513,28 @@ WRAP_XFER_AT(pwritev2, (int fd, const struct iovec *iov, int cnt, off_t off, int
 WRAP_XFER_AT(pwritev64v2, (int fd, const struct iovec *iov, int cnt, off64_t off, int flags),
              (fd, iov, cnt, off, flags), DBT_OP_WRITE, off)
 
+/* stdio: the transfer is accounted at the stream's position before the call, as a buffered I/O of
+ * the bytes handed over; libc's own buffering sits in front of the (emulated) page cache. */
+#define WRAP_STDIO(name, bufp, op)                                                                 \
+    EXPORT size_t name(bufp buf, size_t size, size_t n, FILE *fp) {                               \
+        ENSURE(name, 0);                                                                           \
+        uint64_t e;                                                                                \
+        FILE *volatile check = fp; /* declared nonnull; keep libc's own answer to NULL */          \
+        int fd = check ? fileno(fp) : -1;                                                          \
+        if (LIKELY(fd < 0 || !tracked(fd, &e))) return real_##name(buf, size, n, fp);              \
+        tl_guard++;                                                                                \
+        off_t pos = ftello(fp);                                                                    \
+        uint64_t t0 = now_ns();                                                                    \
+        size_t r = real_##name(buf, size, n, fp);                                                  \
+        int saved = errno;                                                                         \
+        if (r > 0 && size > 0 && pos >= 0) account(fd, e, op, (uint64_t)pos, (uint64_t)r * size, t0); \
+        tl_guard--;                                                                                \
+        errno = saved;                                                                             \
+        return r;                                                                                  \
+    }
+WRAP_STDIO(fread, void *, DBT_OP_READ)
+WRAP_STDIO(fwrite, const void *, DBT_OP_WRITE)
+
 EXPORT ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t *off_out, size_t n,
                                unsigned int flags) {
     ENSURE(copy_file_range, -1);

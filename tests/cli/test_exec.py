@@ -119,7 +119,11 @@ def test_ctrl_c_stops_the_program_and_cleans_up(shm_dir):
     before = set(glob.glob(f"{tempfile.gettempdir()}/dbtier-exec-*"))
     proc = subprocess.Popen([sys.executable, "-m", "dbtier", "exec", "-d", f"{shm_dir}=real", "--", "sleep", "30"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(1.5)
+    import psutil
+    deadline = time.monotonic() + 30  # the program has started (a loaded machine starts Python slowly)
+    while time.monotonic() < deadline and not any(c.name() == "sleep" for c in psutil.Process(proc.pid).children()):
+        time.sleep(0.05)
+    time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGINT)  # what the terminal does
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 130, err

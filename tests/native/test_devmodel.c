@@ -44,10 +44,10 @@ static void test_sequential_streams_at_media_rate(void) {
     double expect = 199.0 * len / (125e6 / 1e9);
     CHECK(near((double)(done - first_done), expect, 0.01), "streamed %llu ns, expected %.0f",
           (unsigned long long)(done - first_done), expect);
-    CHECK(near(dbt_hdd_media_bpns(&st.d, 0), 0.125, 1e-9), "outer rate %.6f B/ns", dbt_hdd_media_bpns(&st.d, 0));
+    CHECK(near(dbt_hdd_media_bpns(&st.drive[0].d, 0), 0.125, 1e-9), "outer rate %.6f B/ns", dbt_hdd_media_bpns(&st.drive[0].d, 0));
     uint64_t inner = (uint64_t)(p.capacity_gb * 1e9) - 1;
-    CHECK(near(dbt_hdd_media_bpns(&st.d, inner), 0.065, 1e-3), "inner rate %.6f B/ns",
-          dbt_hdd_media_bpns(&st.d, inner));
+    CHECK(near(dbt_hdd_media_bpns(&st.drive[0].d, inner), 0.065, 1e-3), "inner rate %.6f B/ns",
+          dbt_hdd_media_bpns(&st.drive[0].d, inner));
 }
 
 /* The fitted seek curve passes through the profile's three figures. */
@@ -57,17 +57,17 @@ static void test_seek_curve_points(void) {
     struct dbt_model_state st;
     dbt_model_init(&st, DBT_KIND_HDD, &p);
     double D = p.cylinders;
-    CHECK(near(dbt_hdd_seek_ns(&st.d, 1, 0), 0.8e6, 1e-9), "track-to-track %.0f", dbt_hdd_seek_ns(&st.d, 1, 0));
-    CHECK(near(dbt_hdd_seek_ns(&st.d, D / 3, 0), 8.5e6, 1e-9), "one-third %.0f", dbt_hdd_seek_ns(&st.d, D / 3, 0));
-    CHECK(near(dbt_hdd_seek_ns(&st.d, D, 0), 17e6, 1e-9), "full stroke %.0f", dbt_hdd_seek_ns(&st.d, D, 0));
-    CHECK(near(dbt_hdd_seek_ns(&st.d, D, 1), 18e6, 1e-9), "full stroke write +1 ms settle %.0f",
-          dbt_hdd_seek_ns(&st.d, D, 1));
-    CHECK(dbt_hdd_seek_ns(&st.d, 0.5, 0) == 0, "same cylinder costs no seek");
+    CHECK(near(dbt_hdd_seek_ns(&st.drive[0].d, 1, 0), 0.8e6, 1e-9), "track-to-track %.0f", dbt_hdd_seek_ns(&st.drive[0].d, 1, 0));
+    CHECK(near(dbt_hdd_seek_ns(&st.drive[0].d, D / 3, 0), 8.5e6, 1e-9), "one-third %.0f", dbt_hdd_seek_ns(&st.drive[0].d, D / 3, 0));
+    CHECK(near(dbt_hdd_seek_ns(&st.drive[0].d, D, 0), 17e6, 1e-9), "full stroke %.0f", dbt_hdd_seek_ns(&st.drive[0].d, D, 0));
+    CHECK(near(dbt_hdd_seek_ns(&st.drive[0].d, D, 1), 18e6, 1e-9), "full stroke write +1 ms settle %.0f",
+          dbt_hdd_seek_ns(&st.drive[0].d, D, 1));
+    CHECK(dbt_hdd_seek_ns(&st.drive[0].d, 0.5, 0) == 0, "same cylinder costs no seek");
     /* Monotonic */
     double prev = 0;
     int mono = 1;
     for (double d = 1; d <= D; d *= 1.3) {
-        double s = dbt_hdd_seek_ns(&st.d, d, 0);
+        double s = dbt_hdd_seek_ns(&st.drive[0].d, d, 0);
         if (s < prev) mono = 0;
         prev = s;
     }
@@ -85,11 +85,11 @@ static void test_full_stroke_access(void) {
     uint64_t inner = (uint64_t)(p.capacity_gb * 1e9) - len;
     uint64_t t = a.complete_ns + 1000000;
     struct dbt_result b = submit(&st, t, DBT_OP_READ, inner, len);
-    double fixed = 0.3e6 + dbt_hdd_seek_ns(&st.d, dbt_hdd_cyl_of(&st.d, inner), 0) + len / dbt_hdd_media_bpns(&st.d, inner);
+    double fixed = 0.3e6 + dbt_hdd_seek_ns(&st.drive[0].d, dbt_hdd_cyl_of(&st.drive[0].d, inner), 0) + len / dbt_hdd_media_bpns(&st.drive[0].d, inner);
     double lat = (double)(b.complete_ns - t);
     double rot = 60e9 / 7200;
     CHECK(lat >= fixed - 2 && lat < fixed + rot, "full stroke latency %.0f not in [%.0f, %.0f)", lat, fixed, fixed + rot);
-    CHECK(near(dbt_hdd_cyl_of(&st.d, inner), p.cylinders, 1e-3), "innermost address at the last cylinder");
+    CHECK(near(dbt_hdd_cyl_of(&st.drive[0].d, inner), p.cylinders, 1e-3), "innermost address at the last cylinder");
     CHECK(fixed > 17e6, "the full stroke is in it");
 }
 
@@ -105,6 +105,61 @@ static void test_buffer_hit(void) {
     CHECK(b.flags & DBT_RES_CACHE_HIT, "second read is a hit");
     CHECK(near((double)(b.complete_ns - (a.complete_ns + 10)), expect, 1e-6), "hit took %llu ns, expected %.0f",
           (unsigned long long)(b.complete_ns - a.complete_ns - 10), expect);
+}
+
+/* A short forward skip lands inside the read-ahead in progress: served when the read-ahead gets
+ * there, not after a full turn; a skip far beyond the window is a media access. */
+static void test_forward_skip_rides_the_readahead(void) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    struct dbt_model_state st;
+    dbt_model_init(&st, DBT_KIND_HDD, &p);
+    struct dbt_result a = submit(&st, 0, DBT_OP_READ, 1 << 20, 8192);
+    uint64_t t = a.complete_ns + 100000; /* 0.1 ms later: the read-ahead is ~12 KB further */
+    struct dbt_result b = submit(&st, t, DBT_OP_READ, (1 << 20) + 4 * 8192, 8192);
+    double expect = 4 * 8192 / 0.125 - 100000; /* the read-ahead reaches the end of page 4 */
+    CHECK(b.flags & DBT_RES_STREAM, "the skip rides the read-ahead");
+    CHECK(near((double)(b.complete_ns - t), expect, 0.01),
+          "skip took %llu ns, expected about %.0f", (unsigned long long)(b.complete_ns - t), expect);
+    struct dbt_result c = submit(&st, b.complete_ns, DBT_OP_READ, (uint64_t)(1 << 20) + (3u << 20), 8192);
+    CHECK(!(c.flags & (DBT_RES_STREAM | DBT_RES_CACHE_HIT)), "3 MiB ahead is beyond the window: a media access");
+}
+
+/* RAID 0: pieces go to the members in turn; members work in parallel, one member's pieces are
+ * one request, and the array is only as fast as its slowest member. */
+static void test_raid0_stripes_over_members(void) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    set(&p, DBT_KIND_HDD, "members", "4");
+    set(&p, DBT_KIND_HDD, "stripe_kib", "64");
+    struct dbt_model_state arr, one;
+    dbt_model_init(&arr, DBT_KIND_HDD, &p);
+    set(&p, DBT_KIND_HDD, "members", "1");
+    dbt_model_init(&one, DBT_KIND_HDD, &p);
+    CHECK(arr.members == 4 && arr.stripe_bytes == 65536, "4 members, 64 KiB stripe");
+    /* 4 x 64 KiB from address 0: each member reads 64 KiB at its own address 0, in parallel. */
+    struct dbt_result a = submit(&arr, 0, DBT_OP_READ, 0, 4 * 65536);
+    struct dbt_result b = submit(&one, 0, DBT_OP_READ, 0, 65536);
+    CHECK(a.complete_ns == b.complete_ns, "a full stripe row takes one member's 64 KiB read: %llu vs %llu",
+          (unsigned long long)a.complete_ns, (unsigned long long)b.complete_ns);
+    /* 8 x 64 KiB: each member gets two consecutive rows as one contiguous 128 KiB request. */
+    struct dbt_model_state arr2, one2;
+    set(&p, DBT_KIND_HDD, "members", "4");
+    dbt_model_init(&arr2, DBT_KIND_HDD, &p);
+    set(&p, DBT_KIND_HDD, "members", "1");
+    dbt_model_init(&one2, DBT_KIND_HDD, &p);
+    struct dbt_result c = submit(&arr2, 0, DBT_OP_READ, 0, 8 * 65536);
+    struct dbt_result e = submit(&one2, 0, DBT_OP_READ, 0, 2 * 65536);
+    CHECK(c.complete_ns == e.complete_ns, "two rows: one 128 KiB request per member");
+    /* Two 8 KiB reads in different stripes land on different members and overlap in time. */
+    uint64_t t = 1000000000ull;
+    struct dbt_result r1 = submit(&arr, t, DBT_OP_READ, 700ull << 20, 8192);
+    struct dbt_result r2 = submit(&arr, t, DBT_OP_READ, (700ull << 20) + 65536, 8192);
+    CHECK(r2.start_ns == t && r1.start_ns == t, "different members: no queueing behind each other");
+    struct dbt_result r3 = submit(&arr, t, DBT_OP_READ, (700ull << 20) + 4 * 65536 + 16384, 8192);
+    CHECK(r3.start_ns >= r1.complete_ns, "same member as the first: it queues behind it");
+    struct dbt_result f = submit(&arr, r3.complete_ns, DBT_OP_FLUSH, 0, 0);
+    CHECK(f.complete_ns >= r3.complete_ns, "a flush waits for every member");
 }
 
 /* Write-back: writes are acknowledged at interface speed; a flush waits for the destage. */
@@ -232,6 +287,8 @@ static void test_lateness_buckets(void) {
 
 int main(void) {
     test_sequential_streams_at_media_rate();
+    test_forward_skip_rides_the_readahead();
+    test_raid0_stripes_over_members();
     test_seek_curve_points();
     test_full_stroke_access();
     test_buffer_hit();

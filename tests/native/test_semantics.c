@@ -309,6 +309,19 @@ static int run(uint64_t seed, const char *root, const char *logpath) {
         struct worker fin = {0};
         fin.id = 100 + p;
         logf_(&fin, "close_range %d write-after %d errno=%d\n", cr, after, after < 0 ? errno : 0);
+        /* stdio on a device file: what fwrite hands over reads back the same through fread */
+        char sname[64], sbuf[40000], sback[40000];
+        snprintf(sname, sizeof sname, "b/stdio%d", p);
+        for (size_t i = 0; i < sizeof sbuf; i++) sbuf[i] = (char)(i * 7 + (size_t)p);
+        FILE *sf = fopen(sname, "w+");
+        size_t wrote = fwrite(sbuf, 4, sizeof sbuf / 4, sf);
+        int flushed = fflush(sf);
+        rewind(sf);
+        size_t got = fread(sback, 1, sizeof sback, sf);
+        size_t past = fread(sback, 1, 10, sf);
+        logf_(&fin, "stdio fwrite %zu fflush %d fread %zu same %d at-eof %zu feof %d\n", wrote, flushed, got,
+              memcmp(sbuf, sback, sizeof sbuf) == 0, past, feof(sf) != 0);
+        fclose(sf);
         for (int t = 0; t < WORKERS_PER_PROC; t++) {
             char path[4200];
             snprintf(path, sizeof path, "%s.w%d", logpath, w[t].id);

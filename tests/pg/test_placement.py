@@ -8,14 +8,14 @@ from dbtier.pg.placement import parse, tablespace_of
 
 def test_defaults_follow_data_and_first_device():
     p = parse([], ["hdd", "ssd"])
-    assert p.roles == {"data": "hdd", "indexes": "hdd", "wal": "hdd", "temp": "hdd"}
+    assert p.roles == {"data": "hdd", "indexes": "hdd", "wal": "hdd", "temp": "hdd", "dump": "hdd"}
     p = parse(["data=ssd"], ["hdd", "ssd"])
     assert set(p.roles.values()) == {"ssd"}
 
 
 def test_roles_and_objects():
     p = parse(["data=hdd,wal=ssd", "temp=hdd, T_Attribute_Idx=ssd"], ["hdd", "ssd"])
-    assert p.roles == {"data": "hdd", "indexes": "hdd", "wal": "ssd", "temp": "hdd"}
+    assert p.roles == {"data": "hdd", "indexes": "hdd", "wal": "ssd", "temp": "hdd", "dump": "hdd"}
     assert p.objects == {"t_attribute_idx": "ssd"}
     assert p.device_for("t_attribute_idx", "index") == "ssd"
     assert p.device_for("t", "table") == "hdd"

@@ -32,10 +32,11 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from dbtier.cli import demo, devices, exec_cmd, iobench, run, trace_cmd
+    from dbtier.cli import demo, devices, exec_cmd, iobench, reproduce, run, trace_cmd
 
     cli.add_command(demo.demo)
     cli.add_command(run.run)
+    cli.add_command(reproduce.reproduce)
     cli.add_command(iobench.iobench)
     cli.add_command(devices.devices)
     cli.add_command(exec_cmd.exec_command)

@@ -15,7 +15,7 @@ from dbtier.report import html, jsonout, runview
 from dbtier.report.rundir import run_dir
 from dbtier.report.terminal import console
 from dbtier.workloads import registry
-from dbtier.workloads.runner import run_workload
+from dbtier.workloads.runner import check_cache_state, run_workload
 
 
 def lab_options(func):
@@ -77,7 +77,8 @@ def _workload_command(cls) -> click.Command:
 
     func = lab_options(callback)
     for p in reversed(cls.params):  # the workload's own parameters first in --help
-        func = click.option(f"--{p.name}", type=p.type, default=p.default, show_default=True, help=p.help)(func)
+        kind = click.Choice(p.choices) if p.choices else p.type
+        func = click.option(f"--{p.name}", type=kind, default=p.default, show_default=True, help=p.help)(func)
     return click.command(cls.name, short_help=cls.summary, help=f"{cls.summary}.\n\n{cls.description}",
                          context_settings={"max_content_width": 100})(func)
 
@@ -103,9 +104,7 @@ def execute(cls, kw: dict) -> None:
     requests = parse_devices(kw["devices"])
     placement = placement_mod.parse(kw["places"], [r.name for r in requests])
     workload = cls(**{p.key: kw[p.key] for p in cls.params})
-    for p in cls.params:
-        if p.type is int and kw[p.key] < 1:
-            raise UserError(f"--{p.name} must be at least 1")
+    check_cache_state(workload, kw["cache_state"])
     options = LabOptions(cache=kw["cache"], io_mode=kw["io_mode"], page_cache=kw["page_cache"],
                          sets=parse_sets(kw["sets"]), pg_bin=kw["pg_bin"],
                          workspace=kw["workspace"], trace=kw["trace"], keep=kw["keep"])

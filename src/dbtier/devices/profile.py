@@ -4,6 +4,7 @@ against the C option table so a profile can only say what the model understands.
 from __future__ import annotations
 
 import difflib
+import re
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -75,9 +76,34 @@ def parse(text: str, source: str) -> Profile:
     return Profile(name=name, kind=kind, summary=doc.get("summary", ""), params=params, source=source)
 
 
+_ARRAY = re.compile(r"^(?P<n>\d+)x(?P<member>[^@]+?)(?:@(?P<stripe>\d+)(?P<unit>[kKmM])?)?$")
+
+
+def _striped(m: re.Match, spec: str) -> Profile:
+    base = load(m.group("member"))
+    n = int(m.group("n"))
+    if base.kind == "real":
+        raise UserError(f"device profile {spec!r}: a real folder cannot be striped; stripe emulated drives")
+    limit = native.param_table()[base.kind]["params"]
+    top = next(p["max"] for p in limit if p["name"] == "members")
+    if not 2 <= n <= top:
+        raise UserError(f"device profile {spec!r}: an array has 2 to {top:g} members, not {n}")
+    stripe_kib = float(base.params.get("stripe_kib", 64))
+    if m.group("stripe"):
+        stripe_kib = float(m.group("stripe")) * (1024 if (m.group("unit") or "k").lower() == "m" else 1)
+    if not 4 <= stripe_kib <= 65536:
+        raise UserError(f"device profile {spec!r}: the stripe is 4k to 64m")
+    return Profile(name=spec, kind=base.kind,
+                   summary=f"RAID 0 of {n} x {base.name}, {stripe_kib:g} KiB stripes: {base.summary}",
+                   params={**base.params, "members": float(n), "stripe_kib": stripe_kib}, source=base.source)
+
+
 def load(spec: str) -> Profile:
-    """A profile by packaged name, or from a path to a .toml file."""
+    """A profile by packaged name, NxNAME[@STRIPE] for a RAID 0 of N of them, or a path to a .toml file."""
     packaged = _packaged()
+    m = _ARRAY.match(spec)
+    if m and spec not in packaged and m.group("member") in packaged:
+        return _striped(m, spec)
     if spec in packaged:
         return parse(packaged[spec].read_text(), f"profile {spec}")
     path = Path(spec)
@@ -88,5 +114,5 @@ def load(spec: str) -> Profile:
             raise UserError(f"cannot read profile {path}: {exc.strerror}") from None
     raise UserError(
         f"unknown device profile '{spec}'{_suggest(spec, list(packaged))}; "
-        f"'dbtier devices' lists them, or give a path to a .toml profile"
+        f"'dbtier devices' lists them, NxNAME stripes N of one (6xhdd-sata-750), or give a path to a .toml profile"
     )

@@ -27,9 +27,9 @@ def server_cpu_s(postmaster_pid: int) -> float:
 
 
 def own_cpu_s() -> float:
-    """This process's CPU: the client side of a workload."""
+    """This process's CPU and its reaped children's (pg_dump, pg_restore): the client side."""
     t = psutil.Process().cpu_times()
-    return t.user + t.system
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def children(postmaster_pid: int) -> set[int]:

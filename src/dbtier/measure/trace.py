@@ -22,7 +22,7 @@ RECORD = np.dtype([
 assert RECORD.itemsize == 64
 
 OPS = {1: "read", 2: "write", 3: "flush", 4: "sync_file_range", 5: "allocate", 6: "truncate", 7: "fadvise"}
-FLAGS = {"direct": 0x01, "dsync": 0x02, "cache_hit": 0x04, "stream": 0x08}
+FLAGS = {"direct": 0x01, "dsync": 0x02, "cache_hit": 0x04, "stream": 0x08, "page_cache": 0x10, "async": 0x20}
 
 
 def read_records(trace_dir: Path) -> np.ndarray:

@@ -28,8 +28,9 @@ from dbtier.devices.pagecache import PageCache
 from dbtier.devices.profile import Profile, load
 from dbtier.devices.session import Device, Session, host_floor_warnings
 from dbtier.errors import UserError
-from dbtier.measure import cpu, diskstats
+from dbtier.measure import cpu, diskstats, objects, pgstats, waits
 from dbtier.measure import devices as device_figures
+from dbtier.measure.trace import read_records
 from dbtier.pg import binaries, osuser, settings
 from dbtier.pg.cluster import Cluster
 from dbtier.pg.placement import Placement, tablespace_of
@@ -137,8 +138,9 @@ class Lab:
             self.say(line)
         self.dir = LabDir.create(root)
         self._make_devices()
-        self.session = Session(self.devices, self.dir.path / "iotap",
-                               trace_dir=self.dir.path / "trace" if opts.trace else None, page_cache=self.page_cache)
+        # Always traced (only the emulated intervals record anything): per-object I/O comes from it.
+        self.session = Session(self.devices, self.dir.path / "iotap", trace_dir=self.dir.path / "trace",
+                               page_cache=self.page_cache)
         self.session.create()
         self.session.pause()
         for warning in host_floor_warnings(self.devices):
@@ -217,8 +219,25 @@ class Lab:
 
     # -- use -------------------------------------------------------------------------------------
 
-    def connect(self, **kw) -> psycopg.Connection:
-        return self.cluster.connect(DATABASE, **kw)
+    def connect(self, dbname: str = DATABASE, **kw) -> psycopg.Connection:
+        return self.cluster.connect(dbname, **kw)
+
+    def create_database(self, name: str) -> None:
+        """Another database, on the data device (seed 002 and 004 time its creation)."""
+        with self.connect() as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {} TABLESPACE {}").format(
+                sql.Identifier(name), sql.Identifier(tablespace_of(self.placement.roles["data"]))))
+            conn.execute(sql.SQL("ALTER DATABASE {} SET temp_tablespaces = {}").format(
+                sql.Identifier(name), sql.Literal(tablespace_of(self.placement.roles["temp"]))))
+
+    def scratch_dir(self) -> Path:
+        """A folder outside every device that the server may write and read: a bulk load's input
+        files there cost no device time, as a loader's input on other disks."""
+        path = self.dir.path / "scratch"
+        if not path.exists():
+            path.mkdir(mode=0o755)
+            self.user.give(path)
+        return path
 
     def restart_cold(self) -> None:
         """Empty caches: the server restarts, and the OS page cache is emptied (as after
@@ -241,22 +260,35 @@ class Lab:
             self.session.pause()
 
     @contextlib.contextmanager
-    def measure(self):
-        """The measured interval: device time is charged, counted and traced only inside it."""
+    def measure(self, sample_waits: bool = True):
+        """The measured interval: device time is charged, counted and traced only inside it. Besides
+        elapsed, CPU and per-device figures, the result has the top wait events (sampled), the
+        pg_stat_io and pg_stat_wal deltas, and the I/O of every object (from the trace)."""
         m = Measurement()
         pid = self.cluster.server_pid()
+        with self.connect() as conn:  # before the clock: catalog reads cost no device time
+            names = objects.catalog_names(conn)
+            stats_before = pgstats.snapshot(conn)
+            workload_db = conn.execute("SELECT oid FROM pg_database WHERE datname = current_database()").fetchone()[0]
+        sampler = waits.WaitSampler(self.connect) if sample_waits else None
+        if sampler:
+            sampler.start()
         self.session.pause(False)
         before = self.session.snapshot()
         disks = {d.name: diskstats.block_device(d.directory) for d in self.devices if d.profile.kind == "real"}
         disks_before = {name: diskstats.read(bd) for name, bd in disks.items() if bd}
         resident = cpu.children(pid)
+        t0_ns = time.monotonic_ns()
         cpu0, client0, steal0, t0 = cpu.server_cpu_s(pid), cpu.own_cpu_s(), cpu.host_steal_s(), time.monotonic()
         try:
             yield m
         finally:
             elapsed = time.monotonic() - t0
-            cpu.settle(pid, resident)
+            sampled = sampler.stop() if sampler else {"events": [], "sampler_server_cpu_s": 0.0,
+                                                      "sampler_client_cpu_s": 0.0}
+            cpu.settle(pid, resident - ({sampler.backend_pid} if sampler else set()))
             cpu1, client1, steal1 = cpu.server_cpu_s(pid), cpu.own_cpu_s(), cpu.host_steal_s()
+            t1_ns = time.monotonic_ns()
             disks_after = {name: diskstats.read(disks[name]) for name in disks_before}
             after = self.session.snapshot()
             self.session.pause()
@@ -267,15 +299,30 @@ class Lab:
                                     **diskstats.figures(disks_before[row["device"]], disks_after[row["device"]],
                                                         elapsed)}
         spin = device_figures.spin_s(rows)
+        with self.connect() as conn:
+            names.update(objects.catalog_names(conn))
+            stats = pgstats.delta(stats_before, pgstats.snapshot(conn))
+        server_cpu = max(0.0, cpu1 - cpu0 - spin - sampled["sampler_server_cpu_s"])
         m.result = {
             "elapsed_s": elapsed,
-            "server_cpu_s": max(0.0, cpu1 - cpu0 - spin),
+            "server_cpu_s": server_cpu,
             "emulation_spin_s": spin,
             "io_wait_s": device_figures.wait_s(rows),
-            "client_cpu_s": client1 - client0,
+            "client_cpu_s": max(0.0, client1 - client0 - sampled["sampler_client_cpu_s"]),
             "host_steal_s": steal1 - steal0,
             "devices": rows,
+            "wait_events": sampled,
+            "top_events": waits.top_events(sampled, server_cpu, elapsed, stats["io"]),
+            "pg_stat_io": stats["io"],
+            "pg_stat_wal": stats["wal"],
+            "object_io": self._object_io(after, t0_ns, t1_ns, names, workload_db),
         }
+
+    def _object_io(self, state: dict, t0_ns: int, t1_ns: int, names: dict, workload_db: int) -> list[dict]:
+        recs = read_records(self.session.trace_dir)
+        recs = recs[(recs["submit_ns"] >= t0_ns) & (recs["submit_ns"] <= t1_ns)]
+        files = {int(idx): path for idx, _dev, path in state["files"]}
+        return objects.object_io(recs, files, [d.name for d in self.devices], names, workload_db)
 
     def object_placement(self, names: list[str]) -> list[dict]:
         """Where each named table or index is: from pg_relation_filepath, mapped to its device."""

@@ -1,7 +1,8 @@
 """Where each part of the database goes: `--place data=hdd,wal=ssd,temp=hdd,t_attribute_idx=ssd`.
 
 Roles: `data` (tables, the database's default tablespace and the cluster's own files), `indexes`,
-`wal` (initdb --waldir), `temp` (temp_tablespaces). Any other key names one table or index of the
+`wal` (initdb --waldir), `temp` (temp_tablespaces), `dump` (where dumps are written, seed 002's dump
+file system). Any other key names one table or index of the
 workload. Each device gets one tablespace; anything not placed goes where `data` goes, and `data`
 defaults to the first device."""
 
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 
 from dbtier.errors import UserError
 
-ROLES = ("data", "indexes", "wal", "temp")
+ROLES = ("data", "indexes", "wal", "temp", "dump")
 _OBJECT = re.compile(r"^[a-z_][a-z0-9_$]*$")
 
 

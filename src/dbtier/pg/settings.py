@@ -25,6 +25,10 @@ PRESET = {
     "max_worker_processes": "2",         # parallel query is off
     "autovacuum_worker_slots": "1",      # autovacuum is off
     "max_wal_senders": "0",              # no replication
+    # The default wal_buffers is a 32nd of shared_buffers, 16MB from 512MB up: every production cache
+    # gets 16MB. Scaled down with our small caches it would be 128-1024 kB, and backends would write
+    # the WAL themselves, in small synchronous pieces, where at scale the WAL writer does it ahead.
+    "wal_buffers": "16MB",
     "huge_pages": "off",
     "logging_collector": "off",          # the server's stderr is the run's server.log
     "log_min_messages": "warning",

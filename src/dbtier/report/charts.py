@@ -31,7 +31,10 @@ def grouped_bars(groups: list[str], series: dict[str, list[float]], ylabel: str,
         bars = ax.bar(xs, values, width, label=name, color=COLORS[i % len(COLORS)])
         if labels and name in labels:
             ax.bar_label(bars, labels=labels[name], fontsize=8, padding=2)
-    ax.set_xticks(range(len(groups)), groups)
+    if len(groups) > 4:  # long names side by side would overlap
+        ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right", fontsize=8)
+    else:
+        ax.set_xticks(range(len(groups)), groups)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=11)
     if log:

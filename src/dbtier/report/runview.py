@@ -17,7 +17,7 @@ def pct(part: float, whole: float) -> str:
 
 def placement_text(result: dict) -> str:
     p = result["lab"]["placement"]
-    parts = [f"{k}={p[k]}" for k in ("data", "indexes", "wal", "temp")]
+    parts = [f"{k}={p[k]}" for k in ("data", "indexes", "wal", "temp", "dump") if k in p]
     parts += [f"{k}={v}" for k, v in p["objects"].items()]
     return ",".join(parts)
 
@@ -66,6 +66,66 @@ def objects_table(result: dict) -> Table:
     return table
 
 
+def events_data(result: dict) -> TableData:
+    """Top timed events, as STATSPACK printed them."""
+    rows = [[e["event"], "" if e.get("waits") is None else f"{e['waits']:,}", fmt(e["time_s"]), fmt(e["%elapsed"]),
+             ", ".join(e.get("processes", []))] for e in result.get("top_events", [])]
+    interval = result.get("wait_events", {}).get("interval_s", 0.0)
+    return TableData(["event", "waits", "time s", "% elapsed", "processes"], rows,
+                     f"top timed events (CPU measured; waits sampled every {1e3 * interval:.0f} ms; "
+                     "I/O waits counted by pg_stat_io)", 1)
+
+
+OBJECT_IO_COLUMNS = ["object", "kind", "device", "reads", "read MiB", "writes", "write MiB", "flushes", "cached reads",
+                     "seq %", "device s"]
+
+
+def object_io_rows(result: dict, limit: int = 12) -> list[list[str]]:
+    """The objects with the most device time; the rest summed in one line."""
+    rows = result.get("object_io", [])
+    shown, rest = rows[:limit], rows[limit:]
+
+    def line(r):
+        return [r["object"], r["kind"], r["device"], f"{r['reads']:,}", fmt(r["read_bytes"] / 1048576),
+                f"{r['writes']:,}", fmt(r["write_bytes"] / 1048576), f"{r['flushes']:,}", f"{r['cached_reads']:,}",
+                fmt(r["sequential%"]), fmt(r["device_s"])]
+    out = [line(r) for r in shown]
+    if rest:
+        total = {k: sum(r[k] for r in rest) for k in ("reads", "read_bytes", "writes", "write_bytes", "flushes",
+                                                         "cached_reads", "device_s")}
+        out.append(line({**total, "object": f"{len(rest)} more objects", "kind": "", "device": "",
+                         "sequential%": float("nan")}))
+    return out
+
+
+def object_io_data(result: dict) -> TableData:
+    return TableData(OBJECT_IO_COLUMNS, object_io_rows(result),
+                     "I/O by object (from the trace; names from the catalog)", 3)
+
+
+STAT_IO_COLUMNS = ("reads", "read_time", "writes", "write_time", "extends", "hits", "evictions", "fsyncs")
+
+
+def stat_io_data(result: dict) -> TableData:
+    rows = [[r["backend_type"], r["object"], r["context"],
+             *("-" if r[c] is None else fmt(r[c]) for c in STAT_IO_COLUMNS)] for r in result.get("pg_stat_io", [])]
+    wal = result.get("pg_stat_wal", {})
+    caption = "pg_stat_io over the run (times in ms)"
+    if wal:
+        caption += (f"; pg_stat_wal: {wal['wal_records']:,.0f} records, {wal['wal_fpi']:,.0f} full-page images, "
+                    f"{wal['wal_bytes'] / 1048576:.2f} MiB, {wal['wal_buffers_full']:,.0f} times the WAL buffers were full")
+    return TableData(["backend", "object", "context", *STAT_IO_COLUMNS], rows, caption, 3)
+
+
+def rich_table(data: TableData) -> Table:
+    table = Table(title=data.caption, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for i, col in enumerate(data.columns):
+        table.add_column(col, justify="left" if i < data.text_columns else "right")
+    for row in data.rows:
+        table.add_row(*row)
+    return table
+
+
 def fidelity_notes(result: dict) -> list[str]:
     """Where the emulation fell measurably behind its model, say so (lateness is in every result)."""
     notes = []
@@ -93,9 +153,46 @@ def with_diskstats(devices: list[dict]) -> list[dict]:
     return out
 
 
+def phase_views(result: dict) -> list[dict]:
+    """A phased result as one result per phase (the lab, placement and params shared)."""
+    shared = {k: v for k, v in result.items() if k != "phases"}
+    return [{**shared, **ph, "workload": f"{result['workload']}: {ph['phase']}"} for ph in result.get("phases", [])]
+
+
+def _top_wait(r: dict) -> str:
+    waits_ = [e for e in r.get("top_events", []) if not e["event"].startswith("CPU")]
+    return f"{waits_[0]['event']} {fmt(waits_[0]['%elapsed'])}%" if waits_ else "-"
+
+
+def phases_data(result: dict) -> TableData:
+    rows = []
+    for ph in result["phases"]:
+        el = ph["elapsed_s"]
+        rows.append([ph["phase"], fmt(el), fmt(ph["server_cpu_s"]), pct(ph["server_cpu_s"], el), fmt(ph["io_wait_s"]),
+                     _top_wait(ph), "; ".join(f"{k} {fmt(v)}" for k, v in ph["rates"].items())])
+    total = [fmt(sum(ph[k] for ph in result["phases"])) for k in ("elapsed_s", "server_cpu_s")]
+    rows.append(["all phases", total[0], total[1], pct(result["server_cpu_s"], result["elapsed_s"]),
+                 fmt(result["io_wait_s"]), "", ""])
+    return TableData(["phase", "elapsed s", "server CPU s", "CPU %", "I/O wait s", "top wait event", "rates"], rows,
+                     f"{result['workload']}: each phase measured on its own", 1)
+
+
 def print_run(console, result: dict) -> None:
+    if result.get("phases"):
+        console.print(rich_table(phases_data(result)))
+        for view in phase_views(result):
+            console.print(iostat_table(with_diskstats(view["devices"]), f"{view['workload']}: devices (iostat -x)"))
+        console.print(objects_table(result))
+        for view in phase_views(result):
+            for note in fidelity_notes(view):
+                console.print(f"note: {view['workload']}: {note}", markup=False)
+        return
     console.print(summary_table(result))
     console.print(iostat_table(with_diskstats(result["devices"]), "devices over the measured interval (iostat -x)"))
+    if result.get("top_events"):
+        console.print(rich_table(events_data(result)))
+    if result.get("object_io"):
+        console.print(rich_table(object_io_data(result)))
     console.print(objects_table(result))
     for note in fidelity_notes(result):
         console.print(f"note: {note}", markup=False)
@@ -109,6 +206,14 @@ def _iostat_data(devices: list[dict]) -> TableData:
 
 
 def run_sections(result: dict) -> list[Section]:
+    if result.get("phases"):
+        views = phase_views(result)
+        chart = charts.time_split([ph["phase"] for ph in result["phases"]], [v["server_cpu_s"] for v in views],
+                                  [v["io_wait_s"] for v in views], [v["elapsed_s"] for v in views],
+                                  "where the time went, per phase")
+        top = Section(f"{result['workload']} placed {placement_text(result)}", charts=[chart],
+                      tables=[phases_data(result)])
+        return [top] + [section for view in views for section in run_sections(view)]
     el = result["elapsed_s"]
     chart = charts.time_split([result["workload"]], [result["server_cpu_s"]], [result["io_wait_s"]], [el],
                               "where the time went")
@@ -117,4 +222,5 @@ def run_sections(result: dict) -> list[Section]:
                           o["path"]] for o in result["objects"]], "objects", 4)
     times = TableData(["figure", "value"], [list(r) for r in time_rows(result)], "", 2)
     return [Section(f"{result['workload']} placed {placement_text(result)}", text=fidelity_notes(result), charts=[chart],
-                    tables=[times, _iostat_data(result["devices"]), objects])]
+                    tables=[times, events_data(result), _iostat_data(result["devices"]), object_io_data(result),
+                            stat_io_data(result), objects])]

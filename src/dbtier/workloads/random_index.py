@@ -43,6 +43,7 @@ class RandomIndex(Workload):
         Param("rows", int, 16000, "rows in t (one per 8 KiB page); every one is looked up once"),
         Param("data-seed", int, 1, "seed of the generated data and of the lookup order"),
     )
+    cache_states = ("cold", "hot", "cross")
     objects = {seed000.TABLE: "table", seed000.INDEX: "index"}
 
     def prepare(self, lab, progress) -> None:
@@ -78,5 +79,5 @@ class RandomIndex(Workload):
         other = random.Random(self.p["data_seed"] + 1).sample(self.keys, len(self.keys) // 2)
         self._lookup(lab, other, progress, "lookups of another half of the keys (cross warm-up)")
 
-    def rates(self, metrics: dict, elapsed_s: float) -> dict:
+    def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
         return {"lookups/s": metrics["lookups"] / elapsed_s, "ms/lookup": 1e3 * elapsed_s / metrics["lookups"]}

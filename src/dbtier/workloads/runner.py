@@ -1,5 +1,5 @@
-"""One workload, one lab, one result: prepare (unmeasured), restart cold, measure the run, record
-where every object sits, and keep the server log (and trace) beside the result."""
+"""One workload, one lab, one result: prepare (unmeasured), then each phase from its cache state,
+measured; the workload's checks; where every object sits; the server log (and trace) beside it."""
 
 from __future__ import annotations
 
@@ -7,12 +7,20 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from dbtier.errors import UserError
 from dbtier.pg.lab import DeviceRequest, Lab, LabOptions
 from dbtier.pg.placement import Placement
 from dbtier.workloads.base import Progress, Workload
 
-
 CACHE_STATES = ("cold", "hot", "cross")
+#: figures that add up over phases
+_SUMS = ("elapsed_s", "server_cpu_s", "emulation_spin_s", "io_wait_s", "client_cpu_s", "host_steal_s")
+
+
+def check_cache_state(workload: Workload, cache_state: str) -> None:
+    if cache_state not in workload.cache_states:
+        raise UserError(f"--cache-state {cache_state}: {workload.name} supports {', '.join(workload.cache_states)} "
+                        "(it changes its data, so a repeated run would not read what the first one did)")
 
 
 def run_workload(workload: Workload, requests: list[DeviceRequest], placement: Placement, options: LabOptions,
@@ -21,34 +29,40 @@ def run_workload(workload: Workload, requests: list[DeviceRequest], placement: P
     """cache_state (seed 001): cold, restarted with empty caches; hot, the workload run once before
     the measured run; cross, a different query over the same data run before it."""
     placement.check_objects(workload.objects, workload.name)
+    check_cache_state(workload, cache_state)
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     progress.phase("starting PostgreSQL on the devices")
     lab = Lab(requests, placement, options, say)
     try:
         with lab:
             workload.prepare(lab, progress)
-            progress.phase("restarting the server: cold cache")
-            lab.restart_cold()
-            if cache_state != "cold":
-                with lab.warm():
-                    if cache_state == "hot":
-                        workload.run(lab, progress)
-                    else:
-                        workload.warm_cross(lab, progress)
-            with lab.measure() as m:
-                metrics = workload.run(lab, progress)
-            objects = lab.object_placement(list(workload.objects))
-            measured = m.result
+            phases = []
+            for phase in workload.phases(cache_state):
+                if phase.cold:
+                    progress.phase("restarting the server: cold cache")
+                    lab.restart_cold()
+                if phase.warm is not None:
+                    with lab.warm():
+                        phase.warm(lab, progress)
+                with lab.measure() as m:
+                    metrics = phase.run(lab, progress)
+                phases.append({"phase": phase.name, **m.result, "metrics": metrics,
+                               "rates": workload.rates(metrics, m.result["elapsed_s"], phase.name, m.result)})
+            progress.phase("checking the result")
+            checks = workload.verify(lab)
             result = {
                 "kind": "run", "workload": workload.name, "seed": workload.seed, "params": dict(workload.p),
-                "cache_state": cache_state,
-                "started": started, "lab": lab.describe(), "objects": objects, **measured, "metrics": metrics,
-                "rates": workload.rates(metrics, measured["elapsed_s"]),
+                "cache_state": cache_state, "started": started, "lab": lab.describe(),
+                "objects": lab.object_placement(list(workload.objects)), "checks": checks,
             }
+            if len(phases) == 1:
+                result.update({k: v for k, v in phases[0].items() if k != "phase"})
+            else:
+                result.update({k: sum(ph[k] for ph in phases) for k in _SUMS})
+                result["phases"] = phases
             if artifacts is not None and lab.save_trace(artifacts / "trace.parquet", {"workload": workload.name}):
                 result["trace"] = "trace.parquet"
     finally:
         if artifacts is not None:  # the server log helps most when something failed
             (artifacts / "server.log").write_text(lab.server_log())
     return result
-

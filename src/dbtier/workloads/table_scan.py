@@ -25,6 +25,7 @@ class TableScan(Workload):
         Param("scans", int, 10, "lookups, each a full scan of t"),
         Param("data-seed", int, 1, "seed of the generated data"),
     )
+    cache_states = ("cold", "hot", "cross")
     objects = {seed000.TABLE: "table"}
 
     def prepare(self, lab, progress) -> None:
@@ -61,6 +62,6 @@ class TableScan(Workload):
                 progress.advance()
         return {"scans": len(self.keys), "rows_returned": rows, "table_pages": self.pages}
 
-    def rates(self, metrics: dict, elapsed_s: float) -> dict:
+    def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
         mb = metrics["scans"] * metrics["table_pages"] * seed000.PAGE / 1048576
         return {"s/scan": elapsed_s / metrics["scans"], "scan MB/s": mb / elapsed_s}

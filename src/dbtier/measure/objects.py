@@ -1,0 +1,106 @@
+"""Per-object I/O: every traced I/O of the measured interval attributed to the table, index, WAL,
+temp file or other file it touched, with the object's name from the database's catalog.
+
+A relation file is named by (database oid, relfilenode); the catalog is read at the start and the
+end of the interval, so objects rewritten (new relfilenode) or created during it are named too."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from dbtier.pg.paths import classify
+
+READ, WRITE, FLUSH = 1, 2, 3
+PAGE_CACHE, ASYNC = 0x10, 0x20
+
+NAMES_QUERY = """
+SELECT (SELECT oid FROM pg_database WHERE datname = current_database()),
+       pg_relation_filenode(c.oid), c.relisshared,
+       CASE WHEN n.nspname = 'pg_toast' THEN coalesce(owner.relname, c.relname) || ' (TOAST)'
+            ELSE c.relname END,
+       CASE WHEN n.nspname IN ('pg_catalog', 'information_schema') THEN 'catalog'
+            WHEN n.nspname = 'pg_toast' THEN 'toast'
+            ELSE CASE c.relkind WHEN 'r' THEN 'table' WHEN 'i' THEN 'index' WHEN 'S' THEN 'sequence'
+                                WHEN 'm' THEN 'matview' WHEN 't' THEN 'toast' ELSE c.relkind::text END END
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_class owner ON owner.reltoastrelid = c.oid OR
+     (n.nspname = 'pg_toast' AND c.relkind = 'i' AND owner.reltoastrelid =
+        (SELECT indrelid FROM pg_index WHERE indexrelid = c.oid))
+WHERE pg_relation_filenode(c.oid) IS NOT NULL
+"""
+
+
+def catalog_names(conn) -> dict[tuple[int, int], tuple[str, str]]:
+    """(database oid, relfilenode) -> (name, kind); shared catalogs under database 0."""
+    out = {}
+    for db, node, shared, name, kind in conn.execute(NAMES_QUERY).fetchall():
+        out[(0 if shared else db, node)] = (name, kind)
+    return out
+
+
+def _name(path: str, info: dict, names: dict, workload_db: int | None) -> tuple[str, str]:
+    cls = info["class"]
+    if "/pg_internal.init" in path:  # the relation cache's init file, read through stdio by each new backend
+        return "relation cache init files", "other"
+    if cls == "wal":
+        return "WAL", "wal"
+    if cls == "temp":
+        return "temp files", "temp"
+    if info["relfilenode"] is None:
+        return "other files", "other"
+    db = 0 if info["tablespace"] == "pg_global" else info["database"]
+    hit = names.get((db, info["relfilenode"]))
+    if hit is None:
+        if db not in (0, workload_db):
+            return "other databases' catalogs", "catalog"
+        return f"relfilenode {info['relfilenode']} (dropped)", "dropped"
+    name, kind = hit
+    if cls in ("fsm", "vm"):
+        return f"{name} [{cls}]", kind
+    return name, kind
+
+
+def object_io(records: np.ndarray, files: dict[int, str], devices: list[str],
+              names: dict[tuple[int, int], tuple[str, str]], workload_db: int | None) -> list[dict]:
+    """records: trace records of the interval (measure.trace.RECORD). One row per object and device."""
+    rows: dict[tuple[str, str], dict] = {}
+    by_file = defaultdict(list)
+    for i, f in enumerate(records["file"]):
+        by_file[int(f)].append(i)
+    for f, idx in by_file.items():
+        rec = records[np.asarray(idx)]
+        rec = rec[np.argsort(rec["submit_ns"], kind="stable")]
+        path = files.get(f, "")
+        name, kind = _name(path, classify(path), names, workload_db)
+        for dev in np.unique(rec["dev"]):
+            r = rec[rec["dev"] == dev]
+            device = devices[dev] if dev < len(devices) else str(dev)
+            row = rows.setdefault((name, device), {
+                "object": name, "kind": kind, "device": device, "reads": 0, "read_bytes": 0, "writes": 0,
+                "write_bytes": 0, "flushes": 0, "cached_reads": 0, "sequential": 0, "async": 0, "device_s": 0.0})
+            op, flags = r["op"], r["flags"]
+            on_device = (flags & PAGE_CACHE) == 0
+            transfer = ((op == READ) | (op == WRITE)) & on_device
+            row["reads"] += int(np.sum((op == READ) & on_device))
+            row["read_bytes"] += int(np.sum(r["len"][(op == READ) & on_device]))
+            row["writes"] += int(np.sum((op == WRITE) & on_device))
+            row["write_bytes"] += int(np.sum(r["len"][(op == WRITE) & on_device]))
+            row["flushes"] += int(np.sum(op == FLUSH))
+            row["cached_reads"] += int(np.sum((op == READ) & ~on_device))
+            row["async"] += int(np.sum(transfer & ((flags & ASYNC) != 0)))
+            t = r[transfer]
+            if len(t) > 1:  # sequential: starts where the file's previous device transfer ended
+                ends = t["offset"][:-1] + t["len"][:-1]
+                row["sequential"] += int(np.sum(t["offset"][1:] == ends))
+            busy = r[on_device & ((op == READ) | (op == WRITE) | (op == FLUSH))]
+            row["device_s"] += float(np.sum(busy["complete_ns"].astype(np.int64) - busy["submit_ns"].astype(np.int64))) / 1e9
+    out = []
+    for row in rows.values():
+        n = row["reads"] + row["writes"]
+        row["sequential%"] = 100.0 * row["sequential"] / n if n else 0.0
+        del row["sequential"]
+        out.append(row)
+    out.sort(key=lambda r: -r["device_s"])
+    return out

@@ -1,0 +1,48 @@
+"""Seed 001: PostgreSQL 8.3, the census table on a six-disk RAID, the pob index on the RAID or on a
+Mtron SLC SSD; the SSD index took 3-10% of the time cold, under 20% cross, 70-85% hot."""
+
+from dbtier.reproduce.plan import Article, Figure, RunSpec, object_share, phase, pct
+from dbtier.workloads.census import QUERIED
+from dbtier.workloads.index_range import CROSS, ORDER
+
+RAID, SSD = ("raid", "6xhdd-sata-750"), ("ssd", "ssd-sata-slc-2008")
+CLAIMS = {"cold": ("3-10%", 0.03, 0.10), "cross": ("under 20%", 0.0, 0.20), "hot": ("70-85%", 0.70, 0.85)}
+
+
+def article(quick: bool) -> Article:
+    params = {"rows": 100_000 if quick else 400_000}
+    # PostgreSQL 8.3 read through the OS page cache, with its default 32 MB of shared_buffers.
+    opts = {"io_mode": "buffered", "cache": "32MB"}
+    runs = [RunSpec("index-on-raid", "index-range", params, (RAID, SSD), "data=raid,pob_idx=raid", **opts),
+            RunSpec("index-on-ssd", "index-range", params, (RAID, SSD), "data=raid,pob_idx=ssd", **opts)]
+    return Article("001", "PostgreSQL 8.3: an index alone on an SSD, cold, hot and cross cache",
+                   "the table on six 7200 rpm SATA disks in RAID 0 (6xhdd-sata-750), the pob index on that RAID "
+                   "or on a 2008 SLC SSD (ssd-sata-slc-2008); buffered I/O, 32 MB shared_buffers", runs, figures)
+
+
+def figures(r: dict) -> list[Figure]:
+    hdd, ssd = r["index-on-raid"], r["index-on-ssd"]
+    names = {pob: QUERIED[pob][0] for pob in ORDER}
+    phases = {"cold": [f"cold {names[p]}" for p in ORDER], "hot": [f"hot {names[p]}" for p in ORDER],
+              "cross": [f"cross {names[a]} then {names[b]}" for a, b in CROSS]}
+    out = []
+    for state, labels in phases.items():
+        shares = [pct(phase(ssd, lab)["elapsed_s"], phase(hdd, lab)["elapsed_s"]) for lab in labels]
+        text, lo, hi = CLAIMS[state]
+        inside = all(lo * 100 <= s <= hi * 100 for s in shares)
+        cold_fl = phase(hdd, phases["cold"][0])
+        if state == "hot":
+            reason = ("hot runs read nothing from either device (shared_buffers and the page cache hold what the cold "
+                      "run read), so both take the same CPU time; the article's disk index still cost 200 ms hot for "
+                      "Nevada, which a fully cached index would not")
+        else:
+            idx = next((o for o in cold_fl["object_io"] if o["object"] == "pob_idx"), None)
+            reason = (f"in the cold Florida run on the RAID, {object_share(cold_fl, ('census',)):.0f}% of the device "
+                      f"time is the table's rows, which stay on the RAID in both layouts; the index cost "
+                      f"{idx['reads'] if idx else 0} reads: PostgreSQL 18 deduplicates equal keys and keeps their "
+                      "row pointers in table order, so an index range is a few pages and the rows are read in "
+                      "physical order, which the disks' read-ahead serves")
+        out.append(Figure(f"{state} cache: SSD index time as % of RAID index time ({', '.join(names.values())})",
+                          text, ", ".join(f"{s:.0f}%" for s in shares),
+                          reason=("within the article's range; " if inside else "") + reason))
+    return out

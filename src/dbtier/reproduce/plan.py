@@ -1,0 +1,90 @@
+"""What a reproduction is made of: runs (a workload, devices, placement, lab options) and figures
+(an article's claim beside the same quantity from our runs)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    key: str                                 # unique within the article, e.g. "random-hdd"
+    workload: str
+    params: dict = field(default_factory=dict)
+    devices: tuple[tuple[str, str], ...] = ()  # (name, profile)
+    places: str = ""                         # --place text
+    cache: str = "32MB"
+    io_mode: str = "direct"
+    page_cache: str | None = None
+    label: str = ""                          # how the figure table names it
+
+
+@dataclass
+class Figure:
+    claim: str             # what the article measured
+    article: str           # its figure, as text
+    ours: str              # ours, as text
+    article_value: float | None = None  # for the agreement verdict, when both are numbers
+    our_value: float | None = None
+    reason: str = ""       # measured, when ours differs (or why it agrees)
+
+    @property
+    def agrees(self) -> bool | None:
+        """Within a factor of 1.35 of the article's figure (None: a range or a direction, see text)."""
+        if self.article_value is None or self.our_value is None or self.article_value <= 0 or self.our_value <= 0:
+            return None
+        return abs(math.log(self.our_value / self.article_value)) <= math.log(1.35)
+
+
+@dataclass
+class Article:
+    seed: str
+    title: str
+    hardware: str          # what the article ran on, and the profiles standing in for it
+    runs: list[RunSpec]
+    figures: object        # callable(results: dict[key, result]) -> list[Figure]
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else float("nan")
+
+
+def x(v: float) -> str:
+    return f"{v:.2f}x" if v == v else "-"
+
+
+def pct(part: float, whole: float) -> float:
+    return 100.0 * part / whole if whole > 0 else 0.0
+
+
+def device(result: dict, name: str) -> dict:
+    return next(d for d in result["devices"] if d["device"] == name)
+
+
+def phase(result: dict, name: str) -> dict:
+    return next(p for p in result["phases"] if p["phase"] == name)
+
+
+def cpu_share(result: dict) -> float:
+    return pct(result["server_cpu_s"], result["elapsed_s"])
+
+
+def object_share(result: dict, names: tuple[str, ...]) -> float:
+    """Share of the run's device time spent on these objects (from the per-object I/O)."""
+    rows = result.get("object_io", [])
+    total = sum(o["device_s"] for o in rows)
+    return pct(sum(o["device_s"] for o in rows if o["object"] in names), total)
+
+
+def where_time_went(result: dict, objects: int = 2) -> str:
+    """The measured account of a run: CPU share, its top waits, and the objects with the most device time."""
+    waits = [e for e in result.get("top_events", []) if not e["event"].startswith("CPU")][:2]
+    rows = sorted(result.get("object_io", []), key=lambda o: -o["device_s"])[:objects]
+    parts = [f"server CPU {cpu_share(result):.0f}% of elapsed"]
+    if waits:
+        parts.append("top waits " + ", ".join(f"{e['event']} {e['%elapsed']:.0f}%" for e in waits))
+    if rows:
+        parts.append("device time " + ", ".join(
+            f"{o['object']} {o['device_s']:.1f} s ({o['reads']:,} reads, {o['writes']:,} writes)" for o in rows))
+    return "; ".join(parts)

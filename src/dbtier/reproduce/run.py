@@ -1,0 +1,78 @@
+"""Runs the articles' experiments and computes their figures. A run that fails is reported with its
+reason and the rest go on: a reproduction takes long, and one article's failure says nothing of
+another's."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+from dbtier.pg import placement
+from dbtier.pg.lab import LabOptions, parse_devices
+from dbtier.report import jsonout
+from dbtier.reproduce import article000, article001, article002, article003, article004
+from dbtier.reproduce.plan import Article, RunSpec
+from dbtier.workloads import registry
+from dbtier.workloads.base import WorkloadError
+from dbtier.workloads.runner import run_workload
+
+ARTICLES = {"000": article000, "001": article001, "002": article002, "003": article003, "004": article004}
+
+
+def articles(quick: bool, only: list[str] | None = None) -> list[Article]:
+    return [ARTICLES[s].article(quick) for s in ARTICLES if not only or s in only]
+
+
+def run_spec(spec: RunSpec, base: LabOptions, progress, artifacts: Path, say: Callable[[str], None]) -> dict:
+    requests = parse_devices([f"{name}={profile}" for name, profile in spec.devices])
+    place = placement.parse([spec.places] if spec.places else [], [r.name for r in requests])
+    options = LabOptions(cache=spec.cache, io_mode=spec.io_mode, page_cache=spec.page_cache, pg_bin=base.pg_bin,
+                         workspace=base.workspace)
+    work = registry.get(spec.workload)(**spec.params)
+    return run_workload(work, requests, place, options, progress, artifacts, say)
+
+
+def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_for, say: Callable[[str], None]) -> dict:
+    doc = {"kind": "reproduce", "articles": []}
+    t0 = time.monotonic()
+    for art in chosen:
+        results, failures = {}, {}
+        for i, spec in enumerate(art.runs, 1):
+            artifacts = folder / f"seed{art.seed}" / spec.key
+            artifacts.mkdir(parents=True)
+            prefix = f"seed {art.seed} [{i}/{len(art.runs)}] {spec.key}: "
+            started = time.monotonic()
+            try:
+                with progress_for(prefix) as progress:
+                    result = run_spec(spec, base, progress, artifacts, say)
+            except WorkloadError as exc:
+                failures[spec.key] = str(exc)
+                say(f"{prefix}failed: {exc}")
+                continue
+            jsonout.write(artifacts / "result.json", result)
+            results[spec.key] = result
+            say(f"{prefix}{result['elapsed_s']:.1f} s measured ({time.monotonic() - started:.0f} s in all)")
+        try:
+            figures = [vars(f) | {"agrees": f.agrees} for f in art.figures(results)] if not failures else []
+        except (KeyError, StopIteration, ZeroDivisionError) as exc:  # a figure needs a run that gave no result
+            figures, failures["figures"] = [], f"could not compute the figures: {type(exc).__name__} {exc}"
+        doc["articles"].append({
+            "seed": art.seed, "title": art.title, "hardware": art.hardware, "figures": figures, "failures": failures,
+            "runs": [{"key": s.key, "label": s.label or s.key, "workload": s.workload, "params": s.params,
+                      "devices": [list(d) for d in s.devices], "places": s.places, "cache": s.cache,
+                      "io_mode": s.io_mode, "summary": _summary(results.get(s.key))} for s in art.runs],
+        })
+    doc["elapsed_s"] = time.monotonic() - t0
+    return doc
+
+
+def _summary(result: dict | None) -> dict | None:
+    if result is None:
+        return None
+    top = next((e for e in result.get("top_events") or
+                [e for ph in result.get("phases", []) for e in ph["top_events"]] if not e["event"].startswith("CPU")),
+               None)
+    return {"elapsed_s": result["elapsed_s"], "server_cpu_s": result["server_cpu_s"], "io_wait_s": result["io_wait_s"],
+            "host_steal_s": result.get("host_steal_s", 0.0), "rates": result.get("rates", {}),
+            "top_wait": top["event"] if top else None, "checks": result.get("checks", {})}

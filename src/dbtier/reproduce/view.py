@@ -1,0 +1,70 @@
+"""How a reproduction reads: per article, the article's figures beside ours with the reasons, in
+the terminal and as one HTML section per article."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.table import Table
+
+from dbtier.report import charts
+from dbtier.report.html import Section, TableData
+from dbtier.report.terminal import fmt
+
+COLUMNS = ["figure", "article", "ours", "agrees", "measured reason"]
+
+
+def _agrees(f: dict) -> str:
+    return {True: "yes", False: "no", None: "see text"}[f["agrees"]]
+
+
+def figure_rows(art: dict) -> list[list[str]]:
+    return [[f["claim"], f["article"], f["ours"], _agrees(f), f["reason"]] for f in art["figures"]]
+
+
+def run_rows(art: dict) -> list[list[str]]:
+    rows = []
+    for r in art["runs"]:
+        s = r["summary"]
+        devices = ", ".join(f"{n}={p}" for n, p in r["devices"])
+        if s is None:
+            rows.append([r["label"], r["workload"], devices, "failed", "", "", art["failures"].get(r["key"], "")])
+            continue
+        rows.append([r["label"], r["workload"], devices + (f" ({r['places']})" if r["places"] else ""),
+                     fmt(s["elapsed_s"]), fmt(100 * s["server_cpu_s"] / s["elapsed_s"]) if s["elapsed_s"] else "-",
+                     fmt(s["io_wait_s"]), s["top_wait"] or "-"])
+    return rows
+
+
+RUN_COLUMNS = ["run", "workload", "devices (placement)", "elapsed s", "server CPU %", "I/O wait s", "top wait event"]
+
+
+def terminal_tables(doc: dict) -> list[Table]:
+    out = []
+    for art in doc["articles"]:
+        t = Table(title=f"seed {art['seed']}: {art['title']}", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, show_lines=False)
+        for col in COLUMNS:
+            t.add_column(col, overflow="fold", max_width=70 if col == "measured reason" else 44)
+        for row in figure_rows(art):
+            t.add_row(*row)
+        for key, why in art["failures"].items():
+            t.add_row(f"{key} failed", "", "", "", why)
+        out.append(t)
+    return out
+
+
+def sections(doc: dict) -> list[Section]:
+    out = []
+    for art in doc["articles"]:
+        numeric = [f for f in art["figures"] if f.get("article_value") and f.get("our_value")]
+        chart = []
+        if numeric:
+            names = [f["claim"][:38] for f in numeric]
+            chart = [charts.grouped_bars(names, {"article": [f["article_value"] for f in numeric],
+                                                 "dbtier": [f["our_value"] for f in numeric]},
+                                         "ratio (log scale)", "the article's figures beside ours", log=True)]
+        text = [f"Hardware: {art['hardware']}."] + [f"{k} failed: {v}" for k, v in art["failures"].items()]
+        out.append(Section(f"seed {art['seed']}: {art['title']}", text=text, charts=chart,
+                           tables=[TableData(COLUMNS, figure_rows(art), "figures", 5),
+                                   TableData(RUN_COLUMNS, run_rows(art), "runs", 3)]))
+    return out

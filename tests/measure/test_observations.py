@@ -1,0 +1,58 @@
+"""The observation helpers on their own: wait-event classes, pg_stat_io deltas, object naming."""
+
+import numpy as np
+
+from dbtier.measure import objects, pgstats, waits
+from dbtier.measure.trace import RECORD
+
+
+def test_idle_sessions_and_idle_background_processes_are_not_database_time():
+    assert waits.classify("client backend", "Client", "ClientRead", "idle") is None
+    assert waits.classify("checkpointer", "Activity", "CheckpointerMain", None) is None
+    assert waits.classify("client backend", None, None, "active") == waits.CPU
+    assert waits.classify("client backend", "IO", "DataFileRead", "active") == "IO:DataFileRead"
+    assert waits.classify("io worker", "IO", "DataFileRead", None) == "IO:DataFileRead"
+    assert waits.classify("client backend", "Lock", "transactionid", "active") == "Lock:transactionid"
+
+
+def test_top_events_rank_measured_cpu_with_the_waits_and_count_io_from_pg_stat_io():
+    sampled = {"events": [{"event": "IO:DataFileRead", "waits": 3, "time_s": 6.0, "samples": 300},
+                          {"event": "CPU", "waits": None, "time_s": 1.0, "samples": 50},
+                          {"event": "Lock:tuple", "waits": 4, "time_s": 0.5, "samples": 25}]}
+    stat_io = [{"object": "relation", "reads": 900.0}, {"object": "wal", "reads": 5.0}]
+    top = waits.top_events(sampled, server_cpu_s=2.0, elapsed_s=10.0, stat_io=stat_io)
+    assert [e["event"] for e in top] == ["IO:DataFileRead", "CPU time (measured)", "Lock:tuple"]
+    assert top[0]["waits"] == 900 and top[0]["%elapsed"] == 60.0
+    assert top[2]["waits"] == 4  # no pg_stat_io count: the sampled episodes
+
+
+def test_pg_stat_io_delta_keeps_changed_rows_only():
+    row = lambda n: [float(n)] * len(pgstats.IO_COUNTS)  # noqa: E731
+    before = {"io": {("client backend", "relation", "normal"): row(1), ("checkpointer", "wal", "normal"): row(2)},
+              "wal": [1.0, 0.0, 100.0, 0.0]}
+    after = {"io": {("client backend", "relation", "normal"): row(4), ("checkpointer", "wal", "normal"): row(2)},
+             "wal": [3.0, 1.0, 250.0, 0.0]}
+    d = pgstats.delta(before, after)
+    assert len(d["io"]) == 1 and d["io"][0]["reads"] == 3.0 and d["io"][0]["backend_type"] == "client backend"
+    assert d["wal"] == {"wal_records": 2.0, "wal_fpi": 1.0, "wal_bytes": 150.0, "wal_buffers_full": 0.0}
+
+
+def test_object_io_attributes_each_record_to_its_object():
+    files = {0: "/x/ts/PG_18_202506291/5/100", 1: "/x/pgdata/pg_wal/000000010000000000000001",
+             2: "/x/ts/PG_18_202506291/5/100_fsm", 3: "/x/ts/PG_18_202506291/5/999", 4: "/x/pgdata/base/pgsql_tmp/t1.0"}
+    rec = np.zeros(7, dtype=RECORD)
+    # file, dev, op, offset, len, flags, submit, complete
+    spec = [(0, 0, 1, 0, 8192, 0, 0, 5000), (0, 0, 1, 8192, 8192, 0, 10, 20), (0, 0, 1, 0, 8192, 0x10, 30, 30),
+            (1, 1, 2, 0, 8192, 0, 40, 60), (2, 0, 1, 0, 8192, 0, 70, 80), (3, 0, 2, 0, 8192, 0, 90, 100),
+            (4, 1, 2, 0, 65536, 0x20, 100, 300)]
+    for i, (f, d, op, off, ln, fl, s, c) in enumerate(spec):
+        rec[i]["file"], rec[i]["dev"], rec[i]["op"], rec[i]["offset"], rec[i]["len"] = f, d, op, off, ln
+        rec[i]["flags"], rec[i]["submit_ns"], rec[i]["complete_ns"] = fl, s, c
+    names = {(5, 100): ("orders", "table")}
+    rows = {r["object"]: r for r in objects.object_io(rec, files, ["hdd", "ssd"], names, workload_db=5)}
+    assert rows["orders"]["reads"] == 2 and rows["orders"]["cached_reads"] == 1
+    assert rows["orders"]["sequential%"] == 50.0 and rows["orders"]["device_s"] == 5010 / 1e9
+    assert rows["WAL"]["device"] == "ssd" and rows["WAL"]["writes"] == 1
+    assert rows["orders [fsm]"]["reads"] == 1
+    assert rows["relfilenode 999 (dropped)"]["writes"] == 1
+    assert rows["temp files"]["async"] == 1 and rows["temp files"]["write_bytes"] == 65536
