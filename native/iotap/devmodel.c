@@ -32,6 +32,7 @@ static const struct dbt_param_def hdd_params[] = {
     {"write_cache", "0/1", P(write_cache), 1, 0, 1, "1: writes are acknowledged from the buffer and destaged later; a flush waits for the destage"},
     {"write_cache_mib", "MiB", P(write_cache_mib), 16, 0, 4096, "buffer space for dirty data awaiting destage"},
     {"cylinders", "count", P(cylinders), 100000, 100, 10000000, "cylinders over the stroke: seek distances are counted in these"},
+    {"write_cache_protected", "0/1", P(write_cache_protected), 0, 0, 1, "1: the write cache survives power loss (a RAID controller's battery-backed cache): a flush returns once the data is in it, destage goes on behind"},
     DBT_ARRAY_PARAMS,
 };
 
@@ -132,6 +133,7 @@ static void hdd_init(struct dbt_drive *st, const struct dbt_params *p) {
     if (d->nseg > DBT_HDD_MAX_SEGMENTS) d->nseg = DBT_HDD_MAX_SEGMENTS;
     d->seg_bytes = p->cache_mib * 1048576.0 / d->nseg;
     d->wc_bytes = p->write_cache > 0.5 ? p->write_cache_mib * 1048576.0 : 0.0;
+    d->wc_protected = d->wc_bytes > 0 && p->write_cache_protected > 0.5;
     struct dbt_hdd_state *h = &st->u.hdd;
     memset(h, 0, sizeof *h);
     h->active = -1;
@@ -326,6 +328,12 @@ static void hdd_flush(struct dbt_drive *st, const struct dbt_request *rq, struct
     struct dbt_hdd_state *h = &st->u.hdd;
     uint64_t start = rq->arrival_ns > h->busy_until ? rq->arrival_ns : h->busy_until;
     uint64_t done = start + (uint64_t)d->hit_overhead_ns;
+    if (d->wc_protected) { /* the data is safe in the cache already: destage goes on behind */
+        out->start_ns = start;
+        out->flags = 0;
+        out->complete_ns = h->busy_until = done;
+        return;
+    }
     if (h->wb_count && h->wb_until > done) done = h->wb_until;
     h->wb_count = 0;
     out->start_ns = start;

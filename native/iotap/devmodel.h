@@ -26,7 +26,7 @@ struct dbt_params {
     /* hdd */
     double rpm, seek_track_ms, seek_avg_read_ms, seek_avg_write_ms, seek_full_ms;
     double outer_mb_s, inner_mb_s, controller_overhead_ms, cache_hit_overhead_us, interface_mb_s;
-    double cache_mib, cache_segments, write_cache, write_cache_mib, cylinders;
+    double cache_mib, cache_segments, write_cache, write_cache_mib, cylinders, write_cache_protected;
     /* ssd (interface_mb_s shared) */
     double channels, read_latency_us, write_latency_us, channel_read_mb_s, channel_write_mb_s;
     double page_kib, flush_ms;
@@ -62,6 +62,7 @@ struct dbt_derived {
     double seek_a_w, seek_b_w, seek_c_w, seek_e_w;
     double knee, cyl, cap_bytes, r_in; /* r_in: inner radius as a fraction of outer */
     double outer_bytes_per_ns, seg_bytes, wc_bytes;
+    int wc_protected;
     int nseg, nchan;
     double rd_lat_ns, wr_lat_ns, ch_rd_bpns, ch_wr_bpns, page_bytes, flush_ns, lat_ns;
 };

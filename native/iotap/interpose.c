@@ -274,6 +274,7 @@ static void account_buffered(struct dbt_pc *pc, int fd, uint64_t e, int op, uint
         struct dbt_result fl;
         model_request(d, DBT_OP_FLUSH, 0, 0, complete, complete, &fl);
         count_latency(&d->c, DBT_OP_FLUSH, 0, fl.complete_ns - complete, fl.start_ns - complete);
+        trace_io(devno, file, DBT_OP_FLUSH, 0, 0, flags, complete, fl.start_ns, fl.complete_ns, fl.complete_ns, 0);
         complete = fl.complete_ns;
     }
     atomic_fetch_add_explicit(&d->c.pc_hit_pages, st.hit_pages, memory_order_relaxed);

@@ -49,7 +49,7 @@ def test_object_io_attributes_each_record_to_its_object():
         rec[i]["file"], rec[i]["dev"], rec[i]["op"], rec[i]["offset"], rec[i]["len"] = f, d, op, off, ln
         rec[i]["flags"], rec[i]["submit_ns"], rec[i]["complete_ns"] = fl, s, c
     names = {(5, 100): ("orders", "table")}
-    rows = {r["object"]: r for r in objects.object_io(rec, files, ["hdd", "ssd"], names, workload_db=5)}
+    rows = {r["object"]: r for r in objects.object_io(rec, files, ["hdd", "ssd"], names)}
     assert rows["orders"]["reads"] == 2 and rows["orders"]["cached_reads"] == 1
     assert rows["orders"]["sequential%"] == 50.0 and rows["orders"]["device_s"] == 5010 / 1e9
     assert rows["WAL"]["device"] == "ssd" and rows["WAL"]["writes"] == 1

@@ -162,6 +162,27 @@ static void test_raid0_stripes_over_members(void) {
     CHECK(f.complete_ns >= r3.complete_ns, "a flush waits for every member");
 }
 
+/* A protected (battery-backed) write cache: the flush does not wait for the destage. */
+static void test_protected_write_cache_flush(void) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    set(&p, DBT_KIND_HDD, "write_cache_protected", "1");
+    struct dbt_model_state st;
+    dbt_model_init(&st, DBT_KIND_HDD, &p);
+    struct dbt_result w = submit(&st, 0, DBT_OP_WRITE, 500ull << 20, 8192);
+    struct dbt_result f = submit(&st, w.complete_ns, DBT_OP_FLUSH, 0, 0);
+    CHECK(f.complete_ns - w.complete_ns <= 60000, "flush after a write took %llu ns, not a destage",
+          (unsigned long long)(f.complete_ns - w.complete_ns));
+    /* the destage still happens: a full cache makes writes wait */
+    uint64_t t = f.complete_ns, last = 0;
+    for (int i = 0; i < 4000; i++) {
+        struct dbt_result r = submit(&st, t, DBT_OP_WRITE, (uint64_t)((i * 7919) % 100000) << 20, 8192);
+        last = r.complete_ns - t;
+        t = r.complete_ns;
+    }
+    CHECK(last > 1000000, "with the cache full a random write waits for a destage (%llu ns)", (unsigned long long)last);
+}
+
 /* Write-back: writes are acknowledged at interface speed; a flush waits for the destage. */
 static void test_write_back_and_flush(void) {
     struct dbt_params p;
@@ -289,6 +310,7 @@ int main(void) {
     test_sequential_streams_at_media_rate();
     test_forward_skip_rides_the_readahead();
     test_raid0_stripes_over_members();
+    test_protected_write_cache_flush();
     test_seek_curve_points();
     test_full_stroke_access();
     test_buffer_hit();

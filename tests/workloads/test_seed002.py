@@ -65,6 +65,9 @@ def test_build_dumps_to_and_restores_from_the_dump_device(module_shm_dir):
     assert dev["dump"]["dumpdev"]["write_bytes"] >= 0.9 * dump_bytes
     assert dev["restore"]["dumpdev"]["read_bytes"] >= 0.9 * dump_bytes
     assert dev["load"]["dumpdev"]["write_bytes"] == 0 and dev["load"]["db"]["write_bytes"] > 0
+    # the dump reads the built database's tables, named from its own catalog
+    dumped = {o["object"] for o in phases["dump"]["object_io"] if o["reads"]}
+    assert "tpcc_build.stock" in dumped and "tpcc_build.order_line" in dumped
     assert not any(r["checks"]["consistency"].values()) and r["checks"]["amcheck"] == "clean"
     assert phases["restore"]["metrics"]["rows"] == sum(rows.values())
 

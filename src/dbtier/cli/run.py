@@ -25,7 +25,7 @@ def lab_options(func):
                      help="a device: a profile from 'dbtier devices' (or a .toml), optionally on your own folder DIR "
                           "(repeatable; the first is the default for everything)"),
         click.option("--place", "-p", "places", multiple=True, metavar="KEY=DEVICE[,...]",
-                     help="where things go: data, indexes, wal, temp, or a table or index name "
+                     help="where things go: data, indexes, wal, temp, dump, or a table or index name "
                           "(e.g. data=hdd,wal=ssd,t_attribute_idx=ssd)"),
         click.option("--cache", default="32MB", show_default=True,
                      help="the database cache (shared_buffers); the seeds' tables were several times larger"),

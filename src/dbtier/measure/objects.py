@@ -13,7 +13,7 @@ import numpy as np
 from dbtier.pg.paths import classify
 
 READ, WRITE, FLUSH = 1, 2, 3
-PAGE_CACHE, ASYNC = 0x10, 0x20
+DSYNC, PAGE_CACHE, ASYNC = 0x02, 0x10, 0x20
 
 NAMES_QUERY = """
 SELECT (SELECT oid FROM pg_database WHERE datname = current_database()),
@@ -33,14 +33,32 @@ WHERE pg_relation_filenode(c.oid) IS NOT NULL
 
 
 def catalog_names(conn) -> dict[tuple[int, int], tuple[str, str]]:
-    """(database oid, relfilenode) -> (name, kind); shared catalogs under database 0."""
+    """(database oid, relfilenode) -> (name, kind) in the connected database; shared catalogs under 0."""
     out = {}
     for db, node, shared, name, kind in conn.execute(NAMES_QUERY).fetchall():
         out[(0 if shared else db, node)] = (name, kind)
     return out
 
 
-def _name(path: str, info: dict, names: dict, workload_db: int | None) -> tuple[str, str]:
+def cluster_names(connect, home: str) -> dict[tuple[int, int], tuple[str, str]]:
+    """catalog_names over every database that takes connections; objects outside `home` carry their
+    database's name (tpcc_build.stock)."""
+    out = {}
+    with connect(home) as conn:
+        others = [d for (d,) in conn.execute("SELECT datname FROM pg_database WHERE datallowconn AND "
+                                             "NOT datistemplate AND datname <> current_database()").fetchall()]
+        out.update(catalog_names(conn))
+    for db in others:
+        try:
+            with connect(db) as conn:
+                out.update({k: (f"{db}.{name}" if kind != "catalog" else name, kind)
+                            for k, (name, kind) in catalog_names(conn).items()})
+        except Exception:  # dropped meanwhile: its files are named by relfilenode
+            continue
+    return out
+
+
+def _name(path: str, info: dict, names: dict) -> tuple[str, str]:
     cls = info["class"]
     if "/pg_internal.init" in path:  # the relation cache's init file, read through stdio by each new backend
         return "relation cache init files", "other"
@@ -53,8 +71,6 @@ def _name(path: str, info: dict, names: dict, workload_db: int | None) -> tuple[
     db = 0 if info["tablespace"] == "pg_global" else info["database"]
     hit = names.get((db, info["relfilenode"]))
     if hit is None:
-        if db not in (0, workload_db):
-            return "other databases' catalogs", "catalog"
         return f"relfilenode {info['relfilenode']} (dropped)", "dropped"
     name, kind = hit
     if cls in ("fsm", "vm"):
@@ -63,7 +79,7 @@ def _name(path: str, info: dict, names: dict, workload_db: int | None) -> tuple[
 
 
 def object_io(records: np.ndarray, files: dict[int, str], devices: list[str],
-              names: dict[tuple[int, int], tuple[str, str]], workload_db: int | None) -> list[dict]:
+              names: dict[tuple[int, int], tuple[str, str]]) -> list[dict]:
     """records: trace records of the interval (measure.trace.RECORD). One row per object and device."""
     rows: dict[tuple[str, str], dict] = {}
     by_file = defaultdict(list)
@@ -73,7 +89,7 @@ def object_io(records: np.ndarray, files: dict[int, str], devices: list[str],
         rec = records[np.asarray(idx)]
         rec = rec[np.argsort(rec["submit_ns"], kind="stable")]
         path = files.get(f, "")
-        name, kind = _name(path, classify(path), names, workload_db)
+        name, kind = _name(path, classify(path), names)
         for dev in np.unique(rec["dev"]):
             r = rec[rec["dev"] == dev]
             device = devices[dev] if dev < len(devices) else str(dev)
@@ -87,7 +103,8 @@ def object_io(records: np.ndarray, files: dict[int, str], devices: list[str],
             row["read_bytes"] += int(np.sum(r["len"][(op == READ) & on_device]))
             row["writes"] += int(np.sum((op == WRITE) & on_device))
             row["write_bytes"] += int(np.sum(r["len"][(op == WRITE) & on_device]))
-            row["flushes"] += int(np.sum(op == FLUSH))
+            # an O_DSYNC / O_SYNC write carries its own flush (one trace record for both)
+            row["flushes"] += int(np.sum(op == FLUSH)) + int(np.sum((op == WRITE) & ((flags & DSYNC) != 0)))
             row["cached_reads"] += int(np.sum((op == READ) & ~on_device))
             row["async"] += int(np.sum(transfer & ((flags & ASYNC) != 0)))
             t = r[transfer]

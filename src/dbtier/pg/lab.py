@@ -266,10 +266,9 @@ class Lab:
         pg_stat_io and pg_stat_wal deltas, and the I/O of every object (from the trace)."""
         m = Measurement()
         pid = self.cluster.server_pid()
-        with self.connect() as conn:  # before the clock: catalog reads cost no device time
-            names = objects.catalog_names(conn)
+        names = objects.cluster_names(self.connect, DATABASE)  # before the clock: catalog reads cost no device time
+        with self.connect() as conn:
             stats_before = pgstats.snapshot(conn)
-            workload_db = conn.execute("SELECT oid FROM pg_database WHERE datname = current_database()").fetchone()[0]
         sampler = waits.WaitSampler(self.connect) if sample_waits else None
         if sampler:
             sampler.start()
@@ -299,8 +298,8 @@ class Lab:
                                     **diskstats.figures(disks_before[row["device"]], disks_after[row["device"]],
                                                         elapsed)}
         spin = device_figures.spin_s(rows)
+        names.update(objects.cluster_names(self.connect, DATABASE))
         with self.connect() as conn:
-            names.update(objects.catalog_names(conn))
             stats = pgstats.delta(stats_before, pgstats.snapshot(conn))
         server_cpu = max(0.0, cpu1 - cpu0 - spin - sampled["sampler_server_cpu_s"])
         m.result = {
@@ -315,14 +314,14 @@ class Lab:
             "top_events": waits.top_events(sampled, server_cpu, elapsed, stats["io"]),
             "pg_stat_io": stats["io"],
             "pg_stat_wal": stats["wal"],
-            "object_io": self._object_io(after, t0_ns, t1_ns, names, workload_db),
+            "object_io": self._object_io(after, t0_ns, t1_ns, names),
         }
 
-    def _object_io(self, state: dict, t0_ns: int, t1_ns: int, names: dict, workload_db: int) -> list[dict]:
+    def _object_io(self, state: dict, t0_ns: int, t1_ns: int, names: dict) -> list[dict]:
         recs = read_records(self.session.trace_dir)
         recs = recs[(recs["submit_ns"] >= t0_ns) & (recs["submit_ns"] <= t1_ns)]
         files = {int(idx): path for idx, _dev, path in state["files"]}
-        return objects.object_io(recs, files, [d.name for d in self.devices], names, workload_db)
+        return objects.object_io(recs, files, [d.name for d in self.devices], names)
 
     def object_placement(self, names: list[str]) -> list[dict]:
         """Where each named table or index is: from pg_relation_filepath, mapped to its device."""

@@ -27,7 +27,10 @@ def figures(r: dict) -> list[Figure]:
         sd = s["devices"][0]
         out.append(Figure(f"{name}: dsync time / direct time", f"{dsync_s / direct_s:.2f} ({dsync_s} s / {direct_s} s)",
                           x(v), dsync_s / direct_s, v,
-                          f"dsync: {sd['counters']['writes']:,} writes with {sd['counters']['flushes']:,} flushes, "
+                          f"dsync: {sd['counters']['writes']:,} writes with {sd['counters']['flushes']:,} flushes "
+                          f"(w_await {sd['iostat']['w_await']:.1f} ms, f_await {sd['iostat']['f_await']:.1f} ms), "
                           f"{sd['page_cache']['hit%']:.0f}% of page reads from the page cache; direct: "
-                          f"{d['devices'][0]['counters']['writes']:,} writes"))
+                          f"{d['devices'][0]['counters']['writes']:,} writes, "
+                          f"{d['devices'][0]['counters']['reads']:,} reads; the rest stays in the database cache "
+                          "until a checkpoint"))
     return out

@@ -28,10 +28,13 @@ class Figure:
     article_value: float | None = None  # for the agreement verdict, when both are numbers
     our_value: float | None = None
     reason: str = ""       # measured, when ours differs (or why it agrees)
+    verdict: bool | None = None  # for a range: are all our values inside it
 
     @property
     def agrees(self) -> bool | None:
-        """Within a factor of 1.35 of the article's figure (None: a range or a direction, see text)."""
+        """Within a factor of 1.35 of the article's figure, or inside its range (None: see the text)."""
+        if self.verdict is not None:
+            return self.verdict
         if self.article_value is None or self.our_value is None or self.article_value <= 0 or self.our_value <= 0:
             return None
         return abs(math.log(self.our_value / self.article_value)) <= math.log(1.35)

@@ -38,6 +38,17 @@ def run_rows(art: dict) -> list[list[str]]:
 RUN_COLUMNS = ["run", "workload", "devices (placement)", "elapsed s", "server CPU %", "I/O wait s", "top wait event"]
 
 
+def steal_notes(art: dict) -> list[str]:
+    """Runs whose timing the hypervisor disturbed even after the retries: say so beside the figures."""
+    out = []
+    for r in art["runs"]:
+        s = r["summary"]
+        if s and s["host_steal_s"] > 0.1 * s["elapsed_s"]:
+            out.append(f"note: {r['label']} ran while the hypervisor took {s['host_steal_s']:.1f} s of CPU in "
+                       f"{s['elapsed_s']:.1f} s (after {s['attempts']} attempts); its timing is partly the host's")
+    return out
+
+
 def terminal_tables(doc: dict) -> list[Table]:
     out = []
     for art in doc["articles"]:
@@ -49,6 +60,9 @@ def terminal_tables(doc: dict) -> list[Table]:
             t.add_row(*row)
         for key, why in art["failures"].items():
             t.add_row(f"{key} failed", "", "", "", why)
+        if steal_notes(art):
+            t.caption = "\n".join(steal_notes(art))
+            t.caption_justify = "left"
         out.append(t)
     return out
 
@@ -63,7 +77,8 @@ def sections(doc: dict) -> list[Section]:
             chart = [charts.grouped_bars(names, {"article": [f["article_value"] for f in numeric],
                                                  "dbtier": [f["our_value"] for f in numeric]},
                                          "ratio (log scale)", "the article's figures beside ours", log=True)]
-        text = [f"Hardware: {art['hardware']}."] + [f"{k} failed: {v}" for k, v in art["failures"].items()]
+        text = ([f"Hardware: {art['hardware']}."] + [f"{k} failed: {v}" for k, v in art["failures"].items()]
+                + steal_notes(art))
         out.append(Section(f"seed {art['seed']}: {art['title']}", text=text, charts=chart,
                            tables=[TableData(COLUMNS, figure_rows(art), "figures", 5),
                                    TableData(RUN_COLUMNS, run_rows(art), "runs", 3)]))

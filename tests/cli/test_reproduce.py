@@ -1,0 +1,30 @@
+"""`dbtier reproduce`: one article end to end (the figures beside the article's, with reasons, in the
+terminal, result.json and report.html), and bad input."""
+
+import json
+
+from tests.conftest import dbtier
+
+
+def test_only_an_unknown_article_is_refused(tmp_path):
+    proc = dbtier("reproduce", "--only", "000,009", "-o", str(tmp_path))
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0
+    assert "no seed article 009" in proc.stderr and not list(tmp_path.iterdir())
+
+
+def test_seed_001_quick(tmp_path, shm_dir):
+    proc = dbtier("reproduce", "--quick", "--only", "001", "-o", str(tmp_path), "--workspace", str(shm_dir), check=True)
+    assert "seed 001" in proc.stdout and "3-10%" in proc.stdout and "measured reason" in proc.stdout
+    (run,) = tmp_path.glob("reproduce-*")
+    doc = json.loads((run / "result.json").read_text())
+    assert doc["kind"] == "reproduce" and doc["quick"] is True
+    (art,) = doc["articles"]
+    assert art["seed"] == "001" and not art["failures"]
+    assert [f["article"] for f in art["figures"]] == ["3-10%", "70-85%", "under 20%"]
+    for f in art["figures"]:
+        assert f["ours"].count("%") == 3 and f["reason"] and f["agrees"] in (True, False)
+    assert all(r["summary"]["checks"]["amcheck"] == "clean" for r in art["runs"])
+    assert (run / "seed001" / "index-on-ssd" / "result.json").exists()
+    html = (run / "report.html").read_text()
+    assert "seed 001" in html and "measured reason" in html
+    assert not list(shm_dir.glob("lab-*"))
