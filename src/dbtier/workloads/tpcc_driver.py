@@ -149,7 +149,7 @@ def summary(tally: Tally, elapsed_s: float) -> dict:
                        "mean_ms": float(lat.mean()) if lat.size else 0.0}
     committed = sum(v["count"] for v in per_type.values())
     minutes = elapsed_s / 60 if elapsed_s > 0 else float("nan")
-    return {"committed": committed, "rolled_back": tally.rolled_back, "retried": tally.retried,
+    return {"driver": "python", "committed": committed, "rolled_back": tally.rolled_back, "retried": tally.retried,
             "new_orders": per_type["new_order"]["count"], "nopm": per_type["new_order"]["count"] / minutes,
             "tpm": committed / minutes,
             "mix_%": {t: 100.0 * per_type[t]["count"] / committed if committed else 0.0 for t in TYPES},

@@ -107,3 +107,24 @@ BEGIN
     RETURN low;
 END $$;
 """
+
+# The entry points pgbench calls: its scripts draw plain numbers; these turn them into the inputs
+# (the order's items sorted against deadlocks, the specified 1% rollback, last names).
+DRAWN = r"""
+CREATE OR REPLACE FUNCTION tpcc_new_order_drawn(w int, d int, c int, n int, bad int, items int[], supply int[],
+                                                qty int[]) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+    it int[]; su int[]; qt int[];
+BEGIN
+    SELECT array_agg(i ORDER BY i, k), array_agg(s ORDER BY i, k), array_agg(q ORDER BY i, k) INTO it, su, qt
+        FROM unnest(items[1:n], supply[1:n], qty[1:n]) WITH ORDINALITY AS x(i, s, q, k);
+    IF bad > 0 THEN
+        it[n] := bad;  -- an unknown item: the specification's 1% of New-Orders that roll back
+    END IF;
+    BEGIN
+        RETURN tpcc_new_order(w, d, c, it, su, qt);
+    EXCEPTION WHEN raise_exception THEN
+        RETURN -1;  -- the block's changes are undone: the order is rolled back
+    END;
+END $$;
+"""
