@@ -41,6 +41,7 @@ python-test: setup
 bench: setup
 	$(PY) bench/interposer_overhead.py
 	$(PY) bench/lateness.py
+	$(PY) bench/oltp_driver.py
 
 clean:
 	rm -rf $(VENV) build
