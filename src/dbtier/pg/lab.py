@@ -272,11 +272,16 @@ class Lab:
         sampler = waits.WaitSampler(self.connect) if sample_waits else None
         if sampler:
             sampler.start()
-        self.session.pause(False)
-        before = self.session.snapshot()
-        disks = {d.name: diskstats.block_device(d.directory) for d in self.devices if d.profile.kind == "real"}
-        disks_before = {name: diskstats.read(bd) for name, bd in disks.items() if bd}
-        resident = cpu.children(pid)
+        try:  # the sampler's thread and connection end whatever happens from here
+            self.session.pause(False)
+            before = self.session.snapshot()
+            disks = {d.name: diskstats.block_device(d.directory) for d in self.devices if d.profile.kind == "real"}
+            disks_before = {name: diskstats.read(bd) for name, bd in disks.items() if bd}
+            resident = cpu.children(pid)
+        except BaseException:
+            if sampler:
+                sampler.stop()
+            raise
         t0_ns = time.monotonic_ns()
         cpu0, client0, steal0, t0 = cpu.server_cpu_s(pid), cpu.own_cpu_s(), cpu.host_steal_s(), time.monotonic()
         try:
