@@ -36,16 +36,14 @@ class Build(Workload):
         "pg_dump -Fd with JOBS workers to the device placed as dump (--place dump=DEVICE), and pg_restore with "
         "JOBS workers into a new database; each phase measured.")
     params = (
-        Param("warehouses", int, 1, "the scale: about 100 MB of data per warehouse"),
+        *tpcc_schema.SCALE_PARAMS,
         Param("jobs", int, 1, "pg_dump and pg_restore workers (the seed's dump stripes)"),
-        Param("items", int, 100_000, "items (and stock rows per warehouse); below 100,000 for small runs"),
-        Param("customers", int, 3_000, "customers (and initial orders) per district; below 3,000 for small runs"),
     )
     objects = tpcc_schema.OBJECTS
 
     @property
     def scale(self) -> Scale:
-        return Scale(self.p["warehouses"], self.p["items"], self.p["customers"])
+        return Scale.of(self.p)
 
     def prepare(self, lab, progress) -> None:
         """The load's input: one CSV file per table, written by the server outside every device."""

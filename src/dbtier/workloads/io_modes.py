@@ -97,38 +97,27 @@ class IoModes(Workload):
                                 (max(1, self.p["orders"] // 60),)).rowcount
         return {"rows": rows}
 
-    def _clustered(self, lab, progress) -> dict:
-        progress.phase("create clustered index (unique index, then CLUSTER)")
-        with lab.connect(DB) as conn:
-            conn.execute(sql.SQL("CREATE UNIQUE INDEX cl ON lineitem (l_orderkey, l_linenumber) {}").format(
-                lab.tablespace("cl", "index")))
-            conn.execute("CLUSTER lineitem USING cl")
-        return {"rows": self.rows}
+    #: the commands that are one or two statements: phase, progress text, statements ({ts}: the index's place)
+    STATEMENTS = (
+        ("create clustered index", "unique index, then CLUSTER",
+         ("CREATE UNIQUE INDEX cl ON lineitem (l_orderkey, l_linenumber) {ts_cl}", "CLUSTER lineitem USING cl")),
+        ("create non-clustered index", "CREATE INDEX",
+         ("CREATE INDEX nl ON lineitem (l_suppkey, l_orderkey, l_extendedprice, l_discount, l_shipdate) {ts_nl}",)),
+        ("update statistics", "ANALYZE", ("ANALYZE lineitem",)),
+        ("alter table", "a type change: the table and its indexes rewritten",
+         ("ALTER TABLE lineitem ALTER COLUMN l_quantity TYPE bigint",)),
+        ("reorg rebuild", "VACUUM FULL", ("VACUUM FULL lineitem",)),
+    )
 
-    def _nonclustered(self, lab, progress) -> dict:
-        progress.phase("create non-clustered index")
-        with lab.connect(DB) as conn:
-            conn.execute(sql.SQL("CREATE INDEX nl ON lineitem (l_suppkey, l_orderkey, l_extendedprice, l_discount, "
-                                 "l_shipdate) {}").format(lab.tablespace("nl", "index")))
-        return {"rows": self.rows}
-
-    def _analyze(self, lab, progress) -> dict:
-        progress.phase("update statistics (ANALYZE)")
-        with lab.connect(DB) as conn:
-            conn.execute("ANALYZE lineitem")
-        return {"rows": self.rows}
-
-    def _alter(self, lab, progress) -> dict:
-        progress.phase("alter table (a type change: the table and its indexes rewritten)")
-        with lab.connect(DB) as conn:
-            conn.execute("ALTER TABLE lineitem ALTER COLUMN l_quantity TYPE bigint")
-        return {"rows": self.rows}
-
-    def _rebuild(self, lab, progress) -> dict:
-        progress.phase("reorg rebuild (VACUUM FULL)")
-        with lab.connect(DB) as conn:
-            conn.execute("VACUUM FULL lineitem")
-        return {"rows": self.rows}
+    def _statements(self, name: str, what: str, statements: tuple[str, ...]):
+        def run(lab, progress) -> dict:
+            progress.phase(f"{name} ({what})")
+            with lab.connect(DB) as conn:
+                for text in statements:
+                    conn.execute(sql.SQL(text).format(ts_cl=lab.tablespace("cl", "index"),
+                                                      ts_nl=lab.tablespace("nl", "index")))
+            return {"rows": self.rows}
+        return run
 
     def _check(self, lab, progress) -> dict:
         progress.phase("allocation check (verify_heapam reads every page)")
@@ -142,9 +131,8 @@ class IoModes(Workload):
 
     def phases(self, cache_state: str = "cold") -> list[Phase]:
         steps = [("create database", self._create_database), ("bulk load", self._load), ("insert", self._insert),
-                 ("update", self._update), ("create clustered index", self._clustered),
-                 ("create non-clustered index", self._nonclustered), ("update statistics", self._analyze),
-                 ("alter table", self._alter), ("reorg rebuild", self._rebuild)]
+                 ("update", self._update)]
+        steps += [(name, self._statements(name, what, stmts)) for name, what, stmts in self.STATEMENTS]
         out = [Phase(name, fn, cold=i == 0) for i, (name, fn) in enumerate(steps)]
         # The read-only check last and straight after, as in the seed: what the caches kept is what it finds.
         return out + [Phase("tablealloc check", self._check, cold=False)]

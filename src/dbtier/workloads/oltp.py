@@ -59,12 +59,10 @@ class Oltp(Workload):
         "then DURATION seconds measured. Transactions are server-side functions (one round trip each). "
         "After the run the consistency conditions 1-4 and amcheck must hold.")
     params = (
-        Param("warehouses", int, 1, "the scale: 100,000 stock rows and 30,000 customers per warehouse"),
+        *tpcc_schema.SCALE_PARAMS,
         Param("clients", int, 4, "client connections (terminals), each on a home warehouse"),
         Param("duration", int, 60, "measured seconds"),
         Param("warmup", int, 10, "seconds run before the measurement, with the devices emulated", minimum=0),
-        Param("items", int, 100_000, "items (and stock rows per warehouse); below 100,000 for small runs"),
-        Param("customers", int, 3_000, "customers (and initial orders) per district; below 3,000 for small runs"),
         Param("driver", str, "pgbench", "pgbench: the terminals are pgbench clients (C, little client CPU); "
                                          "python: dbtier's own threads", choices=("pgbench", "python")),
         Param("data-seed", int, 1, "seed of the transaction inputs"),
@@ -73,7 +71,7 @@ class Oltp(Workload):
 
     @property
     def scale(self) -> Scale:
-        return Scale(self.p["warehouses"], self.p["items"], self.p["customers"])
+        return Scale.of(self.p)
 
     def prepare(self, lab, progress) -> None:
         with lab.connect() as conn:

@@ -107,6 +107,15 @@ _DATA = {
 
 from dataclasses import dataclass
 
+from dbtier.workloads.base import Param
+
+#: the scale parameters of every TPC-C workload (oltp, build)
+SCALE_PARAMS = (
+    Param("warehouses", int, 1, "the scale: about 100 MB each (100,000 stock rows, 30,000 customers)"),
+    Param("items", int, 100_000, "items (and stock rows per warehouse); below 100,000 for small runs"),
+    Param("customers", int, 3_000, "customers (and initial orders) per district; below 3,000 for small runs"),
+)
+
 
 @dataclass(frozen=True)
 class Scale:
@@ -114,6 +123,11 @@ class Scale:
     warehouses: int = 1
     items: int = 100_000
     customers: int = 3_000
+
+    @classmethod
+    def of(cls, p: dict) -> "Scale":
+        """From a workload's parameter values (SCALE_PARAMS)."""
+        return cls(p["warehouses"], p["items"], p["customers"])
 
     @property
     def delivered(self) -> int:  # the specification: of 3,000 orders per district, 2,100 delivered
