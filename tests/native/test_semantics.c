@@ -189,7 +189,15 @@ static void one_step(struct worker *w, unsigned char *buf, unsigned char *buf2) 
         int j = (i + 1) % NFILES;
         if (w->fd[j] < 0) break;
         off64_t a = off, b = off / 2;
+        /* The alarm stays out of this call: Linux's splice fallback stops between pipe fills when a
+         * signal is pending, so with the alarm storm a plain run's count is short now and then, and
+         * the comparison would judge the host's timing, not the interposer. */
+        sigset_t alarm, saved;
+        sigemptyset(&alarm);
+        sigaddset(&alarm, SIGALRM);
+        pthread_sigmask(SIG_BLOCK, &alarm, &saved);
         r = (x & 1) ? copy_file_range(fd, &a, w->fd[j], &b, n, 0) : copy_file_range(fd, NULL, w->fd[j], NULL, n, 0);
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
         RES(w, "copy_file_range", r, r < 0);
         if (x & 1) logf_(w, "offs %lld %lld\n", (long long)a, (long long)b);
         break;
