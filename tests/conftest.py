@@ -15,11 +15,19 @@ import pytest
 SHM = Path("/dev/shm")
 
 
+def _shm_folder() -> Path:
+    """A fresh folder on tmpfs that the servers' user may pass through (as a user's --workspace or
+    device folder would be: dbtier never changes the mode of a folder it is given)."""
+    base = SHM if SHM.is_dir() and os.access(SHM, os.W_OK) else None
+    path = Path(tempfile.mkdtemp(prefix="dbtier-test-", dir=base))
+    path.chmod(0o755)
+    return path
+
+
 @pytest.fixture
 def shm_dir():
     """A fresh directory on tmpfs: fast devices are emulated with their data in RAM."""
-    base = SHM if SHM.is_dir() and os.access(SHM, os.W_OK) else None
-    path = Path(tempfile.mkdtemp(prefix="dbtier-test-", dir=base))
+    path = _shm_folder()
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
@@ -27,8 +35,7 @@ def shm_dir():
 @pytest.fixture(scope="module")
 def module_shm_dir():
     """Like shm_dir, shared by a module's tests (one workload run, several checks of it)."""
-    base = SHM if SHM.is_dir() and os.access(SHM, os.W_OK) else None
-    path = Path(tempfile.mkdtemp(prefix="dbtier-test-", dir=base))
+    path = _shm_folder()
     yield path
     shutil.rmtree(path, ignore_errors=True)
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #define P(field) offsetof(struct dbt_params, field)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* Every kind can be an array: N identical members striped (RAID 0), one by default. */
 #define DBT_ARRAY_PARAMS                                                                                          \
@@ -520,6 +521,25 @@ int dbt_params_set(struct dbt_params *p, int kind, const char *name, const char 
     return -1;
 }
 
+int dbt_params_check(const struct dbt_params *p, int kind, char *err, size_t errlen) {
+    const struct dbt_device_ops *o = dbt_ops_by_kind(kind);
+    if (!o) {
+        snprintf(err, errlen, "device kind %d is unknown", kind);
+        return -1;
+    }
+    for (int i = 0; i < o->nparams; i++) {
+        const struct dbt_param_def *def = &o->params[i];
+        double v;
+        memcpy(&v, (const char *)p + def->offset, sizeof v);
+        if (!(v >= def->min && v <= def->max)) { /* written so that NaN fails too */
+            snprintf(err, errlen, "%s parameter %s = %g is outside %g..%g %s", o->name, def->name, v, def->min,
+                     def->max, def->unit);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static void drive_init(struct dbt_drive *st, int kind, const struct dbt_params *p) {
     memset(st, 0, sizeof *st);
     st->kind = kind;
@@ -540,10 +560,58 @@ void dbt_model_init(struct dbt_model_state *st, int kind, const struct dbt_param
     for (int m = 0; m < st->members; m++) drive_init(&st->drive[m], kind, p);
 }
 
+int dbt_model_check(const struct dbt_model_state *st, int kind, char *err, size_t errlen) {
+    if (st->kind != kind || !dbt_ops_by_kind(kind)) {
+        snprintf(err, errlen, "its model is of kind %d, the device of kind %d", st->kind, kind);
+        return -1;
+    }
+    if (st->members < 1 || st->members > DBT_MAX_MEMBERS || st->stripe_bytes == 0) {
+        snprintf(err, errlen, "its model has %d members (1..%d) with a stripe of %llu bytes", st->members,
+                 DBT_MAX_MEMBERS, (unsigned long long)st->stripe_bytes);
+        return -1;
+    }
+    for (int m = 0; m < st->members; m++) {
+        const struct dbt_drive *dr = &st->drive[m];
+        if (dr->kind != kind) {
+            snprintf(err, errlen, "its member %d is of kind %d, the device of kind %d", m, dr->kind, kind);
+            return -1;
+        }
+        if (kind == DBT_KIND_HDD) {
+            const struct dbt_hdd_state *h = &dr->u.hdd;
+            if (dr->d.nseg < 1 || dr->d.nseg > DBT_HDD_MAX_SEGMENTS) {
+                snprintf(err, errlen, "its member %d has %d buffer segments, outside 1..%d", m, dr->d.nseg,
+                         DBT_HDD_MAX_SEGMENTS);
+                return -1;
+            }
+            if (h->active < -1 || h->active >= dr->d.nseg) {
+                snprintf(err, errlen, "its member %d's active segment %d is outside -1..%d", m, h->active,
+                         dr->d.nseg - 1);
+                return -1;
+            }
+            if (h->wb_head >= DBT_HDD_WB_RING || h->wb_count > DBT_HDD_WB_RING) {
+                snprintf(err, errlen, "its member %d's write-back ring (head %u, %u entries) exceeds its %u entries",
+                         m, h->wb_head, h->wb_count, DBT_HDD_WB_RING);
+                return -1;
+            }
+        } else if (kind == DBT_KIND_SSD && (dr->d.nchan < 1 || dr->d.nchan > DBT_MAX_CHANNELS)) {
+            snprintf(err, errlen, "its member %d has %d channels, outside 1..%d", m, dr->d.nchan, DBT_MAX_CHANNELS);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* RAID 0: the request is cut at stripe boundaries; each member gets one request covering its
  * pieces (consecutive rows of one member are contiguous on it), all issued at the arrival time.
  * It completes when the slowest member does. A flush goes to every member. */
 void dbt_model_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
+    /* The state may be shared memory: its kind and member count index tables, so they are checked
+     * here too (two compares), not only when the state was attached. */
+    if (UNLIKELY((unsigned)st->kind >= DBT_KIND_COUNT || st->members > DBT_MAX_MEMBERS)) {
+        out->start_ns = out->complete_ns = rq->arrival_ns;
+        out->flags = 0;
+        return;
+    }
     if (st->members <= 1) {
         ops_table[st->kind].submit(&st->drive[0], rq, out);
         return;

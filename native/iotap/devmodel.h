@@ -141,7 +141,15 @@ void dbt_params_defaults(struct dbt_params *p, int kind);
 /* Sets one parameter by name from text; returns 0, or -1 with a message in err. */
 int dbt_params_set(struct dbt_params *p, int kind, const char *name, const char *value, char *err, size_t errlen);
 
+/* Every parameter of the kind is a number inside its option table's [min, max]. Returns 0, or -1
+ * with a message in err. For parameters read from a file that someone else could have written. */
+int dbt_params_check(const struct dbt_params *p, int kind, char *err, size_t errlen);
+
 void dbt_model_init(struct dbt_model_state *st, int kind, const struct dbt_params *p);
+/* A model state as dbt_model_init and dbt_model_submit leave it: the kind throughout, member,
+ * segment and channel counts within their arrays, ring positions within the ring. Returns 0, or -1
+ * with a message in err. */
+int dbt_model_check(const struct dbt_model_state *st, int kind, char *err, size_t errlen);
 void dbt_model_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out);
 
 /* Exposed for tests: HDD seek time in ns for a distance in cylinders. */

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -69,16 +68,79 @@ static void resolve(void **slot, const char *name) {
 /* ---- run state ---------------------------------------------------------------------------- */
 
 static struct dbt_state *g_state;
-static _Atomic uint64_t *g_fdtab; /* per fd: 0 = not yet resolved, else FD_RESOLVED | ... */
-static int g_fdtab_n;
 static uint32_t g_pid;
 static uint64_t g_spin_ns = 20000; /* DBTIER_IOTAP_SPIN_NS overrides */
 
 #define FD_RESOLVED (1ull << 63)
 #define FD_NONE (1ull << 62) /* resolved: not under any device */
+#define FD_UNTRACKED (FD_NONE | 1) /* beyond the fd table: not cached anywhere, counted per call */
 #define FD_DEV(e) ((int)(((e) >> 32) & 0xff))
 #define FD_FILE(e) ((int64_t)((e)&0xffffffffu) - 1)
 #define FD_FLAGS(e) ((uint8_t)(((e) >> 40) & 0xff))
+
+/* ---- the fd table ------------------------------------------------------------------------- */
+
+/* Per fd: 0 = not yet resolved, else FD_RESOLVED | .... A program may raise RLIMIT_NOFILE after we
+ * start, so nothing is sized up front: a fixed array of pointers to chunks of FDTAB_CHUNK entries,
+ * each chunk mmap'd at the first I/O on one of its fds and installed with a compare-and-swap (the
+ * loser unmaps its own), never freed. A lookup is two loads and no lock; mmap, munmap and the CAS
+ * are async-signal-safe, so a signal handler may be the one that grows it; a fork's child gets a
+ * copy (MAP_PRIVATE), as it gets the fds. */
+#define FDTAB_CHUNK_BITS 10
+#define FDTAB_CHUNK (1u << FDTAB_CHUNK_BITS)
+#define FDTAB_REACH (1u << 24)
+#define FDTAB_CHUNK_BYTES (FDTAB_CHUNK * sizeof(uint64_t))
+
+static _Atomic uint64_t *_Atomic g_fdchunks[FDTAB_REACH / FDTAB_CHUNK];
+static uint32_t g_fd_reach = FDTAB_REACH; /* DBTIER_IOTAP_FD_REACH lowers it, to test what lies beyond */
+
+/* The fd's entry if its chunk exists; NULL for a negative fd (it wraps to a huge index) too. */
+static inline _Atomic uint64_t *fd_slot(int fd) {
+    uint32_t u = (uint32_t)fd;
+    if (UNLIKELY(u >= FDTAB_REACH)) return NULL;
+    _Atomic uint64_t *chunk = atomic_load_explicit(&g_fdchunks[u >> FDTAB_CHUNK_BITS], memory_order_acquire);
+    return chunk ? &chunk[u & (FDTAB_CHUNK - 1)] : NULL;
+}
+
+static _Atomic uint64_t *fdtab_chunk(uint32_t c) {
+    _Atomic uint64_t *chunk = atomic_load_explicit(&g_fdchunks[c], memory_order_acquire);
+    if (chunk) return chunk;
+    void *m = mmap(NULL, FDTAB_CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    if (atomic_compare_exchange_strong_explicit(&g_fdchunks[c], &chunk, (_Atomic uint64_t *)m, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return m;
+    munmap(m, FDTAB_CHUNK_BYTES); /* another thread (or a signal handler) installed one first */
+    return chunk;
+}
+
+/* The fd's entry, growing the table to it; NULL beyond the table's reach or without memory. */
+static _Atomic uint64_t *fd_slot_grow(int fd) {
+    uint32_t u = (uint32_t)fd;
+    if (u >= g_fd_reach) return NULL;
+    _Atomic uint64_t *chunk = fdtab_chunk(u >> FDTAB_CHUNK_BITS);
+    return chunk ? &chunk[u & (FDTAB_CHUNK - 1)] : NULL;
+}
+
+static void fd_forget(int fd) {
+    _Atomic uint64_t *slot = fd_slot(fd);
+    if (slot) atomic_store_explicit(slot, 0, memory_order_relaxed);
+}
+
+static void fd_forget_range(unsigned int first, unsigned int last) {
+    if (first >= FDTAB_REACH || first > last) return;
+    if (last >= FDTAB_REACH) last = FDTAB_REACH - 1;
+    for (uint32_t c = first >> FDTAB_CHUNK_BITS; c <= last >> FDTAB_CHUNK_BITS; c++) {
+        _Atomic uint64_t *chunk = atomic_load_explicit(&g_fdchunks[c], memory_order_acquire);
+        if (!chunk) continue;
+        uint32_t lo = c == first >> FDTAB_CHUNK_BITS ? first & (FDTAB_CHUNK - 1) : 0;
+        uint32_t hi = c == last >> FDTAB_CHUNK_BITS ? last & (FDTAB_CHUNK - 1) : FDTAB_CHUNK - 1;
+        for (uint32_t i = lo; i <= hi; i++) atomic_store_explicit(&chunk[i], 0, memory_order_relaxed);
+    }
+}
+
+/* Straight to the kernel: usable in a constructor, a signal handler, or with our own wrappers unset. */
+static void raw_write(int fd, const char *msg, size_t n) { (void)syscall(SYS_write, fd, msg, n); }
 
 /* A hint to the CPU inside a spin loop; where there is none, a compiler barrier keeps the loop honest. */
 static inline void cpu_relax(void) {
@@ -99,12 +161,25 @@ static inline uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void fd_forget(int fd) {
-    if (g_fdtab && fd >= 0 && fd < g_fdtab_n) atomic_store_explicit(&g_fdtab[fd], 0, memory_order_relaxed);
+/* An fd beyond the table's reach (or the table could not grow): its I/O cannot be classified, so it
+ * passes through, but never silently: it is counted in the state, and the process says so once. */
+static void count_untracked(int fd) {
+    static _Atomic int warned;
+    if (atomic_load_explicit(&g_state->paused, memory_order_relaxed)) return;
+    atomic_fetch_add_explicit(&g_state->untracked_calls, 1, memory_order_relaxed);
+    if (atomic_exchange(&warned, 1)) return;
+    char msg[320];
+    int n = snprintf(msg, sizeof msg,
+                     "dbtier-iotap: pid %u: fd %d is beyond what the interposer can track (%u fds, or no memory for "
+                     "more): I/O on such fds is not emulated, only counted as untracked_calls\n",
+                     g_pid, fd, g_fd_reach);
+    if (n > 0) raw_write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
 }
 
 /* What device, file and open flags an fd has; resolved from /proc/self/fd at its first I/O. */
 static uint64_t fd_resolve(int fd) {
+    _Atomic uint64_t *slot = fd_slot_grow(fd);
+    if (UNLIKELY(!slot)) return FD_UNTRACKED;
     char link[64], path[PATH_MAX];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     ssize_t n = readlink(link, path, sizeof path - 1);
@@ -123,17 +198,22 @@ static uint64_t fd_resolve(int fd) {
             e = FD_RESOLVED | (flags << 40) | ((uint64_t)dev << 32) | (uint64_t)(file + 1);
         }
     }
-    atomic_store_explicit(&g_fdtab[fd], e, memory_order_relaxed);
+    atomic_store_explicit(slot, e, memory_order_relaxed);
     return e;
 }
 
 /* Is this fd's I/O ours to emulate? Fills *e on yes. */
 static inline int tracked(int fd, uint64_t *e) {
-    if (!g_state || tl_guard || fd < 0 || fd >= g_fdtab_n) return 0;
-    uint64_t v = atomic_load_explicit(&g_fdtab[fd], memory_order_relaxed);
+    if (!g_state || tl_guard) return 0;
+    _Atomic uint64_t *slot = fd_slot(fd);
+    uint64_t v = LIKELY(slot != NULL) ? atomic_load_explicit(slot, memory_order_relaxed) : 0;
     if (UNLIKELY(!v)) {
+        if (fd < 0) return 0;
         tl_guard++;
+        int saved = errno; /* the lookup's own failures (readlink, mmap) must not show in the call's errno */
         v = fd_resolve(fd);
+        if (v == FD_UNTRACKED) count_untracked(fd);
+        errno = saved;
         tl_guard--;
     }
     if (v & FD_NONE) return 0;
@@ -259,7 +339,8 @@ static uint8_t result_flags(struct dbt_device_slot *d, const struct dbt_result *
 static uint64_t pc_device_io(void *ctx, int op, int64_t file, uint64_t off, uint64_t len, uint64_t arrival,
                              int async) {
     (void)ctx;
-    int devno = (int)dbt_files(g_state)[file].device;
+    int devno = dbt_state_file_device(g_state, file); /* the file came from a page key in shared memory */
+    if (UNLIKELY(devno < 0)) return arrival;
     struct dbt_device_slot *d = &g_state->dev[devno];
     uint64_t addr = d->kind == DBT_KIND_HDD ? dbt_state_addr(g_state, devno, file, off) : off;
     struct dbt_result res;
@@ -472,8 +553,7 @@ EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
     ENSURE(close_range, -1);
     int r = real_close_range(first, last, flags);
     int saved = errno;
-    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && g_fdtab)
-        for (unsigned int fd = first; fd <= last && fd < (unsigned int)g_fdtab_n; fd++) fd_forget((int)fd);
+    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) fd_forget_range(first, last);
     errno = saved;
     return r;
 }
@@ -685,6 +765,31 @@ static void after_fork_child(void) {
     if (g_state) dbt_trace_after_fork(atomic_fetch_add(&g_state->attached, 1));
 }
 
+/* DBTIER_IOTAP is set, so this process belongs to an emulated run, but it cannot take part (most
+ * often it runs as a user who cannot open the state). Its I/O would go unemulated and the run's
+ * figures would be silently short, so it stops here, saying why: on stderr, and first on the
+ * launcher's pipe (DBTIER_IOTAP_ERRFD), in one write so that the line arrives whole. */
+__attribute__((noreturn)) static void cannot_emulate(const char *why, int permission) {
+    char line[900];
+    int n = snprintf(line, sizeof line,
+                     "dbtier-iotap: %s; this process (pid %u, uid %u) cannot be emulated, so it stops here%s\n", why,
+                     (unsigned)getpid(), (unsigned)getuid(),
+                     permission ? ": run dbtier as the user the program runs as" : "");
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+    if (len && line[len - 1] != '\n') line[len - 1] = '\n';
+    const char *errfd = getenv("DBTIER_IOTAP_ERRFD");
+    if (errfd && *errfd) {
+        char *end;
+        long fd = strtol(errfd, &end, 10);
+        struct stat st;
+        /* Only a pipe: the variable is inherited, and in a descendant the number may name a data file. */
+        if (!*end && fd >= 0 && fd <= INT_MAX && fstat((int)fd, &st) == 0 && S_ISFIFO(st.st_mode))
+            raw_write((int)fd, line, len);
+    }
+    raw_write(2, line, len);
+    _exit(125);
+}
+
 __attribute__((constructor(101))) static void iotap_init(void) {
     tl_guard++;
 #define CALL(ret, name, params) resolve((void **)&real_##name, #name);
@@ -695,25 +800,19 @@ __attribute__((constructor(101))) static void iotap_init(void) {
     if (path && *path) {
         char err[512];
         struct dbt_state *s = dbt_state_attach(path, err, sizeof err);
-        struct rlimit rl;
-        int n = 65536;
-        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)n)
-            n = rl.rlim_cur < 1024 ? 1024 : (int)rl.rlim_cur;
-        void *tab = s ? mmap(NULL, (size_t)n * sizeof(uint64_t), PROT_READ | PROT_WRITE,
-                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-                      : MAP_FAILED;
-        if (s && tab != MAP_FAILED) {
-            g_fdtab = tab;
-            g_fdtab_n = n;
-            const char *spin = getenv("DBTIER_IOTAP_SPIN_NS");
-            if (spin && *spin) g_spin_ns = strtoull(spin, NULL, 10);
-            prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* inherited by threads and children */
-            dbt_trace_configure(getenv("DBTIER_IOTAP_TRACE"), atomic_fetch_add(&s->attached, 1));
-            pthread_atfork(NULL, NULL, after_fork_child);
-            g_state = s;
-        } else {
-            fprintf(stderr, "dbtier-iotap: %s; I/O passes through unemulated\n", s ? "out of memory" : err);
+        if (!s) cannot_emulate(err, errno == EACCES || errno == EPERM);
+        const char *reach = getenv("DBTIER_IOTAP_FD_REACH");
+        if (reach && *reach) {
+            unsigned long long v = strtoull(reach, NULL, 10);
+            if (v >= 1 && v < FDTAB_REACH) g_fd_reach = (uint32_t)v;
         }
+        if (!fdtab_chunk(0)) cannot_emulate("no memory for the fd table", 0);
+        const char *spin = getenv("DBTIER_IOTAP_SPIN_NS");
+        if (spin && *spin) g_spin_ns = strtoull(spin, NULL, 10);
+        prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* inherited by threads and children */
+        dbt_trace_configure(getenv("DBTIER_IOTAP_TRACE"), atomic_fetch_add(&s->attached, 1), &s->trace_failures);
+        pthread_atfork(NULL, NULL, after_fork_child);
+        g_state = s;
     }
     tl_guard--;
 }

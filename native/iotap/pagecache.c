@@ -3,6 +3,7 @@
 #include "pagecache.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,49 @@ void dbt_pc_init(struct dbt_pc *pc, uint64_t bytes, uint32_t readahead_kb, uint3
     pc->dirty_limit_pages = (uint32_t)((uint64_t)pc->npages * dirty_pct / 100);
     if (pc->dirty_bg_pages < 1) pc->dirty_bg_pages = 1;
     if (pc->dirty_limit_pages <= pc->dirty_bg_pages) pc->dirty_limit_pages = pc->dirty_bg_pages + 1;
+}
+
+int dbt_pc_check(const struct dbt_pc *pc, uint64_t bytes, uint64_t region_bytes, char *err, size_t errlen) {
+    uint32_t np, nb;
+    uint64_t ob, op, of;
+    uint64_t need = layout(bytes, &np, &nb, &ob, &op, &of);
+    typedef unsigned long long ull;
+    if (need > region_bytes) {
+        snprintf(err, errlen, "a page cache of %llu bytes needs %llu bytes, its region has %llu", (ull)bytes,
+                 (ull)need, (ull)region_bytes);
+        return -1;
+    }
+    if (pc->npages != np || pc->nbuckets != nb) {
+        snprintf(err, errlen, "the page cache has %u pages in %u buckets, expected %u in %u for %llu bytes",
+                 pc->npages, pc->nbuckets, np, nb, (ull)bytes);
+        return -1;
+    }
+    if (pc->off_buckets != ob || pc->off_pages != op || pc->off_files != of) {
+        snprintf(err, errlen, "the page cache's tables lie at %llu, %llu, %llu, expected %llu, %llu, %llu",
+                 (ull)pc->off_buckets, (ull)pc->off_pages, (ull)pc->off_files, (ull)ob, (ull)op, (ull)of);
+        return -1;
+    }
+    /* dbt_pc_init: readahead_kb / 4 pages; the dirty limits from percentages of npages, bg >= 1, limit > bg */
+    if (pc->ra_max_pages < 1 || pc->ra_max_pages > DBT_PC_READAHEAD_KB_MAX / 4 || pc->dirty_bg_pages < 1 ||
+        pc->dirty_bg_pages > np || pc->dirty_limit_pages <= pc->dirty_bg_pages || pc->dirty_limit_pages > np + 1) {
+        snprintf(err, errlen,
+                 "the page cache's limits are out of range (read-ahead %u pages, dirty %u and %u of %u pages)",
+                 pc->ra_max_pages, pc->dirty_bg_pages, pc->dirty_limit_pages, np);
+        return -1;
+    }
+    if (pc->hand >= np || pc->free_next > np) {
+        snprintf(err, errlen, "the page cache's clock hand %u or free position %u is beyond its %u pages", pc->hand,
+                 pc->free_next, np);
+        return -1;
+    }
+    /* list ends are index + 1 (0: empty); an empty list has neither end and no dirty pages */
+    if (pc->dirty_head > np || pc->dirty_tail > np || pc->ndirty > np ||
+        (pc->dirty_head == 0) != (pc->dirty_tail == 0) || (pc->ndirty == 0) != (pc->dirty_head == 0)) {
+        snprintf(err, errlen, "the page cache's dirty list is inconsistent (head %u, tail %u, %llu pages of %u)",
+                 pc->dirty_head, pc->dirty_tail, (ull)pc->ndirty, np);
+        return -1;
+    }
+    return 0;
 }
 
 static void pc_lock(struct dbt_pc *pc) { dbt_shmlock_lock(&pc->lock); }

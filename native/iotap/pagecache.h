@@ -20,6 +20,8 @@
 
 #define DBT_PC_PAGE 4096u
 #define DBT_PC_FILES 65536u /* as the state's file table */
+#define DBT_PC_READAHEAD_KB_MIN 4u
+#define DBT_PC_READAHEAD_KB_MAX 65536u
 
 /* Issues one device request for bytes [off, off + len) of a file; returns its completion time.
  * async: nobody waits for it (read-ahead, background writeback). */
@@ -61,6 +63,11 @@ struct dbt_pc {
 uint64_t dbt_pc_region_size(uint64_t bytes);
 /* Lays out a cache in `mem` (dbt_pc_region_size bytes, zeroed). */
 void dbt_pc_init(struct dbt_pc *pc, uint64_t bytes, uint32_t readahead_kb, uint32_t dirty_bg_pct, uint32_t dirty_pct);
+
+/* A cache header as dbt_pc_init lays it out for `bytes` (sizes, offsets, limits) with its positions
+ * (clock hand, free and dirty list ends) in range, inside a region of region_bytes. Returns 0, or -1
+ * with a message in err. For a region in a file that someone else could have written. */
+int dbt_pc_check(const struct dbt_pc *pc, uint64_t bytes, uint64_t region_bytes, char *err, size_t errlen);
 
 /* A buffered read: returns when the caller has its data (>= now). file_size: the file's size in
  * bytes, beyond which nothing is read ahead (UINT64_MAX: unknown). */

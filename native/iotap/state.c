@@ -50,7 +50,8 @@ static int parse_pagecache(char *line, struct pc_config *pc, char *err, size_t e
         }
         *eq = '\0';
         if (!strcmp(tok, "bytes")) pc->bytes = v;
-        else if (!strcmp(tok, "readahead_kb") && v >= 4 && v <= 65536) pc->readahead_kb = (uint32_t)v;
+        else if (!strcmp(tok, "readahead_kb") && v >= DBT_PC_READAHEAD_KB_MIN && v <= DBT_PC_READAHEAD_KB_MAX)
+            pc->readahead_kb = (uint32_t)v;
         else if (!strcmp(tok, "dirty_background_pct") && v >= 1 && v <= 100) pc->dirty_bg_pct = (uint32_t)v;
         else if (!strcmp(tok, "dirty_pct") && v >= 1 && v <= 100) pc->dirty_pct = (uint32_t)v;
         else if (!strcmp(tok, "dsync_data") && v <= 1) pc->dsync_data = (uint32_t)v;
@@ -110,6 +111,38 @@ static int parse_line(char *line, struct dbt_device_slot *d, char *err, size_t e
     return 0;
 }
 
+void dbt_state_layout(uint64_t pc_bytes, struct dbt_state_layout *out) {
+    out->off_files = (sizeof(struct dbt_state) + 4095) & ~4095ull;
+    out->off_chunks = out->off_files + ((sizeof(struct dbt_file_entry) * DBT_FILE_CAP + 4095) & ~4095ull);
+    out->off_arena = out->off_chunks + ((sizeof(struct dbt_chunk_entry) * DBT_CHUNK_CAP + 4095) & ~4095ull);
+    out->size = out->off_arena + DBT_ARENA_BYTES;
+    out->off_pc = 0;
+    if (pc_bytes) {
+        out->off_pc = (out->size + 4095) & ~4095ull;
+        out->size = out->off_pc + ((dbt_pc_region_size(pc_bytes) + 4095) & ~4095ull);
+    }
+}
+
+/* Creates the temporary file the state is built in: new (O_EXCL: never an existing file, nor a
+ * symlink planted in its place) and private to its owner (the launcher hands it to a server's user
+ * with chown when needed). A name left by a crashed earlier creator with the same pid is skipped. */
+static int create_private(const char *state_path, char *tmp, size_t tmplen) {
+    int fd = -1;
+    for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
+        snprintf(tmp, tmplen, "%s.tmp%d.%u", state_path, (int)getpid(), attempt);
+        fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd >= 0 && fchmod(fd, 0600) != 0) { /* 0600 exactly, whatever the umask took away */
+        int saved = errno;
+        close(fd);
+        unlink(tmp);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
 int dbt_state_create(const char *map_path, const char *state_path, char *err, size_t errlen) {
     FILE *f = fopen(map_path, "r");
     if (!f) {
@@ -160,29 +193,26 @@ int dbt_state_create(const char *map_path, const char *state_path, char *err, si
     hdr->magic = DBT_STATE_MAGIC;
     hdr->version = DBT_STATE_VERSION;
     hdr->epoch_ns = mono_ns();
-    hdr->off_files = (sizeof *hdr + 4095) & ~4095ull;
-    hdr->off_chunks = hdr->off_files + ((sizeof(struct dbt_file_entry) * DBT_FILE_CAP + 4095) & ~4095ull);
-    hdr->off_arena = hdr->off_chunks + ((sizeof(struct dbt_chunk_entry) * DBT_CHUNK_CAP + 4095) & ~4095ull);
-    hdr->size = hdr->off_arena + DBT_ARENA_BYTES;
-    if (pcc.bytes) {
-        hdr->off_pc = (hdr->size + 4095) & ~4095ull;
-        hdr->pc_bytes = pcc.bytes;
-        hdr->size = hdr->off_pc + ((dbt_pc_region_size(pcc.bytes) + 4095) & ~4095ull);
-    }
+    struct dbt_state_layout lay;
+    dbt_state_layout(pcc.bytes, &lay);
+    hdr->off_files = lay.off_files;
+    hdr->off_chunks = lay.off_chunks;
+    hdr->off_arena = lay.off_arena;
+    hdr->off_pc = lay.off_pc;
+    hdr->pc_bytes = pcc.bytes;
+    hdr->size = lay.size;
     hdr->dsync_data = pcc.dsync_data;
     atomic_store(&hdr->arena_used, 1); /* offset 0 means "no path" */
     uint64_t size = hdr->size;
 
     /* Written under a temporary name and renamed: an attaching process never sees half a state. */
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp%d", state_path, (int)getpid());
-    int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    int fd = create_private(state_path, tmp, sizeof tmp);
     if (fd < 0) {
         snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
         free(hdr);
         return -1;
     }
-    (void)fchmod(fd, 0666); /* servers may run as another user than the launcher */
     struct dbt_state *s = MAP_FAILED;
     if (ftruncate(fd, (off_t)size) == 0) s = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     int saved = errno;
@@ -211,37 +241,120 @@ int dbt_state_create(const char *map_path, const char *state_path, char *err, si
     return 0;
 }
 
+/* Why a state file is refused: the message, and errno for the caller. */
+static struct dbt_state *refuse(struct dbt_state *s, size_t mapped, int errnum, char *err, size_t errlen,
+                                const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    if (s) munmap(s, mapped);
+    errno = errnum;
+    return NULL;
+}
+
+/* Everything attach checks in one device slot: what the interposer and the dump later use as an
+ * index, an offset or a length, and the parameters the model divides by. */
+static int check_device(const struct dbt_device_slot *d, char *why, size_t whylen) {
+    if (!memchr(d->name, '\0', sizeof d->name)) {
+        snprintf(why, whylen, "its name is not terminated within %d bytes", DBT_NAME_MAX);
+        return -1;
+    }
+    if (!memchr(d->dir, '\0', sizeof d->dir)) {
+        snprintf(why, whylen, "its directory is not terminated within %d bytes", DBT_DIR_MAX);
+        return -1;
+    }
+    if (d->dirlen != strlen(d->dir)) {
+        snprintf(why, whylen, "its directory length %u does not match its directory of %zu bytes", d->dirlen,
+                 strlen(d->dir));
+        return -1;
+    }
+    if (d->dir[0] != '/') {
+        snprintf(why, whylen, "its directory is not absolute");
+        return -1;
+    }
+    if (!dbt_ops_by_kind(d->kind)) {
+        snprintf(why, whylen, "its kind %d is unknown", d->kind);
+        return -1;
+    }
+    if (dbt_params_check(&d->params, d->kind, why, whylen) != 0) return -1;
+    return dbt_model_check(&d->model, d->kind, why, whylen);
+}
+
 struct dbt_state *dbt_state_attach(const char *path, char *err, size_t errlen) {
     int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot open state %s: %s", path, strerror(errno));
-        return NULL;
-    }
+    if (fd < 0) return refuse(NULL, 0, errno, err, errlen, "cannot open state %s: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(struct dbt_state)) {
-        snprintf(err, errlen, "state %s is too small to be a dbtier state", path);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return NULL;
+        return refuse(NULL, 0, EINVAL, err, errlen, "state %s is not a regular file", path);
     }
-    struct dbt_state *s = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if ((uint64_t)st.st_size < sizeof(struct dbt_state)) {
+        close(fd);
+        return refuse(NULL, 0, EINVAL, err, errlen, "state %s is too small to be a dbtier state (%llu bytes)", path,
+                      (unsigned long long)st.st_size);
+    }
+    size_t mapped = (size_t)st.st_size;
+    struct dbt_state *s = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int saved = errno;
     close(fd);
-    if (s == MAP_FAILED) {
-        snprintf(err, errlen, "cannot map state %s: %s", path, strerror(errno));
-        return NULL;
+    if (s == MAP_FAILED) return refuse(NULL, 0, saved, err, errlen, "cannot map state %s: %s", path, strerror(saved));
+    typedef unsigned long long ull;
+#define REFUSE(...) return refuse(s, mapped, EINVAL, err, errlen, __VA_ARGS__)
+    if (s->magic != DBT_STATE_MAGIC || s->version != DBT_STATE_VERSION)
+        REFUSE("%s is not a dbtier state of version %d", path, DBT_STATE_VERSION);
+    if (s->size != (uint64_t)st.st_size)
+        REFUSE("state %s is damaged: it says %llu bytes, the file has %llu", path, (ull)s->size, (ull)st.st_size);
+    if (s->ndev > DBT_MAX_DEVICES)
+        REFUSE("state %s is damaged: %u devices, at most %d", path, s->ndev, DBT_MAX_DEVICES);
+    struct dbt_state_layout lay;
+    dbt_state_layout(s->pc_bytes, &lay);
+    if (s->off_files != lay.off_files || s->off_chunks != lay.off_chunks || s->off_arena != lay.off_arena ||
+        s->off_pc != lay.off_pc || s->size != lay.size)
+        REFUSE("state %s is damaged: its regions (files %llu, chunks %llu, arena %llu, page cache %llu, end %llu) "
+               "are not where they belong (%llu, %llu, %llu, %llu, %llu)",
+               path, (ull)s->off_files, (ull)s->off_chunks, (ull)s->off_arena, (ull)s->off_pc, (ull)s->size,
+               (ull)lay.off_files, (ull)lay.off_chunks, (ull)lay.off_arena, (ull)lay.off_pc, (ull)lay.size);
+    char why[256];
+    if (s->pc_bytes && dbt_pc_check(dbt_state_pc(s), s->pc_bytes, s->size - s->off_pc, why, sizeof why) != 0)
+        REFUSE("state %s is damaged: %s", path, why);
+    if (s->dsync_data > 1) REFUSE("state %s is damaged: dsync_data is %u", path, s->dsync_data);
+    for (uint32_t i = 0; i < s->ndev; i++)
+        if (check_device(&s->dev[i], why, sizeof why) != 0) REFUSE("state %s is damaged: device %u: %s", path, i, why);
+    uint64_t arena_used = atomic_load(&s->arena_used);
+    if (arena_used < 1 || arena_used > DBT_ARENA_BYTES)
+        REFUSE("state %s is damaged: %llu bytes of its %u-byte path arena in use", path, (ull)arena_used,
+               DBT_ARENA_BYTES);
+    if (atomic_load(&s->nfiles) > DBT_FILE_CAP)
+        REFUSE("state %s is damaged: %u files, at most %u", path, atomic_load(&s->nfiles), DBT_FILE_CAP);
+    const struct dbt_file_entry *t = dbt_files(s);
+    for (uint32_t i = 0; i < DBT_FILE_CAP; i++) {
+        if (!atomic_load_explicit(&t[i].key, memory_order_acquire)) continue;
+        if (t[i].device >= s->ndev || t[i].path_off >= DBT_ARENA_BYTES)
+            REFUSE("state %s is damaged: file %u has device %u of %u and path offset %u of %u", path, i,
+                   t[i].device, s->ndev, t[i].path_off, DBT_ARENA_BYTES);
     }
-    if (s->magic != DBT_STATE_MAGIC || s->version != DBT_STATE_VERSION || s->size != (uint64_t)st.st_size) {
-        snprintf(err, errlen, "%s is not a dbtier state of version %d", path, DBT_STATE_VERSION);
-        munmap(s, (size_t)st.st_size);
-        return NULL;
-    }
+#undef REFUSE
     return s;
+}
+
+/* A file's path from the arena, and its length: never read past the arena's end. */
+static const char *file_path(struct dbt_state *s, uint32_t path_off, size_t *len) {
+    if (!path_off || path_off >= DBT_ARENA_BYTES) {
+        *len = 0;
+        return "";
+    }
+    const char *p = dbt_arena(s) + path_off;
+    *len = strnlen(p, DBT_ARENA_BYTES - path_off);
+    return p;
 }
 
 int dbt_state_device_for_path(const struct dbt_state *s, const char *path) {
     int best = -1;
     uint32_t best_len = 0;
-    for (uint32_t i = 0; i < s->ndev; i++) {
+    for (uint32_t i = 0; i < s->ndev && i < DBT_MAX_DEVICES; i++) {
         const struct dbt_device_slot *d = &s->dev[i];
+        if (d->dirlen >= DBT_DIR_MAX) continue; /* shared memory: checked where it is used as a length */
         if (d->dirlen < best_len && best >= 0) continue;
         if (strncmp(path, d->dir, d->dirlen) != 0) continue;
         char next = path[d->dirlen];
@@ -321,8 +434,12 @@ int64_t dbt_state_file_index(struct dbt_state *s, int dev, uint64_t st_dev, uint
         e->st_dev = st_dev;
         e->st_ino = st_ino;
         e->device = (uint32_t)dev;
+        /* The arena is shared by every device (each under its own lock): a slot is claimed with a
+         * compare-and-swap, and arena_used never passes the arena's end (a full arena: no path). */
         size_t n = strlen(path) + 1;
-        uint64_t off = atomic_fetch_add(&s->arena_used, n);
+        uint64_t off = atomic_load(&s->arena_used);
+        while (off + n <= DBT_ARENA_BYTES && !atomic_compare_exchange_weak(&s->arena_used, &off, off + n)) {
+        }
         if (off + n <= DBT_ARENA_BYTES) {
             memcpy(dbt_arena(s) + off, path, n);
             e->path_off = (uint32_t)off;
@@ -400,9 +517,10 @@ static void sb_printf(struct sbuf *b, const char *fmt, ...) {
     }
 }
 
-static void sb_str(struct sbuf *b, const char *s) {
+/* A JSON string of at most n bytes of s (shared memory: a string in it is read with a bound). */
+static void sb_strn(struct sbuf *b, const char *s, size_t n) {
     sb_printf(b, "\"");
-    for (; *s; s++) {
+    for (const char *end = s + n; s < end && *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\') sb_printf(b, "\\%c", c);
         else if (c < 0x20) sb_printf(b, "\\u%04x", c);
@@ -437,23 +555,24 @@ char *dbt_state_json(const char *state_path, char *err, size_t errlen) {
     uint64_t pc_present = 0, pc_dirty = 0;
     if (dbt_state_pc(s)) dbt_pc_usage(dbt_state_pc(s), &pc_present, &pc_dirty);
     sb_printf(&b,
-              "{\"version\":%u,\"epoch_ns\":%llu,\"attached\":%u,\"paused\":%u,\"page_cache\":{\"bytes\":%llu,"
-              "\"present_pages\":%llu,\"dirty_pages\":%llu,\"dsync_data\":%u},\"devices\":[",
+              "{\"version\":%u,\"epoch_ns\":%llu,\"attached\":%u,\"paused\":%u,\"untracked_calls\":%llu,"
+              "\"trace_failures\":%llu,\"page_cache\":{\"bytes\":%llu,\"present_pages\":%llu,\"dirty_pages\":%llu,"
+              "\"dsync_data\":%u},\"devices\":[",
               s->version, (unsigned long long)s->epoch_ns, atomic_load(&s->attached), atomic_load(&s->paused),
-              (unsigned long long)s->pc_bytes, (unsigned long long)pc_present, (unsigned long long)pc_dirty,
-              s->dsync_data);
-    for (uint32_t i = 0; i < s->ndev; i++) {
+              LD(s->untracked_calls), LD(s->trace_failures), (unsigned long long)s->pc_bytes,
+              (unsigned long long)pc_present, (unsigned long long)pc_dirty, s->dsync_data);
+    for (uint32_t i = 0; i < s->ndev && i < DBT_MAX_DEVICES; i++) {
         struct dbt_device_slot *d = &s->dev[i];
-        const struct dbt_device_ops *ops = dbt_ops_by_kind(d->kind);
+        const struct dbt_device_ops *ops = dbt_ops_by_kind(d->kind); /* checked by attach; read again here */
         dbt_dev_lock(d);
         uint64_t busy = d->busy_ns, first = d->first_ns, last = d->last_ns;
         dbt_dev_unlock(d);
         sb_printf(&b, "%s{\"name\":", i ? "," : "");
-        sb_str(&b, d->name);
-        sb_printf(&b, ",\"kind\":\"%s\",\"dir\":", ops->name);
-        sb_str(&b, d->dir);
+        sb_strn(&b, d->name, sizeof d->name);
+        sb_printf(&b, ",\"kind\":\"%s\",\"dir\":", ops ? ops->name : "?");
+        sb_strn(&b, d->dir, sizeof d->dir);
         sb_printf(&b, ",\"params\":{");
-        for (int k = 0; k < ops->nparams; k++)
+        for (int k = 0; ops && k < ops->nparams; k++)
             sb_printf(&b, "%s\"%s\":%.17g", k ? "," : "", ops->params[k].name,
                       *(const double *)((const char *)&d->params + ops->params[k].offset));
         const struct dbt_counters *c = &d->c;
@@ -484,8 +603,10 @@ char *dbt_state_json(const char *state_path, char *err, size_t errlen) {
     int firstf = 1;
     for (uint32_t i = 0; i < DBT_FILE_CAP; i++) {
         if (!atomic_load_explicit(&t[i].key, memory_order_acquire)) continue;
+        size_t len;
+        const char *p = file_path(s, t[i].path_off, &len);
         sb_printf(&b, "%s[%u,%u,", firstf ? "" : ",", i, t[i].device);
-        sb_str(&b, t[i].path_off ? dbt_arena(s) + t[i].path_off : "");
+        sb_strn(&b, p, len);
         sb_printf(&b, "]");
         firstf = 0;
     }

@@ -15,7 +15,7 @@
 #include "pagecache.h"
 
 #define DBT_STATE_MAGIC 0x7061746f69746264ULL /* "dbtiotap" */
-#define DBT_STATE_VERSION 5
+#define DBT_STATE_VERSION 6
 #define DBT_MAX_DEVICES 16
 #define DBT_NAME_MAX 64
 #define DBT_DIR_MAX 1024
@@ -82,6 +82,11 @@ struct dbt_state {
     /* Set while a run prepares (loads data, restarts): I/O still gets its device layout, but is not
      * delayed, counted or traced, so only the measured phase carries the device's cost. */
     _Atomic uint32_t paused;
+    /* I/O calls the interposer could not classify (an fd beyond its fd table, or no memory to grow
+     * it): passed through unemulated, and reported so that a run's figures are not silently short. */
+    _Atomic uint64_t untracked_calls;
+    /* processes whose trace stopped (a trace file could not be created or sized) */
+    _Atomic uint64_t trace_failures;
     struct dbt_device_slot dev[DBT_MAX_DEVICES];
 };
 
@@ -96,6 +101,21 @@ static inline struct dbt_pc *dbt_state_pc(struct dbt_state *s) {
     return s->pc_bytes ? (struct dbt_pc *)((char *)s + s->off_pc) : NULL;
 }
 
+/* The device a registered file belongs to, or -1. The file table lives in the shared file, so an
+ * index read from it is checked before it indexes anything (a cheap check on a hot path). */
+static inline int dbt_state_file_device(struct dbt_state *s, int64_t file) {
+    if (file < 0 || file >= (int64_t)DBT_FILE_CAP) return -1;
+    uint32_t dev = dbt_files(s)[file].device;
+    return dev < s->ndev && dev < DBT_MAX_DEVICES ? (int)dev : -1;
+}
+
+/* Where the regions of a state with this page cache size lie: the one computation of the layout,
+ * used by create and checked against by attach. */
+struct dbt_state_layout {
+    uint64_t off_files, off_chunks, off_arena, off_pc, size;
+};
+void dbt_state_layout(uint64_t pc_bytes, struct dbt_state_layout *out);
+
 /* Builds a state file from a device map: one line per device,
  *   NAME <TAB> KIND <TAB> DIR [<TAB> key=value key=value ...]
  * '#' starts a comment line. One optional line configures the emulated page cache:
@@ -103,7 +123,9 @@ static inline struct dbt_pc *dbt_state_pc(struct dbt_state *s) {
  * Returns 0, or -1 with a message in err. */
 int dbt_state_create(const char *map_path, const char *state_path, char *err, size_t errlen);
 
-/* Maps an existing state file read-write. Returns NULL with a message in err. */
+/* Maps an existing state file read-write, after checking that everything in it that is later used
+ * as an offset, index or length is consistent (a damaged or forged file is refused, not trusted).
+ * Returns NULL with a message in err and errno set (the open's errno, or EINVAL). */
 struct dbt_state *dbt_state_attach(const char *path, char *err, size_t errlen);
 
 /* The device whose directory holds this absolute, resolved path (longest match), or -1. */

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "trace.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,12 +19,14 @@ static uint32_t trace_proc;
 static _Atomic uint64_t next_rec;
 static struct dbt_trace_rec *_Atomic segs[DBT_TRACE_MAX_SEGS];
 static pthread_mutex_t seg_lock = PTHREAD_MUTEX_INITIALIZER;
-static int trace_failed;
+static _Atomic int trace_failed; /* read without the lock on every record */
+static _Atomic uint64_t *failure_count;
 
-void dbt_trace_configure(const char *dir, uint32_t procno) {
+void dbt_trace_configure(const char *dir, uint32_t procno, _Atomic uint64_t *failures) {
     if (!dir || !*dir || strlen(dir) >= sizeof trace_dir) return;
     strcpy(trace_dir, dir);
     trace_proc = procno;
+    failure_count = failures;
 }
 
 /* The child starts its own files; the parent's mappings are not its to write. */
@@ -36,22 +39,39 @@ void dbt_trace_after_fork(uint32_t procno) {
     atomic_store(&next_rec, 0);
     pthread_mutex_init(&seg_lock, NULL);
     trace_proc = procno;
-    trace_failed = 0;
+    atomic_store(&trace_failed, 0);
+}
+
+/* No space, no permission, or the name taken: the trace stops, the process runs on, and the stop is
+ * counted in the state (so a run's report can say its trace is incomplete) and said once. */
+static void trace_stopped(const char *path, int why) {
+    atomic_store(&trace_failed, 1);
+    if (failure_count) atomic_fetch_add(failure_count, 1);
+    char msg[1400];
+    int n = snprintf(msg, sizeof msg, "dbtier-iotap: pid %d: cannot create trace file %s: %s; its trace stops here\n",
+                     (int)getpid(), path, strerror(why));
+    if (n > 0) (void)!write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
 }
 
 static struct dbt_trace_rec *map_segment(uint32_t seg) {
     pthread_mutex_lock(&seg_lock);
     struct dbt_trace_rec *s = atomic_load(&segs[seg]);
-    if (!s && !trace_failed) {
+    if (!s && !atomic_load(&trace_failed)) {
         char path[1200];
         snprintf(path, sizeof path, "%s/iotap-%u-%u.trc", trace_dir, trace_proc, seg);
-        int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-        if (fd >= 0 && ftruncate(fd, (off_t)SEG_BYTES) == 0) {
-            void *m = mmap(NULL, SEG_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        /* O_EXCL | O_NOFOLLOW: a name that exists already, or a symlink planted in the folder, is
+         * never written through (the launcher gives a fresh folder) */
+        int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        int why = errno;
+        if (fd >= 0) {
+            void *m = ftruncate(fd, (off_t)SEG_BYTES) == 0
+                          ? mmap(NULL, SEG_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                          : MAP_FAILED;
+            why = errno;
             if (m != MAP_FAILED) s = m;
+            close(fd);
         }
-        if (fd >= 0) close(fd);
-        if (!s) trace_failed = 1; /* no space or no permission: stop tracing, keep running */
+        if (!s) trace_stopped(path, why);
         atomic_store(&segs[seg], s);
     }
     pthread_mutex_unlock(&seg_lock);
@@ -59,7 +79,7 @@ static struct dbt_trace_rec *map_segment(uint32_t seg) {
 }
 
 struct dbt_trace_rec *dbt_trace_reserve(void) {
-    if (!trace_dir[0] || trace_failed) return NULL;
+    if (!trace_dir[0] || atomic_load_explicit(&trace_failed, memory_order_relaxed)) return NULL;
     uint64_t i = atomic_fetch_add(&next_rec, 1);
     uint64_t seg = i / DBT_TRACE_SEG_RECS;
     if (seg >= DBT_TRACE_MAX_SEGS) return NULL;

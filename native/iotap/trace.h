@@ -1,10 +1,13 @@
 /* The I/O trace: fixed 64-byte records in per-process segment files, written through MAP_SHARED
  * mappings so that a process killed mid-run loses nothing it had recorded. A record becomes valid
  * when its op byte is stored (last, with release); readers skip op == 0.
- * File name: iotap-<process number>-<segment>.trc, 65536 records each. */
+ * File name: iotap-<process number>-<segment>.trc, 65536 records each. A file is created new and
+ * private (never an existing name, never through a symlink); when one cannot be, the process's
+ * trace stops there and the state counts it. */
 #ifndef DBT_TRACE_H
 #define DBT_TRACE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define DBT_TRACE_SEG_RECS 65536u
@@ -40,7 +43,8 @@ _Static_assert(sizeof(struct dbt_trace_rec) == 64, "trace record is 64 bytes");
 
 struct dbt_trace_rec *dbt_trace_reserve(void);
 void dbt_trace_commit(struct dbt_trace_rec *r, uint8_t op);
-void dbt_trace_configure(const char *dir, uint32_t procno);
+/* failures: the state's count of processes whose trace stopped, incremented when this one's does. */
+void dbt_trace_configure(const char *dir, uint32_t procno, _Atomic uint64_t *failures);
 void dbt_trace_after_fork(uint32_t procno);
 
 #endif

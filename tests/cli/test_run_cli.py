@@ -83,14 +83,14 @@ def test_own_folder_and_pg_bin(shm_dir, tmp_path, disk_dir):
 
 
 def test_keep_leaves_the_workspace_and_the_reaper_respects_it(shm_dir, tmp_path):
-    from dbtier.pg.workspace import reap_stale
+    from dbtier.workspace import Workspace
 
     proc = dbtier("run", "table-scan", "--rows", "50", "--scans", "1", "-d", "ssd=ssd-sata-mlc", "--keep",
                   "--workspace", str(shm_dir), "-o", str(tmp_path), check=True)
-    (kept,) = shm_dir.glob("lab-*")
+    (kept,) = shm_dir.glob("dbtier-*/lab-*")
     assert f"workspace kept: {kept}" in proc.stdout
-    assert (kept / "server.log").exists() and list(kept.glob("ssd/pgdata/PG_VERSION"))
-    assert reap_stale(shm_dir) == [] and kept.exists()
+    assert (kept / "server.log").exists() and list(kept.glob("dev/ssd/pgdata/PG_VERSION"))
+    assert Workspace.open(shm_dir).reap() == [] and kept.exists()
 
 
 def test_a_phased_workload_reports_each_phase(shm_dir, tmp_path):

@@ -1,11 +1,12 @@
 # Runs test_semantics plainly and under the interposer (two emulated devices and a pass-through
-# directory) and requires identical logs; then checks that the interposer did see the I/O.
+# directory) and requires identical logs; then checks that the interposer did see the I/O, that it
+# counts I/O on fds above 2000 in a program that raised its fd limit (and counts, as untracked, I/O
+# beyond its fd table's reach), and that its trace never writes through a name planted in its folder.
 # Inputs: TEST IOTAP SIM SANITIZE CC WORK
 file(REMOVE_RECURSE ${WORK})
 foreach(run plain tap)
   file(MAKE_DIRECTORY ${WORK}/${run}/a ${WORK}/${run}/b ${WORK}/${run}/out)
 endforeach()
-file(MAKE_DIRECTORY ${WORK}/trace)
 file(WRITE ${WORK}/devices.map
   "a\tram\t${WORK}/tap/a\tlatency_us=20 interface_mb_s=2000\n"
   "b\tssd\t${WORK}/tap/b\tread_latency_us=15 write_latency_us=5 channels=2 flush_ms=0.05\n")
@@ -39,8 +40,10 @@ foreach(seed 1 2 3)
   if(rc)
     message(FATAL_ERROR "plain run failed (${rc})")
   endif()
+  # a fresh trace folder per run, as the launcher gives: trace files are created new, never reused
+  file(MAKE_DIRECTORY ${WORK}/trace${seed})
   execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${PRELOAD} DBTIER_IOTAP=${state}
-                          DBTIER_IOTAP_TRACE=${WORK}/trace ASAN_OPTIONS=detect_leaks=0
+                          DBTIER_IOTAP_TRACE=${WORK}/trace${seed} ASAN_OPTIONS=detect_leaks=0
                           ${TEST} run ${seed} ${WORK}/tap ${WORK}/tap.log RESULT_VARIABLE rc)
   if(rc)
     message(FATAL_ERROR "run under the interposer failed (${rc})")
@@ -60,9 +63,75 @@ execute_process(COMMAND ${TEST} check ${SIM} ${WORK}/state RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "the interposer did not count reads, writes and flushes on both devices")
 endif()
-file(GLOB traces ${WORK}/trace/iotap-*.trc)
+foreach(state state state-pc)
+  execute_process(COMMAND ${TEST} counts ${SIM} ${WORK}/${state} untracked_calls=0 trace_failures=0 RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "${state}: the runs left untracked calls or trace failures")
+  endif()
+endforeach()
+file(GLOB traces ${WORK}/trace*/iotap-*.trc)
 list(LENGTH traces ntraces)
 if(ntraces LESS 6)
   message(FATAL_ERROR "expected trace files from every process, found ${ntraces}")
 endif()
+foreach(seed 1 2 3)
+  execute_process(COMMAND ${TEST} tracefiles ${WORK}/trace${seed} RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "trace files of seed ${seed} are not private regular files")
+  endif()
+endforeach()
+
+# fds above 2000 after the program raised RLIMIT_NOFILE from 1024: counted (tracked); and beyond the
+# fd table's reach (lowered to 2000 for the test), counted as untracked calls with one warning.
+# The trace folder has symlinks planted at the names the first files would get: the trace must stop
+# (counted in the state) and the symlinks' target stay untouched.
+set(highfd_calls 63) # 31 reads, 31 writes, 1 fsync
+foreach(case tracked untracked)
+  file(REMOVE_RECURSE ${WORK}/tap/a ${WORK}/trace-${case})
+  file(MAKE_DIRECTORY ${WORK}/tap/a ${WORK}/trace-${case})
+  execute_process(COMMAND ${TEST} mkstate ${SIM} ${WORK}/devices.map ${WORK}/state-${case} RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "could not create state-${case}")
+  endif()
+  set(reach "")
+  if(case STREQUAL untracked)
+    set(reach DBTIER_IOTAP_FD_REACH=2000)
+  endif()
+  file(WRITE ${WORK}/victim "precious\n")
+  # process 0 execs itself as process 1, which does the I/O
+  foreach(proc 0 1)
+    file(CREATE_LINK ${WORK}/victim ${WORK}/trace-${case}/iotap-${proc}-0.trc SYMBOLIC)
+  endforeach()
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${PRELOAD} DBTIER_IOTAP=${WORK}/state-${case} ${reach}
+                          DBTIER_IOTAP_TRACE=${WORK}/trace-${case} ASAN_OPTIONS=detect_leaks=0
+                          ${TEST} highfd ${WORK}/tap
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message(STATUS "highfd ${case}: ${out}${err}")
+  if(rc EQUAL 77)
+    message(STATUS "highfd ${case}: skipped, the fd limit cannot be raised here")
+    continue()
+  elseif(rc)
+    message(FATAL_ERROR "highfd ${case} failed (${rc})")
+  endif()
+  string(REGEX MATCHALL "beyond what the interposer can track" warnings "${err}")
+  list(LENGTH warnings nwarnings)
+  if(case STREQUAL tracked)
+    set(expect dev0.reads=31 dev0.writes=31 dev0.flushes=1 untracked_calls=0 trace_failures=1)
+    set(expect_warnings 0)
+  else()
+    set(expect dev0.reads=0 dev0.writes=0 dev0.flushes=0 untracked_calls=${highfd_calls})
+    set(expect_warnings 1)
+  endif()
+  if(NOT nwarnings EQUAL expect_warnings)
+    message(FATAL_ERROR "highfd ${case}: ${nwarnings} warnings about untracked fds, expected ${expect_warnings}")
+  endif()
+  execute_process(COMMAND ${TEST} counts ${SIM} ${WORK}/state-${case} ${expect} RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "highfd ${case}: the interposer's counts are not the program's calls")
+  endif()
+  file(READ ${WORK}/victim victim)
+  if(NOT victim STREQUAL "precious\n")
+    message(FATAL_ERROR "highfd ${case}: the trace wrote through a planted symlink")
+  endif()
+endforeach()
 message(STATUS "1 passed, 0 failed")

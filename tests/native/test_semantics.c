@@ -4,7 +4,10 @@
  *
  *   test_semantics run SEED ROOT LOG       the sequence, in ROOT (with subdirs a/ b/ out/)
  *   test_semantics mkstate SIMLIB MAP STATE
- *   test_semantics check SIMLIB STATE      the interposer saw reads, writes and flushes on a and b */
+ *   test_semantics check SIMLIB STATE      the interposer saw reads, writes and flushes on a and b
+ *   test_semantics highfd ROOT             I/O on fds above 2000 after raising RLIMIT_NOFILE (below)
+ *   test_semantics counts SIMLIB STATE KEY=N...   the state's dump has these counters (devN.key: device N's)
+ *   test_semantics tracefiles DIR          every trace file in DIR is a regular file of mode 0600 */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/uio.h>
@@ -240,7 +244,9 @@ static void one_step(struct worker *w, unsigned char *buf, unsigned char *buf2) 
 
 static void *worker_main(void *arg) {
     struct worker *w = arg;
-    unsigned char *buf = malloc(MAXIO), *buf2 = malloc(MAXIO);
+    /* zeroed: some writes send buffers no read has filled yet, and their bytes must not depend on the
+     * heap's history (which differs under the interposer) */
+    unsigned char *buf = calloc(1, MAXIO), *buf2 = calloc(1, MAXIO);
     const char *dirs[NFILES] = {"a", "a", "a", "b", "b", "out"};
     for (int i = 0; i < NFILES; i++) {
         snprintf(w->path[i], sizeof w->path[i], "%s/w%d_f%d", dirs[i], w->id, i);
@@ -365,6 +371,106 @@ static int run(uint64_t seed, const char *root, const char *logpath) {
     return bad;
 }
 
+/* ---- fds above 2000 ------------------------------------------------------------------------ */
+
+/* A program that raises RLIMIT_NOFILE after the interposer started (here from a soft limit of 1024)
+ * and does I/O on a device file's fds above 2000: first in a signal handler (which is where the fd
+ * table grows to that fd), then in the main thread, then in threads that start together on fds of
+ * one fresh chunk of the table (they race to create it). Every call must be counted: run_semantics
+ * checks the totals, HIGHFD_READS and HIGHFD_WRITES each, and one flush. */
+#define HIGHFD_MAIN 2345
+#define HIGHFD_THREAD 3500
+#define HIGHFD_THREADS 4
+#define HIGHFD_OPS 5
+#define HIGHFD_BLOCK 4096
+/* handler 1 + main 10 + threads 4 x 5 */
+#define HIGHFD_READS (1 + 10 + HIGHFD_THREADS * HIGHFD_OPS)
+
+static volatile sig_atomic_t highfd_handler_ok;
+static pthread_barrier_t highfd_start;
+
+static void highfd_on_usr1(int sig) {
+    (void)sig;
+    static char b[HIGHFD_BLOCK];
+    memset(b, 1, sizeof b);
+    highfd_handler_ok = pwrite(HIGHFD_MAIN, b, sizeof b, 0) == (ssize_t)sizeof b &&
+                        pread(HIGHFD_MAIN, b, sizeof b, 0) == (ssize_t)sizeof b;
+}
+
+static void *highfd_thread(void *arg) {
+    int fd = HIGHFD_THREAD + (int)(intptr_t)arg, bad = 0;
+    char b[HIGHFD_BLOCK];
+    memset(b, 2, sizeof b);
+    pthread_barrier_wait(&highfd_start);
+    for (int i = 0; i < HIGHFD_OPS; i++) {
+        off_t off = (off_t)((intptr_t)arg * HIGHFD_OPS + i) * HIGHFD_BLOCK;
+        bad |= pwrite(fd, b, sizeof b, off) != (ssize_t)sizeof b;
+        bad |= pread(fd, b, sizeof b, off) != (ssize_t)sizeof b;
+    }
+    return bad ? arg : NULL;
+}
+
+static int highfd(const char *root) {
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = rl.rlim_max;
+    if (rl.rlim_max < 4096) rl.rlim_cur = rl.rlim_max = 4096; /* allowed to a privileged process */
+    setrlimit(RLIMIT_NOFILE, &rl);
+    getrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_cur < 4096) {
+        printf("SKIP: RLIMIT_NOFILE cannot be raised to 4096 here (%llu)\n", (unsigned long long)rl.rlim_cur);
+        return 77;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/a/highfd", root);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || dup2(fd, HIGHFD_MAIN) != HIGHFD_MAIN) return perror("open/dup2"), 2;
+    close(fd);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = highfd_on_usr1;
+    sigaction(SIGUSR1, &sa, NULL);
+    raise(SIGUSR1);
+    int bad = !highfd_handler_ok;
+    char b[HIGHFD_BLOCK];
+    memset(b, 3, sizeof b);
+    for (int i = 0; i < 8; i++) bad |= pwrite(HIGHFD_MAIN, b, sizeof b, (off_t)i * HIGHFD_BLOCK) != (ssize_t)sizeof b;
+    for (int i = 0; i < 2; i++) bad |= write(HIGHFD_MAIN, b, sizeof b) != (ssize_t)sizeof b;
+    lseek(HIGHFD_MAIN, 0, SEEK_SET);
+    for (int i = 0; i < 8; i++) bad |= pread(HIGHFD_MAIN, b, sizeof b, (off_t)i * HIGHFD_BLOCK) != (ssize_t)sizeof b;
+    for (int i = 0; i < 2; i++) bad |= read(HIGHFD_MAIN, b, sizeof b) != (ssize_t)sizeof b;
+    bad |= fsync(HIGHFD_MAIN) != 0;
+    pthread_t th[HIGHFD_THREADS];
+    pthread_barrier_init(&highfd_start, NULL, HIGHFD_THREADS);
+    for (intptr_t t = 0; t < HIGHFD_THREADS; t++) {
+        bad |= dup2(HIGHFD_MAIN, HIGHFD_THREAD + (int)t) < 0;
+        pthread_create(&th[t], NULL, highfd_thread, (void *)t);
+    }
+    for (int t = 0; t < HIGHFD_THREADS; t++) {
+        void *r;
+        pthread_join(th[t], &r);
+        bad |= r != NULL;
+        close(HIGHFD_THREAD + t);
+    }
+    close(HIGHFD_MAIN);
+    printf("highfd: %d reads and writes each on fds %d and %d..%d, limit %llu: %s\n", HIGHFD_READS, HIGHFD_MAIN,
+           HIGHFD_THREAD, HIGHFD_THREAD + HIGHFD_THREADS - 1, (unsigned long long)rl.rlim_cur, bad ? "FAILED" : "ok");
+    return bad;
+}
+
+/* Starts highfd from a soft limit of 1024, so that the interposer starts with that limit too. */
+static int highfd_from_1024(const char *self, const char *root) {
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_cur > 1024) rl.rlim_cur = 1024;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    execl(self, self, "highfd-run", root, (char *)NULL);
+    perror("exec");
+    return 2;
+}
+
+/* ---- checks ---------------------------------------------------------------------------------- */
+
 static void *sim(const char *lib, const char *sym) {
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
@@ -398,6 +504,54 @@ int main(int argc, char **argv) {
         }
         free(json);
         return ok && devices == 2 ? 0 : 1;
+    }
+    if (argc == 3 && strcmp(argv[1], "highfd") == 0) return highfd_from_1024("/proc/self/exe", argv[2]);
+    if (argc == 3 && strcmp(argv[1], "highfd-run") == 0) return highfd(argv[2]);
+    if (argc >= 5 && strcmp(argv[1], "counts") == 0) {
+        char *(*dump)(const char *, char *, size_t) = sim(argv[2], "dbt_dump_state");
+        char err[512];
+        char *json = dump(argv[3], err, sizeof err);
+        if (!json) return fprintf(stderr, "%s\n", err), 2;
+        int ok = 1;
+        for (int i = 4; i < argc; i++) {
+            char key[128];
+            long long want, got = -1;
+            int devno = -1;
+            if (sscanf(argv[i], "dev%d.%127[a-z_]=%lld", &devno, key, &want) != 3 &&
+                sscanf(argv[i], "%127[a-z_]=%lld", key, &want) != 2)
+                return fprintf(stderr, "bad check '%s'\n", argv[i]), 2;
+            char *at = json;
+            if (devno >= 0) { /* device N's object starts at the N+1-th "name" */
+                at = strstr(json, "\"devices\":[");
+                for (int d = 0; at && d <= devno; d++) at = strstr(at + 1, "{\"name\":");
+            }
+            char pat[160];
+            snprintf(pat, sizeof pat, "\"%s\":", key);
+            char *p = at ? strstr(at, pat) : NULL;
+            if (p) sscanf(p + strlen(pat), "%lld", &got);
+            printf("%s: %lld (expected %lld)\n", argv[i], got, want);
+            if (got != want) ok = 0;
+        }
+        free(json);
+        return ok ? 0 : 1;
+    }
+    if (argc == 3 && strcmp(argv[1], "tracefiles") == 0) {
+        DIR *d = opendir(argv[2]);
+        if (!d) return perror(argv[2]), 2;
+        int n = 0, bad = 0;
+        for (struct dirent *e; (e = readdir(d));) {
+            if (strncmp(e->d_name, "iotap-", 6) != 0) continue;
+            struct stat st;
+            if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+                (st.st_mode & 07777) != 0600) {
+                fprintf(stderr, "%s/%s is not a regular file of mode 0600\n", argv[2], e->d_name);
+                bad = 1;
+            }
+            n++;
+        }
+        closedir(d);
+        printf("%d trace files\n", n);
+        return bad;
     }
     fprintf(stderr, "usage: see the comment at the top of test_semantics.c\n");
     return 2;

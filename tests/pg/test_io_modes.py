@@ -27,6 +27,7 @@ def states(tmp_path_factory):
     import tempfile
 
     ws = Path(tempfile.mkdtemp(prefix="dbtier-test-", dir="/dev/shm"))
+    ws.chmod(0o755)  # the servers' user passes through
     try:
         yield {s: run(ws, "random-index", "buffered", s) for s in ("cold", "cross", "hot")}
     finally:

@@ -11,9 +11,9 @@ from dbtier.devices.patterns import STANDARD, expected
 from dbtier.devices.profile import load
 from dbtier.pg import placement
 from dbtier.pg.lab import Lab, LabOptions, parse_devices
-from dbtier.pg.workspace import reap_stale
 from dbtier.workloads.base import QuietProgress
 from dbtier.workloads.random_index import RandomIndex
+from dbtier.workspace import Workspace
 
 ROWS = 600
 
@@ -23,6 +23,7 @@ def two_device_run(tmp_path_factory):
     """random-index with the table on the HDD and its index, the WAL and temp on the SSD."""
     workspace = Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp_path_factory.mktemp("ws")
     workspace = workspace / f"dbtier-test-lab-{tmp_path_factory.getbasetemp().name}"
+    workspace.mkdir()
     out = tmp_path_factory.mktemp("lab")
     reqs = parse_devices(["hdd=hdd-sata-7200", "ssd=ssd-sata-mlc"])
     place = placement.parse(["data=hdd,wal=ssd,temp=ssd,t_attribute_idx=ssd"], ["hdd", "ssd"])
@@ -49,11 +50,11 @@ def two_device_run(tmp_path_factory):
         facts["device_dirs"] = {d.name: d.directory for d in lab.devices}
         facts["objects"] = lab.object_placement(["t", "t_attribute_idx"])
         facts["trace"] = pq.read_table(lab.save_trace(out / "trace.parquet", {"test": "lab"}))
-        facts["lab_dir"] = lab.dir.path
+        facts["lab_dir"] = lab.claim.path
     facts["result"] = m.result
     facts["workspace"] = workspace
     yield facts
-    reap_stale(workspace)
+    Workspace.open(workspace).reap()
     shutil.rmtree(workspace, ignore_errors=True)
 
 
@@ -161,3 +162,15 @@ def test_top_events_and_pg_stat_io(two_device_run):
               ("client backend", "relation", "normal")]
     assert client and client[0]["reads"] >= ROWS and client[0]["hits"] > 0
     assert r["wait_events"]["rounds"] > 10 and r["wait_events"]["error"] is None
+
+
+def test_any_valid_device_name_works(shm_dir):
+    """Device folders have a namespace of their own: names like the lab's own folders are fine."""
+    names = ["s", "sock", "iotap", "trace", "dev"]
+    reqs = parse_devices([f"{n}=ram-san" for n in names])
+    place = placement.parse(["data=s,wal=sock,temp=iotap,indexes=trace"], names)
+    with Lab(reqs, place, LabOptions(workspace=shm_dir), say=lambda _l: None) as lab:
+        with lab.connect() as conn:
+            conn.execute("CREATE TABLE x AS SELECT g FROM generate_series(1, 100) g")
+            assert conn.execute("SELECT count(*) FROM x").fetchone()[0] == 100
+        assert sorted(d.directory.name for d in lab.devices) == sorted(names)

@@ -14,7 +14,7 @@ import pytest
 from dbtier.devices import native
 from dbtier.pg import placement
 from dbtier.pg.lab import Lab, LabOptions, parse_devices
-from dbtier.pg.workspace import reap_stale
+from dbtier.workspace import Workspace
 
 
 def postgres_pids(workspace: Path) -> list[int]:
@@ -57,7 +57,7 @@ def wait_for(predicate, timeout: float, what: str):
 
 def measuring(workspace: Path) -> bool:
     """True once a lab under workspace has resumed its emulation: the measured phase has begun."""
-    for state in workspace.glob("lab-*/iotap/iotap.state"):
+    for state in workspace.glob("dbtier-*/lab-*/iotap/iotap.state"):
         try:
             if native.dump_state(state)["paused"] == 0:
                 return True
@@ -88,7 +88,7 @@ def test_interrupt_leaves_nothing_behind(shm_dir, tmp_path, sig, phase):
     assert proc.returncode == 130, err
     assert "interrupted" in err
     assert postgres_pids(shm_dir) == []
-    assert list(shm_dir.glob("lab-*")) == []
+    assert list(shm_dir.glob("dbtier-*/lab-*")) == []
     assert list(tmp_path.iterdir()) == []  # no run directory, not even a partial one
     assert ipc_leftovers() <= ipc_before
 
@@ -99,25 +99,25 @@ def test_a_killed_runs_server_is_stopped_by_the_next_start(shm_dir, tmp_path):
     wait_for(lambda: postgres_pids(shm_dir), 60, "the server to start")
     proc.kill()
     proc.wait()
-    reap_stale(shm_dir)  # what the next run does first
+    Workspace.open(shm_dir).reap()  # what the next run does first
     wait_for(lambda: not postgres_pids(shm_dir), 30, "the server to stop")
-    assert list(shm_dir.glob("lab-*")) == []
+    assert list(shm_dir.glob("dbtier-*/lab-*")) == []
     assert ipc_leftovers() <= ipc_before
 
 
 def test_reaper_stops_a_live_server_whose_owner_is_gone(shm_dir):
     reqs = parse_devices(["ssd=ssd-sata-mlc"])
     with Lab(reqs, placement.parse([], ["ssd"]), LabOptions(workspace=shm_dir), say=lambda _l: None) as lab:
-        owner = lab.dir.path / "owner.json"
+        owner = lab.claim.path / "owner.json"
         doc = json.loads(owner.read_text())
         child = subprocess.Popen(["true"])  # a pid that has certainly exited: the "killed" owner
         child.wait()
         owner.write_text(json.dumps({**doc, "pid": child.pid}))
         assert lab.cluster.running and postgres_pids(shm_dir)
-        done = reap_stale(shm_dir)
-        assert any("stopped a server" in line for line in done), done
+        done = Workspace.open(shm_dir).reap()
+        assert any("stopped a process" in line for line in done), done
         assert not postgres_pids(shm_dir)
-        assert not lab.dir.path.exists()
+        assert not lab.claim.path.exists()
     # the lab's own close() copes with a server and folder already gone
     assert not lab.cluster.running
 
@@ -125,6 +125,6 @@ def test_reaper_stops_a_live_server_whose_owner_is_gone(shm_dir):
 def test_another_live_run_is_left_alone(shm_dir):
     reqs = parse_devices(["ssd=ssd-sata-mlc"])
     with Lab(reqs, placement.parse([], ["ssd"]), LabOptions(workspace=shm_dir), say=lambda _l: None) as lab:
-        assert reap_stale(shm_dir) == []
-        assert lab.cluster.running and lab.dir.path.exists()
-    assert os.listdir(shm_dir) == [] or all(not p.startswith("lab-") for p in os.listdir(shm_dir))
+        assert Workspace.open(shm_dir).reap() == []
+        assert lab.cluster.running and lab.claim.path.exists()
+    assert list(shm_dir.glob("dbtier-*/lab-*")) == []

@@ -46,21 +46,36 @@ def _register() -> None:
 _register()
 
 
+_unwinding = False
+
+
 def _terminate(signum, _frame):
-    """SIGTERM and SIGHUP unwind like Ctrl-C, so servers are stopped and partial results removed."""
+    """Ctrl-C, SIGTERM and SIGHUP unwind: servers are stopped and partial results removed. Only the first
+    one does: the cleanup it started finishes, whatever signals follow."""
+    global _unwinding
+    if _unwinding:
+        return
+    _unwinding = True
     raise KeyboardInterrupt
 
 
+def _interrupted() -> None:
+    """Cleaned up after a signal: the status says interrupted, whatever signal comes on the way out."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    click.echo("dbtier: interrupted", err=True)
+    sys.exit(130)
+
+
 def main() -> None:
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _terminate)
     from dbtier.workloads.base import WorkloadError
 
     try:
         cli.main(standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("dbtier: interrupted", err=True)
-        sys.exit(130)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        _interrupted()
     except click.exceptions.NoArgsIsHelpError as exc:
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
         sys.exit(0)
@@ -77,9 +92,6 @@ def main() -> None:
     except WorkloadError as exc:
         click.echo(f"dbtier: error: the run's result check failed: {exc}", err=True)
         sys.exit(1)
-    except KeyboardInterrupt:
-        click.echo("dbtier: interrupted", err=True)
-        sys.exit(130)
     except Exception as exc:  # a bug: say so plainly; the traceback on request
         if os.environ.get("DBTIER_DEBUG"):
             raise

@@ -13,12 +13,13 @@ from dbtier.cli.progress import progress_for
 from dbtier.devices.profile import load
 from dbtier.pg import placement
 from dbtier.pg.lab import DeviceRequest, LabOptions
-from dbtier.report import charts, html, jsonout, runview
+from dbtier.report import charts, html, jsonout, outputs, runview
 from dbtier.report.html import Section, TableData
 from dbtier.report.rundir import run_dir
 from dbtier.report.terminal import console, fmt
 from dbtier.workloads import registry
 from dbtier.workloads.runner import run_workload
+from dbtier.workspace import Workspace
 
 DEVICES = (("hdd", "hdd-sata-7200"), ("ssd", "ssd-sata-mlc"))
 #: Seed 000's elapsed times (ms) on ASE 15.7, HDD and SSD, and the speed-ups the article states.
@@ -75,7 +76,8 @@ def report_sections(results: list[dict]) -> list[Section]:
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
               help="where the run directory is written")
 @click.option("--pg-bin", type=click.Path(path_type=Path), help="another PostgreSQL 18 install's bin folder")
-@click.option("--workspace", type=click.Path(path_type=Path), help="where clusters are built (default: in RAM)")
+@click.option("--workspace", type=click.Path(path_type=Path),
+              help="a folder in which dbtier makes its own for clusters (default: /dev/shm, in RAM)")
 @click.option("--quiet", "-q", is_flag=True, help="print only the summary table")
 def demo(rows: int, scans: int, cache: str, output: Path, pg_bin: Path | None, workspace: Path | None,
          quiet: bool) -> None:
@@ -91,7 +93,8 @@ def demo(rows: int, scans: int, cache: str, output: Path, pg_bin: Path | None, w
     options = LabOptions(cache=cache, pg_bin=pg_bin, workspace=workspace)
     params = {"random-index": {"rows": rows}, "table-scan": {"rows": rows, "scans": scans}}
     results = []
-    with run_dir(output, "demo") as folder:
+    outputs.check_dir(output, "--output")
+    with run_dir(output, "demo", Workspace.open(workspace)) as folder:
         for name in ("random-index", "table-scan"):
             cls = registry.get(name)
             runs = []

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import click
 
+from dbtier import lifecycle
 from dbtier.devices.session import Session, host_floor_warnings, parse_device
 from dbtier.errors import UserError
 from dbtier.measure import devices as device_figures
-from dbtier.report import jsonout
+from dbtier.report import jsonout, outputs
 from dbtier.report.terminal import console, iostat_table
+from dbtier.workspace import Workspace
 
 
 @click.command("exec", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -24,9 +27,11 @@ from dbtier.report.terminal import console, iostat_table
 @click.option("--trace", "trace_dir", type=click.Path(path_type=Path),
               help="record every I/O into this directory; 'dbtier trace DIR' turns it into Parquet")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="write the figures as JSON here")
+@click.option("--workspace", type=click.Path(path_type=Path),
+              help="a folder in which dbtier makes its own, dbtier-UID, for the emulation's state (default: /dev/shm)")
 @click.option("--quiet", "-q", is_flag=True, help="print nothing but errors")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def exec_command(device_args, trace_dir, json_path, quiet, command) -> None:
+def exec_command(device_args, trace_dir, json_path, workspace, quiet, command) -> None:
     """Run COMMAND with its I/O under each DIR on an emulated device.
 
     Every read, write and flush on a file below DIR takes the time the device model gives
@@ -50,33 +55,35 @@ def exec_command(device_args, trace_dir, json_path, quiet, command) -> None:
         dev = parse_device(arg, taken)
         taken.add(dev.name)
         devices.append(dev)
+    program = shutil.which(command[0])
+    if program is None:
+        found = Path(command[0]).exists() if "/" in command[0] else False
+        raise UserError(f"cannot run {command[0]}: " + ("permission denied" if found else "command not found"))
+    if trace_dir is not None:
+        trace_dir = check_trace_dir(trace_dir)
+    if json_path is not None:
+        json_path = outputs.check_file(json_path, "--json")
     out = console(stderr=True)
-    session = Session(devices, Path(tempfile.mkdtemp(prefix="dbtier-exec-")), trace_dir)
+    workspace = Workspace.open(workspace)
+    workspace.reap(lambda line: out.print(line, markup=False))
+    claim = workspace.claim("exec")
     try:
+        if trace_dir is not None and not trace_dir.exists():
+            trace_dir.mkdir()
+        session = Session(devices, claim.path / "iotap", trace_dir)
         session.create()
         if not quiet:
             for warning in host_floor_warnings(devices):
                 out.print(f"[yellow]warning:[/] {warning}")
-        started = time.time()
-        t0 = time.monotonic()
-        try:
-            proc = subprocess.Popen(list(command), env=session.env())
-        except FileNotFoundError:
-            raise UserError(f"command not found: {command[0]}") from None
-        except PermissionError:
-            raise UserError(f"cannot run {command[0]}: permission denied") from None
-        # Ctrl-C reaches the program from the terminal; dbtier waits for it and still reports.
-        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, lambda s, _f: proc.send_signal(s))
-        try:
-            rc = proc.wait()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-        elapsed = time.monotonic() - t0
-        rows = device_figures.rows(session.devices, session.snapshot(), elapsed)
+        rc, elapsed, started, refused = _run(session, command)
+        if refused:
+            raise UserError(f"the emulation did not apply to {len(refused)} process(es) of {command[0]}, which "
+                            f"stopped: {refused[0]}")
+        state = session.snapshot()
+        gaps = session.gaps(state)
+        if gaps:
+            raise UserError(f"the figures of {command[0]} would be incomplete: {'; '.join(gaps)}")
+        rows = device_figures.rows(session.devices, state, elapsed)
         session.save_trace_meta({"command": list(command), "started": started, "elapsed_s": elapsed, "exit_status": rc})
         if not quiet:
             out.print(iostat_table(rows, f"devices over {elapsed:.2f} s of: {' '.join(command)}"))
@@ -89,5 +96,56 @@ def exec_command(device_args, trace_dir, json_path, quiet, command) -> None:
             jsonout.write(json_path, {"kind": "exec", "command": list(command), "started": started,
                                       "elapsed_s": elapsed, "exit_status": rc, "devices": rows})
     finally:
-        session.remove()
+        with lifecycle.shielded():
+            claim.remove()
     sys.exit(rc if rc >= 0 else 128 - rc)
+
+
+def check_trace_dir(path: Path) -> Path:
+    """--trace DIR: a new folder, or one that holds no trace yet (trace files are never overwritten)."""
+    path = Path(path).expanduser()
+    outputs.refuse_foreign_link(path, "--trace")
+    if path.exists():
+        if not path.is_dir():
+            raise UserError(f"--trace {path}: a file is there; give a folder for the trace")
+        if any(path.glob("iotap-*.trc")):
+            raise UserError(f"--trace {path}: it holds a trace already; give a new or empty folder")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise UserError(f"--trace {path}: you cannot write there")
+        return path.resolve()
+    outputs.check_file(path, "--trace")  # its parent must exist and be writable
+    return Path(os.path.abspath(path))
+
+
+def _run(session: Session, command) -> tuple[int, float, float, list[str]]:
+    """Runs the program; returns its status, elapsed time, start and the lines of processes the
+    emulation could not apply to (the interposer writes them to a pipe and stops that process)."""
+    read_end, write_end = os.pipe()
+    env = session.env()
+    env["DBTIER_IOTAP_ERRFD"] = str(write_end)
+    started = time.time()
+    t0 = time.monotonic()
+    try:
+        try:
+            proc = subprocess.Popen(lifecycle.dies_with_us(list(command)), env=env, pass_fds=(write_end,))
+        finally:
+            os.close(write_end)
+        # Ctrl-C reaches the program from the terminal; dbtier waits for it and still reports.
+        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, lambda s, _f: proc.send_signal(s))
+        try:
+            rc = proc.wait()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        elapsed = time.monotonic() - t0
+        os.set_blocking(read_end, False)
+        try:
+            reported = os.read(read_end, 65536).decode(errors="replace")
+        except BlockingIOError:  # a process of the program still holds the pipe and wrote nothing
+            reported = ""
+    finally:
+        os.close(read_end)
+    return rc, elapsed, started, [line for line in reported.splitlines() if line.strip()]

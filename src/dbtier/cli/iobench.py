@@ -4,6 +4,7 @@ buffered or dsync, on an emulated or a real device: the seed articles' device te
 from __future__ import annotations
 
 import itertools
+import tempfile
 from pathlib import Path
 
 import click
@@ -11,15 +12,28 @@ from rich.table import Table
 
 from dbtier.devices.bench import engine_fio
 from dbtier.devices.bench.jobs import MODES, PATTERNS, Job, parse_size
-from dbtier.devices.bench.run import remove, run_jobs, scratch_dir
+from dbtier import lifecycle
+from dbtier.devices.bench.run import run_jobs
+from dbtier.devices import hostfs
 from dbtier.devices.hostfs import FAST_DEVICE_US
 from dbtier.devices.patterns import STANDARD, expected
 from dbtier.devices.session import Device, host_floor_warnings
 from dbtier.errors import UserError
 from dbtier.pg.lab import parse_device
 from dbtier.pg.settings import parse_size as pg_size
-from dbtier.report import jsonout
+from dbtier.report import jsonout, outputs
 from dbtier.report.terminal import console, fmt
+from dbtier.workspace import Claim, Workspace
+
+
+def device_dir(claim: Claim, given: Path | None, fast: bool) -> Path:
+    """Where the benchmark's files go, a folder of the claim's: inside the user's folder, or a scratch one
+    (in RAM for fast devices, so the host's disk is not the floor; on disk otherwise)."""
+    if given is not None:
+        return claim.outside(given / claim.child_name("files"))
+    if fast and hostfs.is_ram(claim.path):
+        return claim.inside("files", mode=0o700)
+    return claim.outside(Path(tempfile.gettempdir()) / claim.child_name("files"))
 
 
 def _list(text: str, what: str, parse, allowed=None) -> list:
@@ -52,8 +66,11 @@ def _list(text: str, what: str, parse, allowed=None) -> list:
               help="dbtier, fio, or both (dbtier,fio): the same jobs through each")
 @click.option("--page-cache", default="256MB", show_default=True, help="the emulated page cache for buffered modes")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="write the results as JSON here")
+@click.option("--workspace", type=click.Path(path_type=Path),
+              help="a folder in which dbtier makes its own, dbtier-UID, for the emulation's state and, without DIR, "
+                   "the benchmark's files (default: /dev/shm)")
 @click.option("--quiet", "-q", is_flag=True, help="print only the table")
-def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, json_path, quiet) -> None:
+def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, json_path, workspace, quiet) -> None:
     """Device tests like the seeds' (IOMeter, SiSoft Sandra, fio): MB/s, IOPS and latency percentiles
     for each pattern, block size, worker count and I/O mode, with iostat's view of the device.
 
@@ -82,26 +99,26 @@ def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, 
     if runtime <= 0:
         raise UserError("--runtime must be positive")
     jobs = [Job(r, b, w, m, file_size, runtime) for m, r, b, w in itertools.product(modes, patterns, sizes, workers)]
+    if json_path:
+        json_path = outputs.check_file(json_path, "--json")
     fast = req.profile.kind != "real" and min(expected(req.profile, p).mean_us for p in STANDARD) < FAST_DEVICE_US
-    scratch = None
-    if req.directory is None:
-        if req.profile.kind == "real":
-            raise UserError("a real device needs its folder: -d NAME=real:DIR")
-        scratch = scratch_dir(fast)
-        directory = scratch
-    else:
-        directory = req.directory / "dbtier-iobench"
-        directory.mkdir(exist_ok=True)
-    device = Device(req.name, directory.resolve(), req.profile)
+    if req.directory is None and req.profile.kind == "real":
+        raise UserError("a real device needs its folder: -d NAME=real:DIR")
+    workspace = Workspace.open(workspace)
+    workspace.reap(lambda line: out.print(line, markup=False))
+    claim = workspace.claim("iobench")
     try:
+        directory = device_dir(claim, req.directory, fast)
+        device = Device(req.name, directory.resolve(), req.profile)
         if not quiet:
             for warning in host_floor_warnings([device]):
                 out.print(f"warning: {warning}", markup=False)
         with out.status("laying out files") as status:
-            rows = run_jobs(device, jobs, engines, pg_size(page_cache, "--page-cache"),
+            rows = run_jobs(device, jobs, engines, pg_size(page_cache, "--page-cache"), claim.path,
                             lambda text: status.update(text) if not quiet else None)
     finally:
-        remove(scratch if scratch else directory)
+        with lifecycle.shielded():
+            claim.remove()
     table = Table(title=f"iobench on {req.name} ({req.profile.name}), {runtime:g} s each, files of {size}",
                   title_justify="left")
     for col in ("rw", "bs", "jobs", "mode", "engine", "MiB/s", "IOPS", "mean us", "p50 us", "p99 us",

@@ -10,11 +10,12 @@ import click
 from dbtier.cli.progress import progress_for
 from dbtier.errors import UserError
 from dbtier.pg.lab import LabOptions
-from dbtier.report import html, jsonout
+from dbtier.report import html, jsonout, outputs
 from dbtier.report.rundir import run_dir
 from dbtier.report.terminal import console
 from dbtier.reproduce import run as runner
 from dbtier.reproduce import view
+from dbtier.workspace import Workspace
 
 
 @click.command()
@@ -23,7 +24,8 @@ from dbtier.reproduce import view
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
               help="where the run directory is written")
 @click.option("--pg-bin", type=click.Path(path_type=Path), help="another PostgreSQL 18 install's bin folder")
-@click.option("--workspace", type=click.Path(path_type=Path), help="where clusters are built (default: in RAM)")
+@click.option("--workspace", type=click.Path(path_type=Path),
+              help="a folder in which dbtier makes its own for clusters (default: /dev/shm, in RAM)")
 @click.option("--quiet", "-q", is_flag=True, help="print only the figure tables")
 def reproduce(quick: bool, only: str | None, output: Path, pg_bin: Path | None, workspace: Path | None,
               quiet: bool) -> None:
@@ -51,7 +53,8 @@ def reproduce(quick: bool, only: str | None, output: Path, pg_bin: Path | None, 
     chosen = runner.articles(quick, chosen_seeds)
     total = sum(len(a.runs) for a in chosen)
     say(f"{total} runs over {len(chosen)} article(s){' (quick)' if quick else ''}")
-    with run_dir(output, "reproduce") as folder:
+    outputs.check_dir(output, "--output")
+    with run_dir(output, "reproduce", Workspace.open(workspace)) as folder:
         doc = runner.reproduce(chosen, base, folder.path,
                                functools.partial(lambda prefix: progress_for(out, quiet, prefix=prefix)), say)
         doc["quick"] = quick

@@ -11,11 +11,12 @@ from dbtier.errors import UserError
 from dbtier.pg import placement as placement_mod
 from dbtier.pg.lab import LabOptions, parse_devices
 from dbtier.pg.settings import parse_sets
-from dbtier.report import html, jsonout, runview
+from dbtier.report import html, jsonout, outputs, runview
 from dbtier.report.rundir import run_dir
 from dbtier.report.terminal import console
 from dbtier.workloads import registry
 from dbtier.workloads.runner import check_cache_state, run_workload
+from dbtier.workspace import Workspace
 
 
 def lab_options(func):
@@ -44,7 +45,8 @@ def lab_options(func):
         click.option("--pg-bin", type=click.Path(path_type=Path),
                      help="another PostgreSQL 18 install's bin folder (default: the embedded one)"),
         click.option("--workspace", type=click.Path(path_type=Path),
-                     help="where clusters are built (default: /dev/shm/dbtier-USER, in RAM)"),
+                     help="a folder in which dbtier makes its own, dbtier-UID, for clusters and devices (default: "
+                          "/dev/shm, in RAM)"),
         click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
                      help="where the run directory (result.json, report.html, server.log) is written"),
         click.option("--json", "json_path", type=click.Path(path_type=Path), help="also write the result JSON here"),
@@ -109,7 +111,10 @@ def execute(cls, kw: dict) -> None:
                          sets=parse_sets(kw["sets"]), pg_bin=kw["pg_bin"],
                          workspace=kw["workspace"], trace=kw["trace"], keep=kw["keep"])
     say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
-    with run_dir(kw["output"], cls.name) as folder:
+    outputs.check_dir(kw["output"], "--output")
+    if kw["json_path"]:
+        kw["json_path"] = outputs.check_file(kw["json_path"], "--json")
+    with run_dir(kw["output"], cls.name, Workspace.open(kw["workspace"])) as folder:
         with progress_for(out, kw["quiet"]) as progress:
             result = run_workload(workload, requests, placement, options, progress, folder.path, say,
                                   cache_state=kw["cache_state"])

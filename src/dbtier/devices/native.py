@@ -16,7 +16,7 @@ from dbtier.errors import UserError
 
 IOTAP_LIB = "libdbtier_iotap.so"
 SIM_LIB = "libdbtier_sim.so"
-ABI_VERSION = 1005
+ABI_VERSION = 1006
 
 OP_READ, OP_WRITE, OP_FLUSH = 1, 2, 3
 

@@ -17,6 +17,7 @@ from dbtier.devices.pagecache import PageCache
 from dbtier.devices.patterns import STANDARD, expected
 from dbtier.devices.profile import Profile, load
 from dbtier.errors import UserError
+from dbtier.workspace import write_private
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
 
@@ -103,8 +104,7 @@ class Session:
         self.map_path.write_text("\n".join(lines) + "\n")
         native.create_state(self.map_path, self.state_path)
         if self.trace_dir:
-            self.trace_dir.mkdir(parents=True, exist_ok=True)
-            os.chmod(self.trace_dir, 0o777)  # servers may run as another user
+            self.trace_dir.mkdir(exist_ok=True)  # its mode is whoever made it's: never widened here
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         env = dict(os.environ if base is None else base)
@@ -126,6 +126,20 @@ class Session:
     def snapshot(self) -> dict:
         return native.dump_state(self.state_path)
 
+    def gaps(self, after: dict, before: dict | None = None) -> list[str]:
+        """What the emulation could not cover between two snapshots: I/O on file descriptors beyond the
+        interposer's reach (neither delayed nor counted), and processes whose trace could not be written.
+        Either makes the figures incomplete, so a command that finds one fails rather than report them."""
+        def grown(key: str) -> int:
+            return int(after.get(key, 0)) - int((before or {}).get(key, 0))
+        out = []
+        if grown("untracked_calls"):
+            out.append(f"{grown('untracked_calls')} I/O calls on file descriptors beyond the interposer's reach "
+                       "were neither emulated nor counted")
+        if self.trace_dir and grown("trace_failures"):
+            out.append(f"{grown('trace_failures')} process(es) could not write their trace into {self.trace_dir}")
+        return out
+
     def describe(self) -> list[dict]:
         return [
             {"name": d.name, "dir": str(d.directory), "profile": d.profile.name, "kind": d.profile.kind,
@@ -138,8 +152,9 @@ class Session:
         if not self.trace_dir:
             return
         state = self.snapshot()
-        (self.trace_dir / "files.json").write_text(json.dumps(state["files"]))
-        (self.trace_dir / "meta.json").write_text(json.dumps({**meta, "devices": self.describe()}, indent=1))
+        write_private(self.trace_dir / "files.json", json.dumps(state["files"]), mode=0o644)
+        write_private(self.trace_dir / "meta.json", json.dumps({**meta, "devices": self.describe()}, indent=1),
+                      mode=0o644)
 
     def remove(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)

@@ -2,13 +2,18 @@
 
 The postmaster is dbtier's direct child, in a session of its own: a Ctrl-C at the terminal reaches
 dbtier, which then stops the server in order (fast shutdown, then immediate, then SIGKILL to its
-process group). Where util-linux's setpriv is available the server also gets a parent-death signal,
-so even a SIGKILL of dbtier stops it; otherwise the next run finds it (workspace.reap_stale)."""
+session). Where util-linux's setpriv is available the server also gets a parent-death signal, so
+even a SIGKILL of dbtier stops it; otherwise the next run finds it: every process the cluster starts
+is recorded in the run's claim (see dbtier.workspace), with the System V segment the server holds.
+
+Only the lab's users reach the server: it listens on a unix socket in a folder private to the
+servers' user (no TCP), and authenticates by `peer`, mapping dbtier's own OS user and the servers'
+to the superuser."""
 
 from __future__ import annotations
 
 import os
-import shutil
+import pwd
 import signal
 import subprocess
 import time
@@ -16,14 +21,19 @@ from pathlib import Path
 
 import psycopg
 
+from dbtier import lifecycle
 from dbtier.errors import UserError
 from dbtier.pg.binaries import PgInstall
 from dbtier.pg.osuser import ServerUser
-from dbtier.pg.workspace import stop_postmaster
+from dbtier.workspace import Claim
 
 SUPERUSER = "dbtier"
 PORT = 5432
 CONF_INCLUDE = "dbtier.conf"
+IDENT_MAP = "lab"
+#: Dynamic shared memory lives in files under the data directory's pg_dynshmem, which the lab points at a
+#: folder of its own outside every device: nothing in /dev/shm can outlive the run, and no device is charged.
+DYNSHMEM = "pg_dynshmem"
 
 
 def _log_tail(path: Path, lines: int = 12) -> str:
@@ -32,12 +42,6 @@ def _log_tail(path: Path, lines: int = 12) -> str:
     except OSError:
         return ""
     return "\n".join(text[-lines:])
-
-
-def _with_parent_death_signal(cmd: list[str], sig: str) -> list[str]:
-    """cmd, started by util-linux's setpriv so that it gets `sig` if dbtier dies (even by SIGKILL)."""
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", sig, "--", *cmd] if setpriv else cmd
 
 
 def _terminate(proc: subprocess.Popen, timeout: float = 30.0) -> None:
@@ -59,7 +63,9 @@ def _terminate(proc: subprocess.Popen, timeout: float = 30.0) -> None:
 
 class Cluster:
     def __init__(self, install: PgInstall, user: ServerUser, pgdata: Path, waldir: Path, socket_dir: Path,
-                 log_path: Path, env: dict[str, str]):
+                 log_path: Path, env: dict[str, str], claim: Claim, dynshmem: Path):
+        self.claim = claim
+        self.dynshmem = dynshmem
         self.install = install
         self.user = user
         self.pgdata = pgdata
@@ -68,27 +74,49 @@ class Cluster:
         self.log_path = log_path
         self.env = user.env(env)
         self.proc: subprocess.Popen | None = None
+        self.proc_start: str | None = None
 
     # -- creation ------------------------------------------------------------------------------
 
     def initdb(self) -> None:
         cmd = [str(self.install.exe("initdb")), "-D", str(self.pgdata), f"--waldir={self.waldir}", "-U", SUPERUSER,
-               "-A", "trust", "-E", "UTF8", "--locale=C", "--no-instructions", "--no-sync"]
+               "--auth-local=peer", "--auth-host=reject", "-E", "UTF8", "--locale=C", "--no-instructions",
+               "--no-sync"]
         # Not subprocess.run: on Ctrl-C it would SIGKILL initdb, whose bootstrap server then leaves its
         # shared memory behind. SIGTERM to initdb alone lets it finish the step its server is on, then
         # exit and remove what it made.
-        proc = subprocess.Popen(_with_parent_death_signal(cmd, "TERM"), env=self.env, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(lifecycle.dies_with_us(cmd, "TERM"), env=self.env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/",
                                 start_new_session=True, **self.user.popen_kwargs())
         try:
+            self.claim.watch(proc.pid, self.user.uid, signal.SIGTERM)
             output, _ = proc.communicate()
         except BaseException:
             _terminate(proc)
             raise
+        self.claim.unwatch(proc.pid)
         if proc.returncode != 0:
             raise UserError(f"initdb failed: {' / '.join(output.strip().splitlines()[-3:])}")
+        self._restrict_access()
         with open(self.pgdata / "postgresql.conf", "a") as conf:
             conf.write(f"\ninclude '{CONF_INCLUDE}'\n")
+        (self.pgdata / DYNSHMEM).rmdir()
+        (self.pgdata / DYNSHMEM).symlink_to(self.dynshmem)
+        if self.user.switches:
+            os.chown(self.pgdata / DYNSHMEM, self.user.uid, self.user.gid, follow_symlinks=False)
+
+    def _restrict_access(self) -> None:
+        """Peer authentication on the unix socket only, for dbtier's own OS user and the servers'."""
+        hba = self.pgdata / "pg_hba.conf"
+        hba.write_text("# written by dbtier: the lab's own users, on its private socket, nobody else\n"
+                       f"local all all peer map={IDENT_MAP}\n")
+        me = pwd.getpwuid(os.geteuid()).pw_name
+        ident = self.pgdata / "pg_ident.conf"
+        ident.write_text("# written by dbtier\n" + "".join(f"{IDENT_MAP} {name} {SUPERUSER}\n"
+                                                          for name in sorted({me, self.user.name})))
+        if self.user.switches:
+            for path in (hba, ident):
+                os.chown(path, self.user.uid, self.user.gid)
 
     def configure(self, settings: dict[str, str]) -> None:
         """Writes the lab's settings; they take effect at the next start."""
@@ -106,18 +134,22 @@ class Cluster:
     def start(self, timeout: float = 120.0) -> None:
         if self.running:
             return
-        cmd = _with_parent_death_signal([str(self.install.exe("postgres")), "-D", str(self.pgdata)], "INT")
+        cmd = lifecycle.dies_with_us([str(self.install.exe("postgres")), "-D", str(self.pgdata)], "INT")
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(cmd, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                          cwd="/", start_new_session=True, **self.user.popen_kwargs())
+        self.proc_start = lifecycle.start_time(self.proc.pid)
+        self.claim.watch(self.proc.pid, self.user.uid, signal.SIGQUIT)
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
                 self.proc = None
+                self._after_exit()
                 raise UserError(f"PostgreSQL did not start; the end of its log ({self.log_path}):\n"
                                 f"{_log_tail(self.log_path)}")
             try:
                 with self.connect("postgres", connect_timeout=2):
+                    self._record_shared_memory()
                     return
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:
@@ -126,21 +158,38 @@ class Cluster:
                                     f"see {self.log_path}") from None
                 time.sleep(0.05)
 
+    def _record_shared_memory(self) -> None:
+        """The System V segment the postmaster holds (postmaster.pid's seventh line: key and id)."""
+        try:
+            lines = (self.pgdata / "postmaster.pid").read_text().splitlines()
+            shmid = int(lines[6].split()[1])
+        except (OSError, IndexError, ValueError):
+            return
+        self.claim.hold_sysv_shm(shmid, self.user.uid)
+
+    def _after_exit(self) -> None:
+        """The server is gone: what is left of its session is stopped, and what shared memory it left
+        (only if it was killed) released. Then the claim forgets it."""
+        self.claim.settle()
+
     def stop(self, timeout: float = 120.0) -> None:
-        """Fast shutdown (SIGINT): a shutdown checkpoint, then exit. Escalates if that takes too long."""
+        """Fast shutdown (SIGINT): a shutdown checkpoint, then exit. Escalates if that takes too long:
+        immediate shutdown (SIGQUIT), then SIGKILL to what is left of its session."""
         if self.proc is None:
             return
         proc, self.proc = self.proc, None
-        if proc.poll() is None:
-            try:
-                proc.send_signal(signal.SIGINT)
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                stop_postmaster(proc.pid)
-            finally:
-                if proc.poll() is None:
-                    stop_postmaster(proc.pid)
-                proc.wait()
+        try:
+            if proc.poll() is None:
+                try:
+                    proc.send_signal(signal.SIGINT)
+                    proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:
+            if proc.poll() is None:
+                lifecycle.stop_recorded(proc.pid, self.proc_start, self.user.uid, signal.SIGQUIT)
+            proc.wait()
+            self._after_exit()
 
     def restart(self) -> None:
         self.stop()

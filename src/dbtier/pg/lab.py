@@ -8,13 +8,23 @@
         m.result                                     # elapsed, CPU vs I/O wait, per-device iostat
 
 Everything it starts it stops, on success, error, Ctrl-C and SIGTERM; a server left by a run that
-was killed outright is stopped by the next run (workspace.reap_stale)."""
+was killed outright is stopped by the next run (dbtier.workspace: the lab is a claim in it).
+
+A lab's folder (a claim in the workspace):
+    owner.json   what the reaper needs: our pid, the server's, its shared memory, folders made elsewhere
+    dev/NAME/    each device's folder (or DIR/dbtier-lab-TOKEN-NAME on the user's own folder)
+    sock/        the server's unix socket, private to the servers' user
+    iotap/       the emulation's device map and shared state, private to the servers' user
+    trace/       the I/O trace, private to the servers' user
+    dynshmem/    the server's dynamic shared memory (outside every device)
+    scratch/     bulk-load input and client logs: outside every device
+    server.log"""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +33,7 @@ from typing import Callable
 import psycopg
 from psycopg import sql
 
+from dbtier import lifecycle
 from dbtier.devices import hostfs, native
 from dbtier.devices.pagecache import PageCache
 from dbtier.devices.profile import Profile, load
@@ -34,9 +45,10 @@ from dbtier.measure.trace import read_records
 from dbtier.pg import binaries, osuser, settings
 from dbtier.pg.cluster import Cluster
 from dbtier.pg.placement import Placement, tablespace_of
-from dbtier.pg.workspace import LabDir, default_root, reap_stale
+from dbtier.workspace import Claim, Workspace
 
 DATABASE = "dbtier"
+SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes, with "/.s.PGSQL.5432" appended
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,30}$")
 
 
@@ -111,7 +123,7 @@ class Lab:
         if pc_bytes < 64 * 1024:
             raise UserError("--page-cache: give at least 64kB")
         self.page_cache = PageCache(pc_bytes, dsync_data=self.options.io_mode == "dsync")
-        self.dir: LabDir | None = None
+        self.claim: Claim | None = None
         self.session: Session | None = None
         self.cluster: Cluster | None = None
         self.devices: list[Device] = []
@@ -133,52 +145,65 @@ class Lab:
         opts = self.options
         self.install = binaries.find(opts.pg_bin)
         self.user = osuser.server_user()
-        root = Path(opts.workspace).expanduser().resolve() if opts.workspace else default_root()
-        for line in reap_stale(root):
-            self.say(line)
-        self.dir = LabDir.create(root)
+        group = self.user.gid if self.user.switches else None
+        workspace = Workspace.open(opts.workspace, group)
+        if not self.user.can_read(workspace.root):
+            raise UserError(f"the server user {self.user.name} cannot pass through {workspace.root.parent}; "
+                            "choose a --workspace it can enter")
+        workspace.reap(self.say)
+        self.claim = workspace.claim("lab")
+        self.claim.record["server_uid"] = self.user.uid
+        socket_dir = self.claim.path / "sock"
+        if len(str(socket_dir)) > SOCKET_PATH_MAX:
+            raise UserError(f"workspace {workspace.root} is too deep for a unix socket path; choose a shorter "
+                            "--workspace")
         self._make_devices()
+        iotap, trace = self._private("iotap"), self._private("trace")
         # Always traced (only the emulated intervals record anything): per-object I/O comes from it.
-        self.session = Session(self.devices, self.dir.path / "iotap", trace_dir=self.dir.path / "trace",
-                               page_cache=self.page_cache)
+        self.session = Session(self.devices, iotap, trace_dir=trace, page_cache=self.page_cache)
         self.session.create()
         self.session.pause()
+        if self.user.switches:
+            os.chown(self.session.state_path, self.user.uid, self.user.gid)
         for warning in host_floor_warnings(self.devices):
             self.say(f"warning: {warning}")
-        runtime = root / "runtime"
+        runtime = workspace.root / "runtime"
         install = self.install.moved(osuser.reachable_copy(*self.install.layout(), self.user, runtime))
         env = self.session.env()
-        iotap = native.iotap_path()
-        env["LD_PRELOAD"] = str(osuser.reachable_copy(iotap.parent, [iotap.name], self.user, runtime) / iotap.name)
+        iotap_lib = native.iotap_path()
+        env["LD_PRELOAD"] = str(osuser.reachable_copy(iotap_lib.parent, [iotap_lib.name], self.user, runtime)
+                                / iotap_lib.name)
         env.pop("PGDATA", None)
         pgdata = self.device_dir(self.placement.roles["data"]) / "pgdata"
         waldir = self.device_dir(self.placement.roles["wal"]) / "pg_wal"
-        self.dir.socket_dir.mkdir(mode=0o755)
-        self.user.give(self.dir.socket_dir)
-        self.dir.pgdata = pgdata
-        self.dir.record()
-        self.cluster = Cluster(install, self.user, pgdata, waldir, self.dir.socket_dir, self.dir.path / "server.log", env)
+        self.cluster = Cluster(install, self.user, pgdata, waldir, self._private("sock"),
+                               self.claim.path / "server.log", env, self.claim, self._private("dynshmem"))
         self.cluster.initdb()
-        self.server_settings = settings.server_settings(self.cache_bytes, opts.io_mode, str(self.dir.socket_dir),
+        self.server_settings = settings.server_settings(self.cache_bytes, opts.io_mode, str(self.cluster.socket_dir),
                                                         opts.sets)
         self.cluster.configure(self.server_settings)
         self.cluster.start()
         self._create_database()
 
+    def _private(self, name: str) -> Path:
+        """A folder of the lab's that only the servers' user (and dbtier) may enter."""
+        path = self.claim.inside(name, mode=0o700)
+        self.user.give(path)
+        return path
+
     def _make_devices(self) -> None:
+        devices_dir = self.claim.inside("dev")
         for req in self.requests:
             if req.directory is None:
-                folder = self.dir.path / req.name
+                folder = devices_dir / req.name
+                folder.mkdir(mode=0o700)
             else:
                 if not self.user.can_read(req.directory):
                     raise UserError(f"device {req.name}: the server user {self.user.name} cannot reach "
                                     f"{req.directory}; choose a folder it can enter")
-                folder = req.directory / f"dbtier-{self.dir.path.name}"
-                self.dir.extra_dirs.append(folder)
-            folder.mkdir(mode=0o755)
+                folder = self.claim.outside(req.directory / self.claim.child_name(req.name))
             self.user.give(folder)
             self.devices.append(Device(req.name, folder.resolve(), req.profile))
-        self.dir.record()
 
     def device_dir(self, name: str) -> Path:
         return next(d.directory for d in self.devices if d.name == name)
@@ -197,25 +222,21 @@ class Lab:
                 sql.Identifier(DATABASE), sql.Literal(tablespace_of(self.placement.roles["temp"]))))
 
     def close(self) -> None:
-        """Stops the server and removes the workspace. A second Ctrl-C cannot cut this short."""
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            if self.cluster is not None:
-                if self.session is not None:
-                    with contextlib.suppress(Exception):
-                        self.session.pause()  # the shutdown checkpoint is not part of any measurement
-                self.cluster.stop()
-            if self.session is not None:
-                self.session.remove()
-            self._log_text = self.server_log()
-            if self.dir is not None and self.options.keep:
-                self.dir.kept = True
-                self.dir.record()
-                self.say(f"workspace kept: {self.dir.path} (remove it when done)")
-            elif self.dir is not None:
-                self.dir.remove()
-        finally:
-            signal.signal(signal.SIGINT, previous)
+        """Stops the server and removes the lab's folders. A second Ctrl-C or SIGTERM cannot cut this short."""
+        with lifecycle.shielded():
+            try:
+                if self.cluster is not None:
+                    if self.session is not None:
+                        with contextlib.suppress(Exception):
+                            self.session.pause()  # the shutdown checkpoint is not part of any measurement
+                    self.cluster.stop()
+            finally:
+                self._log_text = self.server_log()
+                if self.claim is not None and self.options.keep:
+                    self.claim.keep()
+                    self.say(f"workspace kept: {self.claim.path} (remove it when done)")
+                elif self.claim is not None:
+                    self.claim.remove()
 
     # -- use -------------------------------------------------------------------------------------
 
@@ -233,11 +254,8 @@ class Lab:
     def scratch_dir(self) -> Path:
         """A folder outside every device that the server may write and read: a bulk load's input
         files there cost no device time, as a loader's input on other disks."""
-        path = self.dir.path / "scratch"
-        if not path.exists():
-            path.mkdir(mode=0o755)
-            self.user.give(path)
-        return path
+        path = self.claim.path / "scratch"
+        return path if path.exists() else self._private("scratch")
 
     def restart_cold(self) -> None:
         """Empty caches: the server restarts, and the OS page cache is emptied (as after
@@ -296,6 +314,9 @@ class Lab:
             disks_after = {name: diskstats.read(disks[name]) for name in disks_before}
             after = self.session.snapshot()
             self.session.pause()
+        gaps = self.session.gaps(after, before)
+        if gaps:
+            raise UserError(f"the measurement would be incomplete: {'; '.join(gaps)} (the server log says more)")
         rows = device_figures.rows(self.devices, after, elapsed, before)
         for row in rows:  # the kernel's view of a real device, beside the interposer's
             if row["device"] in disks_before:
@@ -357,7 +378,7 @@ class Lab:
         if getattr(self, "_log_text", None) is not None:
             return self._log_text
         try:
-            return (self.dir.path / "server.log").read_text(errors="replace")
+            return (self.claim.path / "server.log").read_text(errors="replace")
         except (OSError, AttributeError):
             return ""
 

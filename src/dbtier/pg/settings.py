@@ -30,9 +30,30 @@ PRESET = {
     # the WAL themselves, in small synchronous pieces, where at scale the WAL writer does it ahead.
     "wal_buffers": "16MB",
     "huge_pages": "off",
+    # Dynamic shared memory in files under pg_dynshmem, which the lab points at a folder of its own
+    # (outside every device, in RAM with the workspace): a server killed outright leaves nothing in
+    # /dev/shm, and the lab's folder goes with the run.
+    "dynamic_shared_memory_type": "mmap",
+    "unix_socket_permissions": "0700",   # with the socket's private folder: the servers' user alone
     "logging_collector": "off",          # the server's stderr is the run's server.log
     "log_min_messages": "warning",
     "log_checkpoints": "off",
+}
+
+#: Settings the lab decides: who can reach the server, where its files are, and what may outlive it.
+LAB_OWNED = {
+    "listen_addresses": "the lab listens on its own unix socket only, never TCP",
+    "port": "the lab listens on its own unix socket only, never TCP",
+    "unix_socket_directories": "the lab's socket is in a folder private to the servers' user",
+    "unix_socket_permissions": "the lab's socket is private to the servers' user",
+    "unix_socket_group": "the lab's socket is private to the servers' user",
+    "hba_file": "the lab authenticates its own users only (peer)",
+    "ident_file": "the lab authenticates its own users only (peer)",
+    "data_directory": "the lab lays out its cluster itself",
+    "config_file": "the lab reads no other configuration file",
+    "external_pid_file": "the lab writes nothing outside its own folder",
+    "dynamic_shared_memory_type": "the lab keeps the server's shared memory in its own folder, so nothing outlives a run",
+    "krb_server_keyfile": "the lab authenticates its own users only (peer)",
 }
 
 IO_MODES = {
@@ -74,8 +95,8 @@ def parse_sets(texts: tuple[str, ...] | list[str]) -> dict[str, str]:
         if name == "io_method" and value.strip("'\"").lower() not in ("worker", "sync"):
             raise UserError(f"--set io_method={value}: dbtier runs io_method=worker or sync; io_uring would "
                             "bypass the interposer, so its I/O would be neither emulated nor counted")
-        if name in ("listen_addresses", "unix_socket_directories"):
-            raise UserError(f"--set {name}: the lab listens on its own unix socket only")
+        if name in LAB_OWNED or name.startswith(("ssl", "include")):
+            raise UserError(f"--set {name}: {LAB_OWNED.get(name, 'the lab reads no other configuration file')}")
         out[name] = value
     return out
 

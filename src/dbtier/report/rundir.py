@@ -1,13 +1,17 @@
 """A run directory appears whole or not at all: it is built under a hidden temporary name and
-renamed into place when complete; on error or Ctrl-C the partial one is removed."""
+renamed into place when complete; on error or Ctrl-C the partial one is removed (and the output
+folder too, if the run made it and it is empty). The partial one is a folder of a claim in the
+workspace, so the next command removes it if this one is killed outright."""
 
 from __future__ import annotations
 
 import contextlib
-import shutil
-import tempfile
 import time
 from pathlib import Path
+
+from dbtier import lifecycle
+from dbtier.report import outputs
+from dbtier.workspace import Workspace
 
 
 def _final_name(output: Path, stem: str) -> Path:
@@ -19,22 +23,28 @@ def _final_name(output: Path, stem: str) -> Path:
 
 
 @contextlib.contextmanager
-def run_dir(output: Path, stem: str):
+def run_dir(output: Path, stem: str, workspace: Workspace):
     """Yields a folder to fill; on success it is renamed to OUTPUT/STEM-<time>, whose path is then
     available as `.final` on the yielded holder."""
-    output = Path(output)
-    output.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{stem}-", suffix=".partial", dir=output))
-    holder = _Holder(tmp)
+    output = outputs.check_dir(output, "--output")
+    made = outputs.make_dirs(output)
+    claim = workspace.claim("results")
     try:
+        tmp = claim.outside(output / claim.child_name(stem, hidden=True, suffix=".partial"))
+        holder = _Holder(tmp)
         yield holder
+        final = _final_name(output, stem)
+        tmp.chmod(0o755)
+        tmp.rename(final)
+        claim.forget(tmp)
+        holder.final = final
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        with lifecycle.shielded():
+            claim.remove()
+            outputs.remove_if_empty(made)
         raise
-    final = _final_name(output, stem)
-    tmp.chmod(0o755)
-    tmp.rename(final)
-    holder.final = final
+    with lifecycle.shielded():
+        claim.remove()
 
 
 class _Holder:

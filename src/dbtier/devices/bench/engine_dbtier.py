@@ -10,17 +10,20 @@ from pathlib import Path
 
 import numpy as np
 
+from dbtier import lifecycle
 from dbtier.devices.bench.jobs import Figures, Job
 
 
 def run(job: Job, directory: Path, env: dict[str, str]) -> Figures:
-    with tempfile.TemporaryDirectory(prefix="dbtier-iobench-") as tmp:
+    """The workers write their latencies beside the session's state (a folder the caller removes)."""
+    with tempfile.TemporaryDirectory(prefix="lat-", dir=Path(env["DBTIER_IOTAP"]).parent) as tmp:
         procs = []
         for i in range(job.jobs):
             out = Path(tmp) / f"lat.{i}"
             cmd = [sys.executable, "-m", "dbtier.devices.bench.worker", str(directory / f"iobench.{i}"), job.rw,
                    str(job.bs), str(job.size), str(job.runtime), job.mode, str(1000 + i), str(out)]
-            procs.append((subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True), out))
+            procs.append((subprocess.Popen(lifecycle.dies_with_us(cmd), env=env, stdout=subprocess.PIPE, text=True),
+                          out))
         lats, moved, elapsed = [], 0, 0.0
         for proc, out in procs:
             stdout, _ = proc.communicate()

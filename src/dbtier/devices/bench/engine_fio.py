@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from dbtier import lifecycle
 from dbtier.devices.bench.jobs import Figures, Job
 from dbtier.errors import UserError
 
@@ -28,7 +29,7 @@ def command(job: Job, directory: Path) -> list[str]:
 def run(job: Job, directory: Path, env: dict[str, str]) -> Figures:
     if not available():
         raise UserError("--engine fio: fio is not installed (apt-get install fio)")
-    proc = subprocess.run(command(job, directory), env=env, capture_output=True, text=True)
+    proc = subprocess.run(lifecycle.dies_with_us(command(job, directory)), env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise UserError(f"fio failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
     doc = json.loads(proc.stdout[proc.stdout.index("{"):])

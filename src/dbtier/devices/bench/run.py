@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from dbtier.devices import hostfs
@@ -33,14 +31,17 @@ def lay_out(directory: Path, jobs: int, size: int) -> None:
             os.fsync(f.fileno())
 
 
-def run_jobs(device: Device, jobs: list[Job], engines: list[str], page_cache_bytes: int, progress) -> list[dict]:
+def run_jobs(device: Device, jobs: list[Job], engines: list[str], page_cache_bytes: int, workdir: Path,
+             progress) -> list[dict]:
+    """Runs each job with each engine, a fresh emulation session each (in `workdir`, which the caller
+    owns and removes)."""
     lay_out(device.directory, max(j.jobs for j in jobs), max(j.size for j in jobs))
     disk = diskstats.block_device(device.directory) if device.profile.kind == "real" else None
     rows = []
-    for job in jobs:
+    for n, job in enumerate(jobs):
         for engine in engines:
             progress(f"{job.label()} with {engine}")
-            session = Session([device], Path(tempfile.mkdtemp(prefix="dbtier-iobench-")),
+            session = Session([device], workdir / f"session-{n}-{engine}",
                               page_cache=PageCache(page_cache_bytes, dsync_data=job.mode == "dsync"))
             try:
                 session.create()
@@ -60,13 +61,3 @@ def run_jobs(device: Device, jobs: list[Job], engines: list[str], page_cache_byt
             finally:
                 session.remove()
     return rows
-
-
-def scratch_dir(fast: bool) -> Path:
-    """Where an emulated device's files go when no DIR is given: RAM for fast devices."""
-    base = Path("/dev/shm") if fast and hostfs.is_ram(Path("/dev/shm")) else None
-    return Path(tempfile.mkdtemp(prefix="dbtier-iobench-dev-", dir=base))
-
-
-def remove(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)

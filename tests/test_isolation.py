@@ -1,0 +1,214 @@
+"""Another local user against dbtier: cannot reach a lab's server, cannot write its emulation state or
+trace, and cannot make dbtier delete, chmod or overwrite anything by pre-creating or linking paths.
+
+As root the tests make a second, unprivileged user (`dbtier-other`) and act as it; as a normal user
+they are skipped, because only root can act as another user."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from dbtier.pg import placement
+from dbtier.pg.lab import Lab, LabOptions, parse_devices
+from tests.conftest import dbtier
+
+OTHER = "dbtier-other"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="acting as a second local user needs root")
+
+
+@pytest.fixture(scope="module")
+def other() -> pwd.struct_passwd:
+    try:
+        return pwd.getpwnam(OTHER)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
+                        "--shell", "/usr/sbin/nologin", OTHER], check=True, capture_output=True)
+        return pwd.getpwnam(OTHER)
+
+
+#: The system's Python, which any user may run (the project's may sit in root's private home).
+OTHER_PYTHON = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
+
+
+def as_other(other, code: str) -> subprocess.CompletedProcess:
+    """Python code (standard library only) run as the other user: its uid, its gid, no extra groups."""
+    return subprocess.run([OTHER_PYTHON, "-c", code], user=other.pw_uid, group=other.pw_gid, extra_groups=[],
+                          capture_output=True, text=True, cwd="/", env={"PATH": "/usr/bin:/bin"})
+
+
+@pytest.fixture
+def shared_base():
+    """A folder everyone may write, as /tmp is (mode 1777): where an attacker plants things."""
+    path = Path(tempfile.mkdtemp(prefix="dbtier-test-shared-", dir="/dev/shm"))
+    path.chmod(0o1777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def lab(other, tmp_path_factory):
+    base = Path(tempfile.mkdtemp(prefix="dbtier-test-iso-", dir="/dev/shm"))
+    base.chmod(0o755)
+    with Lab(parse_devices(["ssd=ssd-sata-mlc"]), placement.parse([], ["ssd"]), LabOptions(workspace=base),
+             say=lambda _l: None) as the_lab:
+        yield the_lab
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_another_user_cannot_connect_to_the_server(other, lab):
+    sock = lab.cluster.socket_dir / ".s.PGSQL.5432"
+    probe = as_other(other, "import socket, sys\n"
+                            f"try:\n    socket.socket(socket.AF_UNIX).connect({str(sock)!r})\n"
+                            "except OSError as exc:\n    print(type(exc).__name__, exc); sys.exit(3)\n")
+    assert probe.returncode == 3, probe.stdout + probe.stderr
+    assert "PermissionError" in probe.stdout, probe.stdout
+    st = os.stat(lab.cluster.socket_dir)
+    assert stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == lab.user.uid
+    with lab.connect() as conn:  # the lab itself still connects, by peer authentication
+        assert conn.execute("SELECT setting FROM pg_settings WHERE name = 'listen_addresses'").fetchone()[0] == ""
+        rules = conn.execute("SELECT type, auth_method FROM pg_hba_file_rules").fetchall()
+    assert rules == [("local", "peer")]
+
+
+def test_another_user_cannot_write_the_state_or_the_trace(other, lab):
+    state = lab.session.state_path
+    assert stat.S_IMODE(os.stat(state).st_mode) & 0o077 == 0
+    for path, code in ((state, f"open({str(state)!r}, 'r+b')"),
+                       (lab.session.trace_dir, f"open({str(lab.session.trace_dir / 'x')!r}, 'w')"),
+                       (lab.claim.path, f"import os; os.listdir({str(lab.claim.path)!r})")):
+        probe = as_other(other, code)
+        assert probe.returncode != 0 and "PermissionError" in probe.stderr, (path, probe.stderr)
+    for folder in (lab.session.trace_dir, lab.session.workdir, lab.claim.path, lab.claim.workspace.root):
+        assert stat.S_IMODE(os.stat(folder).st_mode) & 0o007 == 0, folder
+
+
+def test_a_root_planted_by_another_user_is_refused(other, shared_base, tmp_path):
+    """The other user makes dbtier's root (dbtier-0) in a shared folder before dbtier does, with a
+    record in it that names a folder of root's: dbtier refuses the root and deletes nothing."""
+    victim = tmp_path / "precious"
+    victim.mkdir(mode=0o700)
+    (victim / "data").write_text("keep me")
+    plant = ("import os, json\n"
+             f"root = {str(shared_base / f'dbtier-{os.geteuid()}')!r}\n"
+             "os.mkdir(root, 0o777); os.chmod(root, 0o777); os.mkdir(root + '/lab-00000000')\n"
+             "json.dump({'dbtier_claim': 'lab-00000000', 'pid': 1, 'start': '0', 'folders': "
+             f"[{str(victim)!r}], 'processes': [], 'sysv_shm': []}}, open(root + '/lab-00000000/owner.json', 'w'))\n")
+    assert as_other(other, plant).returncode == 0
+    proc = dbtier("run", "random-index", "--rows", "50", "-d", "d=ram-san", "--workspace", str(shared_base),
+                  "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2, proc.stderr
+    assert "belongs to another user" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert (victim / "data").read_text() == "keep me"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_symlinked_root_is_refused(other, shared_base, tmp_path):
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o700)
+    (target / "data").write_text("keep me")
+    as_other(other, f"import os; os.symlink({str(target)!r}, {str(shared_base / f'dbtier-{os.geteuid()}')!r})")
+    proc = dbtier("exec", "--workspace", str(shared_base), "-d", f"{tmp_path}=ram-san", "--", "true")
+    assert proc.returncode == 2 and "link" in proc.stderr, proc.stderr
+    assert (target / "data").read_text() == "keep me" and stat.S_IMODE(target.stat().st_mode) == 0o700
+
+
+def test_folders_the_user_names_keep_their_mode_and_contents(shared_base, tmp_path):
+    """--workspace of mode 1777, a 0700 --trace folder, a user's lab-notes/ and dbtier-iobench/ beside
+    dbtier's own: all as they were after a run, an exec and an iobench."""
+    notes = shared_base / "lab-notes"
+    notes.mkdir()
+    (notes / "n.txt").write_text("mine")
+    old = time.time() - 3600
+    os.utime(notes, (old, old))
+    trace = tmp_path / "trace"
+    trace.mkdir(mode=0o700)
+    bench_dir = tmp_path / "benchdir"
+    (bench_dir / "dbtier-iobench").mkdir(parents=True)
+    (bench_dir / "dbtier-iobench" / "mine.txt").write_text("mine")
+    dbtier("run", "table-scan", "--rows", "50", "--scans", "1", "-d", "d=ram-san", "--workspace", str(shared_base),
+           "-o", str(tmp_path / "out"), "-q", check=True)
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    dbtier("exec", "--workspace", str(shared_base), "--trace", str(trace), "-q", "-d", f"{dev}=ram-san", "--",
+           "dd", "if=/dev/zero", f"of={dev}/f", "bs=8k", "count=10", check=True)
+    dbtier("iobench", "--workspace", str(shared_base), "-d", f"b=ram-san:{bench_dir}", "--rw", "read", "--bs", "8k",
+           "--size", "1m", "--runtime", "0.2", "-q", check=True)
+    assert stat.S_IMODE(shared_base.stat().st_mode) == 0o1777
+    assert stat.S_IMODE(trace.stat().st_mode) == 0o700 and list(trace.glob("iotap-*.trc"))
+    assert (notes / "n.txt").read_text() == "mine"
+    assert (bench_dir / "dbtier-iobench" / "mine.txt").read_text() == "mine"
+    assert sorted(p.name for p in bench_dir.iterdir()) == ["dbtier-iobench"]
+    assert sorted(p.name for p in shared_base.iterdir()) == [f"dbtier-{os.geteuid()}", "lab-notes"]
+
+
+def test_links_planted_in_a_trace_folder_are_not_followed(other, shared_base, tmp_path):
+    """A shared trace folder where the other user linked meta.json and files.json to a file of root's:
+    dbtier replaces the links, and the file keeps its contents."""
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    trace = shared_base / "trace"
+    as_other(other, f"import os; os.mkdir({str(trace)!r}, 0o777); os.chmod({str(trace)!r}, 0o777)\n"
+                    f"os.symlink({str(victim)!r}, {str(trace / 'meta.json')!r})\n"
+                    f"os.symlink({str(victim)!r}, {str(trace / 'files.json')!r})\n")
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    dbtier("exec", "--trace", str(trace), "-q", "-d", f"{dev}=ram-san", "--", "dd", "if=/dev/zero", f"of={dev}/f",
+           "bs=8k", "count=4", check=True)
+    assert victim.read_text() == "keep me"
+    assert json.loads((trace / "meta.json").read_text())["command"][0] == "dd"
+    # --trace named as a link the other user made: refused, whatever it points at
+    elsewhere = tmp_path / "private"
+    elsewhere.mkdir(mode=0o700)
+    for name, target in (("trace2", victim), ("trace3", elsewhere)):
+        as_other(other, f"import os; os.symlink({str(target)!r}, {str(shared_base / name)!r})")
+        proc = dbtier("exec", "--trace", str(shared_base / name), "-q", "-d", f"{dev}=ram-san", "--", "true")
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert victim.read_text() == "keep me" and list(elsewhere.iterdir()) == []
+
+
+def test_the_reaper_signals_only_what_dbtier_recorded(other, shm_dir, tmp_path):
+    """The other user runs a process whose command line names a killed command's folder; the next command
+    reaps that folder, and the other user's process lives on."""
+    root = shm_dir / f"dbtier-{os.geteuid()}"
+    proc = subprocess.Popen([sys.executable, "-m", "dbtier", "exec", "--workspace", str(shm_dir), "-q", "-d",
+                             f"{tmp_path}=ram-san", "--", "sleep", "600"])
+    decoy = None
+    try:
+        deadline = time.monotonic() + 30
+        while not list(root.glob("exec-*")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (claim,) = root.glob("exec-*")
+        decoy = subprocess.Popen(["sh", "-c", "sleep 600", str(claim / "iotap")], user=other.pw_uid, group=other.pw_gid,
+                                 extra_groups=[])
+        proc.kill()
+        proc.wait()
+        dbtier("exec", "--workspace", str(shm_dir), "-q", "-d", f"{tmp_path}=ram-san", "--", "true", check=True)
+        assert not claim.exists()
+        assert decoy.poll() is None, "the other user's process was signalled"
+    finally:
+        for p in (proc, decoy):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_exec_fails_when_the_program_drops_to_a_user_the_emulation_cannot_reach(other, tmp_path):
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    dev.chmod(0o777)
+    proc = dbtier("exec", "-d", f"{dev}=ram-san", "--", "setpriv", f"--reuid={other.pw_uid}",
+                  f"--regid={other.pw_gid}", "--clear-groups", "dd", "if=/dev/zero", f"of={dev}/f", "bs=8k", "count=4")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "did not apply" in proc.stderr and "r/s" not in proc.stdout + proc.stderr
