@@ -51,11 +51,13 @@ def disk_dir():
 
 @pytest.fixture(scope="session")
 def gib_file():
-    """A sparse 1 GiB file on tmpfs, the span of the standard QD1 patterns."""
+    """A 1 GiB file on tmpfs, the span of the standard QD1 patterns. Its pages are allocated up front:
+    a write into a hole makes tmpfs allocate (and on a VM, the host back) fresh memory, which now and
+    then takes longer than a fast device's modelled write, and would count as the host's overrun."""
     path = Path(tempfile.mkdtemp(prefix="dbtier-gib-", dir=SHM if SHM.is_dir() else None))
     f = path / "data"
     with open(f, "wb") as out:
-        out.truncate(1 << 30)
+        os.posix_fallocate(out.fileno(), 0, 1 << 30)
     yield f
     shutil.rmtree(path, ignore_errors=True)
 

@@ -117,6 +117,14 @@ EXPORT void dbt_sim_qd1(struct dbt_model_state *st, int op, const uint64_t *offs
     }
 }
 
+/* The bytes a state file takes with a page cache of pc_bytes (0: none): what a run needs in its
+ * workspace, read from the one layout calculation rather than copied into Python. */
+EXPORT uint64_t dbt_state_bytes(uint64_t pc_bytes) {
+    struct dbt_state_layout layout;
+    dbt_state_layout(pc_bytes, &layout);
+    return layout.size;
+}
+
 EXPORT int dbt_create_state(const char *map_path, const char *state_path, char *err, size_t errlen) {
     return dbt_state_create(map_path, state_path, err, errlen);
 }

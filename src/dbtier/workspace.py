@@ -109,10 +109,10 @@ class Workspace:
     def mode(self) -> int:
         return 0o710 if self.group is not None else 0o700
 
-    @classmethod
-    def open(cls, base: Path | None = None, group: int | None = None) -> "Workspace":
-        """The user's root under `base` (--workspace; default: /dev/shm or the temporary folder),
-        made if missing. `base` itself is the user's: it is never created, chmod'ed or deleted."""
+    @staticmethod
+    def locate(base: Path | None = None) -> Path:
+        """Where the user's root will be (BASE/dbtier-UID, BASE being --workspace, or /dev/shm or the
+        temporary folder), after checking BASE; nothing is made."""
         if base is None:
             base = default_base()
         else:
@@ -125,7 +125,13 @@ class Workspace:
             base = base.resolve()
         if not os.access(base, os.W_OK | os.X_OK):
             raise UserError(f"--workspace {base}: you cannot write there; choose a folder of yours")
-        ws = cls(base / f"dbtier-{os.geteuid()}", group)
+        return base / f"dbtier-{os.geteuid()}"
+
+    @classmethod
+    def open(cls, base: Path | None = None, group: int | None = None) -> "Workspace":
+        """The user's root under `base`, made if missing. `base` itself is the user's: it is never
+        created, chmod'ed or deleted."""
+        ws = cls(cls.locate(base), group)
         ws._make_root()
         return ws
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
@@ -12,7 +13,32 @@ from dbtier import __version__
 from dbtier.errors import UserError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+#: command -> (module, attribute): each command's module (and what it imports: PostgreSQL's client,
+#: numpy, pyarrow, matplotlib) is loaded only when that command runs, so a command, and above all one
+#: refusing a bad input, starts in a fraction of the time.
+COMMANDS = {
+    "demo": ("dbtier.cli.demo", "demo"),
+    "devices": ("dbtier.cli.devices", "devices"),
+    "exec": ("dbtier.cli.exec_cmd", "exec_command"),
+    "iobench": ("dbtier.cli.iobench", "iobench"),
+    "reproduce": ("dbtier.cli.reproduce", "reproduce"),
+    "run": ("dbtier.cli.run", "run"),
+    "trace": ("dbtier.cli.trace_cmd", "trace"),
+}
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS:
+            return None
+        module, attr = COMMANDS[name]
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="dbtier")
 def cli() -> None:
     """Will faster storage help this database, by how much, and where should it go?
@@ -29,21 +55,6 @@ def cli() -> None:
       dbtier devices show hdd-sata-7200    one profile and its expected latencies
       dbtier exec --device /dev/shm/d=ssd-sata-mlc -- fio ...   any program on a device
     """
-
-
-def _register() -> None:
-    from dbtier.cli import demo, devices, exec_cmd, iobench, reproduce, run, trace_cmd
-
-    cli.add_command(demo.demo)
-    cli.add_command(run.run)
-    cli.add_command(reproduce.reproduce)
-    cli.add_command(iobench.iobench)
-    cli.add_command(devices.devices)
-    cli.add_command(exec_cmd.exec_command)
-    cli.add_command(trace_cmd.trace)
-
-
-_register()
 
 
 _unwinding = False

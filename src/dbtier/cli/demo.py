@@ -11,9 +11,9 @@ from rich.table import Table
 
 from dbtier.cli.progress import progress_for
 from dbtier.devices.profile import load
-from dbtier.pg import placement
+from dbtier.pg import capacity, placement
 from dbtier.pg.lab import DeviceRequest, LabOptions
-from dbtier.report import charts, html, jsonout, outputs, runview
+from dbtier.report import html, jsonout, outputs
 from dbtier.report.html import Section, TableData
 from dbtier.report.rundir import run_dir
 from dbtier.report.terminal import console, fmt
@@ -48,6 +48,8 @@ COLUMNS = ["workload", "device", "elapsed s", "SSD speed-up", "seed 000", "r_awa
 
 
 def report_sections(results: list[dict]) -> list[Section]:
+    from dbtier.report import charts, runview  # matplotlib: loaded once there is something to chart
+
     names = [w["workload"] for w in results]
     series = {prof: [w["runs"][i]["elapsed_s"] for w in results] for i, (_, prof) in enumerate(DEVICES)}
     labels = {prof: [f"{v:.1f} s" for v in vals] for prof, vals in series.items()}
@@ -93,6 +95,11 @@ def demo(rows: int, scans: int, cache: str, output: Path, pg_bin: Path | None, w
     options = LabOptions(cache=cache, pg_bin=pg_bin, workspace=workspace)
     params = {"random-index": {"rows": rows}, "table-scan": {"rows": rows, "scans": scans}}
     results = []
+    # Every check before the first thing is made (each scenario runs on one device at a time).
+    for name in ("random-index", "table-scan"):
+        dev, prof = DEVICES[0]
+        capacity.check_run(registry.get(name)(**params[name]), [DeviceRequest(dev, load(prof))],
+                           placement.parse([], [dev]), options)
     outputs.check_dir(output, "--output")
     with run_dir(output, "demo", Workspace.open(workspace)) as folder:
         for name in ("random-index", "table-scan"):
@@ -118,6 +125,8 @@ def demo(rows: int, scans: int, cache: str, output: Path, pg_bin: Path | None, w
     for row in summary_rows(results):
         table.add_row(*row)
     out.print(table)
+    from dbtier.report import runview
+
     for w in results:
         for r in w["runs"]:
             for note in runview.fidelity_notes(r):

@@ -13,12 +13,12 @@ from pathlib import Path
 import click
 
 from dbtier import lifecycle
-from dbtier.devices.session import Session, host_floor_warnings, parse_device
+from dbtier.devices.session import Session, check_distinct, host_floor_warnings, parse_device
 from dbtier.errors import UserError
 from dbtier.measure import devices as device_figures
 from dbtier.report import jsonout, outputs
 from dbtier.report.terminal import console, iostat_table
-from dbtier.workspace import Workspace
+from dbtier.workspace import Workspace, check_not_pseudo
 
 
 @click.command("exec", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -55,8 +55,14 @@ def exec_command(device_args, trace_dir, json_path, workspace, quiet, command) -
         dev = parse_device(arg, taken)
         taken.add(dev.name)
         devices.append(dev)
+    check_distinct(devices)
     program = shutil.which(command[0])
     if program is None:
+        if command[0].startswith("-"):
+            raise UserError(f"{command[0]}: no such option of dbtier exec; the program comes after the options "
+                            "(dbtier exec -d DIR=PROFILE -- PROGRAM ARGS...)")
+        if "/" in command[0] and Path(command[0]).is_dir():
+            raise UserError(f"cannot run {command[0]}: it is a folder, not a program")
         found = Path(command[0]).exists() if "/" in command[0] else False
         raise UserError(f"cannot run {command[0]}: " + ("permission denied" if found else "command not found"))
     if trace_dir is not None:
@@ -104,7 +110,10 @@ def exec_command(device_args, trace_dir, json_path, workspace, quiet, command) -
 def check_trace_dir(path: Path) -> Path:
     """--trace DIR: a new folder, or one that holds no trace yet (trace files are never overwritten)."""
     path = Path(path).expanduser()
+    check_not_pseudo(path, "--trace")
     outputs.refuse_foreign_link(path, "--trace")
+    if os.path.islink(path) and not path.exists():
+        raise UserError(f"--trace {path}: a link that leads nowhere; remove it or give another folder")
     if path.exists():
         if not path.is_dir():
             raise UserError(f"--trace {path}: a file is there; give a folder for the trace")

@@ -4,26 +4,34 @@ buffered or dsync, on an emulated or a real device: the seed articles' device te
 from __future__ import annotations
 
 import itertools
+import math
+import os
 import tempfile
 from pathlib import Path
 
 import click
 from rich.table import Table
 
-from dbtier.devices.bench import engine_fio
-from dbtier.devices.bench.jobs import MODES, PATTERNS, Job, parse_size
 from dbtier import lifecycle
+from dbtier.devices import hostfs, native
+from dbtier.devices.bench import engine_fio
+from dbtier.devices.bench.jobs import MODES, PATTERNS, Job, parse_size, size_label
 from dbtier.devices.bench.run import run_jobs
-from dbtier.devices import hostfs
 from dbtier.devices.hostfs import FAST_DEVICE_US
 from dbtier.devices.patterns import STANDARD, expected
 from dbtier.devices.session import Device, host_floor_warnings
 from dbtier.errors import UserError
+from dbtier.pg import capacity
 from dbtier.pg.lab import parse_device
-from dbtier.pg.settings import parse_size as pg_size
 from dbtier.report import jsonout, outputs
 from dbtier.report.terminal import console, fmt
-from dbtier.workspace import Claim, Workspace
+from dbtier.workspace import Claim, Workspace, check_not_pseudo
+
+
+MIN_BS, MAX_BS = 512, 64 << 20
+MAX_RUNTIME_S = 3600.0
+#: the emulation's shared state and the workers' latency files, beside the benchmark's files
+STATE_ROOM = 64 << 20
 
 
 def device_dir(claim: Claim, given: Path | None, fast: bool) -> Path:
@@ -34,6 +42,35 @@ def device_dir(claim: Claim, given: Path | None, fast: bool) -> Path:
     if fast and hostfs.is_ram(claim.path):
         return claim.inside("files", mode=0o700)
     return claim.outside(Path(tempfile.gettempdir()) / claim.child_name("files"))
+
+
+def _check_room(req, fast: bool, workspace: Path | None, files: int, pc_bytes: int) -> None:
+    """Before anything is made: the device's folder can take the benchmark's files, the workspace the
+    emulation's state (and the page cache's), and what goes to tmpfs fits in the memory available."""
+    base = Workspace.locate(workspace).parent
+    if req.directory is not None:
+        check_not_pseudo(req.directory, f"device {req.name}'s folder")
+        if not os.access(req.directory, os.W_OK | os.X_OK):
+            raise UserError(f"--device {req.name}: you cannot write in {req.directory}; choose a folder of yours")
+        where = req.directory
+    else:
+        where = base if fast and hostfs.is_ram(base) else Path(tempfile.gettempdir())
+    state = native.state_bytes(pc_bytes) + STATE_ROOM
+    places: dict[int, capacity.Place] = {}
+    for path, what, n in ((where, "the benchmark's files", files), (base, "the emulation's state", state)):
+        p = capacity.place_of(path)
+        places.setdefault(p.dev, p).add(what, n)
+    for p in places.values():
+        if p.need > p.free:
+            raise UserError(f"iobench would not fit: it needs about {capacity.fmt_bytes(p.need)} on {p.describe()}, "
+                            f"which has {capacity.fmt_bytes(p.free)} free (--jobs x --size is "
+                            f"{capacity.fmt_bytes(files)}); give a smaller --size or fewer --jobs")
+    available = capacity.mem_available()
+    in_ram = sum(p.need for p in places.values() if p.ram)
+    if available is not None and in_ram > capacity.MEMORY_SHARE * available:
+        raise UserError(f"iobench would not fit in memory: {capacity.fmt_bytes(in_ram)} would go to tmpfs and this "
+                        f"machine can give {capacity.fmt_bytes(capacity.MEMORY_SHARE * available)}; give a smaller "
+                        "--size or fewer --jobs, or a folder on a disk (-d NAME=PROFILE:DIR)")
 
 
 def _list(text: str, what: str, parse, allowed=None) -> list:
@@ -56,12 +93,14 @@ def _list(text: str, what: str, parse, allowed=None) -> list:
                    "or real:DIR for a folder on a real disk")
 @click.option("--rw", default="randread,read,randwrite,write", show_default=True,
               help="patterns, comma-separated: read, write, randread, randwrite")
-@click.option("--bs", default="8k,128k", show_default=True, help="block sizes, comma-separated (4k to 1m)")
+@click.option("--bs", default="8k,128k", show_default=True,
+              help="block sizes, comma-separated: multiples of 512 bytes from 512 to 64m (e.g. 512,4k,1m)")
 @click.option("--jobs", "njobs", default="1", show_default=True, help="concurrent workers, comma-separated (e.g. 1,4)")
 @click.option("--mode", default="direct", show_default=True,
               help="direct (O_DIRECT), buffered (through the page cache) or dsync (O_DSYNC); comma-separated")
-@click.option("--size", default="256m", show_default=True, help="file size per worker")
-@click.option("--runtime", default=3.0, show_default=True, help="seconds per measurement")
+@click.option("--size", default="256m", show_default=True,
+              help="file size per worker (at least the largest block size), e.g. 64m or 1g")
+@click.option("--runtime", default=3.0, show_default=True, help=f"seconds per measurement, up to {MAX_RUNTIME_S:g}")
 @click.option("--engine", default="dbtier", show_default=True,
               help="dbtier, fio, or both (dbtier,fio): the same jobs through each")
 @click.option("--page-cache", default="256MB", show_default=True, help="the emulated page cache for buffered modes")
@@ -83,8 +122,10 @@ def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, 
     req = parse_device(device_arg, [])
     patterns = _list(rw, "rw", str, PATTERNS)
     sizes = _list(bs, "bs", parse_size)
-    if any(b < 512 or b > 64 << 20 for b in sizes):
-        raise UserError("--bs: block sizes from 512 bytes to 64m")
+    for b in sizes:
+        if not MIN_BS <= b <= MAX_BS or b % 512:
+            raise UserError(f"--bs {size_label(b)}: block sizes are multiples of 512 bytes from 512 to 64m "
+                            "(e.g. 512, 4k, 8k, 1m)")
     workers = _list(njobs, "jobs", int)
     if any(w < 1 or w > 64 for w in workers):
         raise UserError("--jobs: from 1 to 64 workers")
@@ -96,14 +137,19 @@ def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, 
         file_size = parse_size(size)
     except ValueError:
         raise UserError(f"--size {size!r}: a size such as 256m or 1g") from None
-    if runtime <= 0:
-        raise UserError("--runtime must be positive")
+    if not (math.isfinite(runtime) and 0 < runtime <= MAX_RUNTIME_S):
+        raise UserError(f"--runtime {runtime:g}: seconds per measurement, more than 0 and at most {MAX_RUNTIME_S:g}")
+    if file_size < max(sizes):
+        raise UserError(f"--size {size}: each worker's file must hold at least one block of the largest --bs "
+                        f"({size_label(max(sizes))}); give a larger --size or smaller blocks")
+    pc_bytes = capacity.check_page_cache(page_cache)
     jobs = [Job(r, b, w, m, file_size, runtime) for m, r, b, w in itertools.product(modes, patterns, sizes, workers)]
     if json_path:
         json_path = outputs.check_file(json_path, "--json")
     fast = req.profile.kind != "real" and min(expected(req.profile, p).mean_us for p in STANDARD) < FAST_DEVICE_US
     if req.directory is None and req.profile.kind == "real":
         raise UserError("a real device needs its folder: -d NAME=real:DIR")
+    _check_room(req, fast, workspace, max(workers) * file_size, pc_bytes)
     workspace = Workspace.open(workspace)
     workspace.reap(lambda line: out.print(line, markup=False))
     claim = workspace.claim("iobench")
@@ -114,7 +160,7 @@ def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, 
             for warning in host_floor_warnings([device]):
                 out.print(f"warning: {warning}", markup=False)
         with out.status("laying out files") as status:
-            rows = run_jobs(device, jobs, engines, pg_size(page_cache, "--page-cache"), claim.path,
+            rows = run_jobs(device, jobs, engines, pc_bytes, claim.path,
                             lambda text: status.update(text) if not quiet else None)
     finally:
         with lifecycle.shielded():
@@ -127,7 +173,7 @@ def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, 
     for row in rows:
         j, io = row["job"], (row.get("diskstats") or row["device"]["iostat"])
         await_ms = io["r_await"] if j["rw"] in ("read", "randread") else io["w_await"]
-        table.add_row(j["rw"], f"{j['bs'] // 1024}k", str(j["jobs"]), j["mode"], row["engine"], fmt(row["mb_s"]),
+        table.add_row(j["rw"], size_label(j["bs"]), str(j["jobs"]), j["mode"], row["engine"], fmt(row["mb_s"]),
                       fmt(row["iops"]), fmt(row["mean_us"]), fmt(row["p50_us"]), fmt(row["p99_us"]), fmt(await_ms),
                       fmt(io["%util"]))
     out.print(table)

@@ -14,7 +14,6 @@ from dbtier.report import html, jsonout, outputs
 from dbtier.report.rundir import run_dir
 from dbtier.report.terminal import console
 from dbtier.reproduce import run as runner
-from dbtier.reproduce import view
 from dbtier.workspace import Workspace
 
 
@@ -42,8 +41,11 @@ def reproduce(quick: bool, only: str | None, output: Path, pg_bin: Path | None, 
 
     Writes OUTPUT/reproduce-<time>/ with result.json (every figure and run summary), report.html (one
     section per article) and each run's own result.json and server log."""
-    chosen_seeds = [s.strip() for s in only.split(",")] if only else None
-    if chosen_seeds:
+    chosen_seeds = None
+    if only is not None:
+        chosen_seeds = [s.strip() for s in only.split(",") if s.strip()]
+        if not chosen_seeds:
+            raise UserError(f"--only {only!r}: give seed articles, comma-separated (articles: {', '.join(runner.ARTICLES)})")
         unknown = [s for s in chosen_seeds if s not in runner.ARTICLES]
         if unknown:
             raise UserError(f"--only {only}: no seed article {', '.join(unknown)} (articles: {', '.join(runner.ARTICLES)})")
@@ -51,14 +53,17 @@ def reproduce(quick: bool, only: str | None, output: Path, pg_bin: Path | None, 
     say = (lambda _line: None) if quiet else (lambda line: out.print(line, markup=False))
     base = LabOptions(pg_bin=pg_bin, workspace=workspace)
     chosen = runner.articles(quick, chosen_seeds)
+    runner.check(chosen, base)  # every run's options and room, before the first thing is made
+    outputs.check_dir(output, "--output")
     total = sum(len(a.runs) for a in chosen)
     say(f"{total} runs over {len(chosen)} article(s){' (quick)' if quick else ''}")
-    outputs.check_dir(output, "--output")
     with run_dir(output, "reproduce", Workspace.open(workspace)) as folder:
         doc = runner.reproduce(chosen, base, folder.path,
                                functools.partial(lambda prefix: progress_for(out, quiet, prefix=prefix)), say)
         doc["quick"] = quick
         jsonout.write(folder.path / "result.json", doc)
+        from dbtier.reproduce import view  # matplotlib: loaded once there is something to chart
+
         html.write(folder.path / "report.html", "dbtier reproduce: the seed articles' figures beside ours",
                    f"{'quick' if quick else 'full'} run, {doc['elapsed_s'] / 60:.1f} minutes", view.sections(doc))
     for table in view.terminal_tables(doc):

@@ -8,10 +8,11 @@ import click
 
 from dbtier.cli.progress import progress_for
 from dbtier.errors import UserError
+from dbtier.pg import capacity
 from dbtier.pg import placement as placement_mod
 from dbtier.pg.lab import LabOptions, parse_devices
 from dbtier.pg.settings import parse_sets
-from dbtier.report import html, jsonout, outputs, runview
+from dbtier.report import jsonout, outputs
 from dbtier.report.rundir import run_dir
 from dbtier.report.terminal import console
 from dbtier.workloads import registry
@@ -111,6 +112,8 @@ def execute(cls, kw: dict) -> None:
                          sets=parse_sets(kw["sets"]), pg_bin=kw["pg_bin"],
                          workspace=kw["workspace"], trace=kw["trace"], keep=kw["keep"])
     say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
+    # Every check before the first thing is made: the workspace, the run directory, a device's folder.
+    capacity.check_run(workload, requests, placement, options, kw["cache_state"])
     outputs.check_dir(kw["output"], "--output")
     if kw["json_path"]:
         kw["json_path"] = outputs.check_file(kw["json_path"], "--json")
@@ -119,6 +122,8 @@ def execute(cls, kw: dict) -> None:
             result = run_workload(workload, requests, placement, options, progress, folder.path, say,
                                   cache_state=kw["cache_state"])
         jsonout.write(folder.path / "result.json", result)
+        from dbtier.report import html, runview  # matplotlib: loaded once there is something to chart
+
         html.write(folder.path / "report.html", f"dbtier run {cls.name}", result["started"], runview.run_sections(result))
     if kw["json_path"]:
         jsonout.write(kw["json_path"], {**result, "run_dir": str(folder.final)})

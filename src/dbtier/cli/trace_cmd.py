@@ -10,6 +10,7 @@ from rich.table import Table
 
 from dbtier.errors import UserError
 from dbtier.measure.trace import convert
+from dbtier.report import outputs
 from dbtier.report.terminal import console, fmt
 
 
@@ -24,7 +25,7 @@ def trace(trace_dir: Path, output: Path | None) -> None:
     (relation, fsm, vm, wal, temp, other), queue and modelled latency, lateness, host time."""
     if not trace_dir.is_dir():
         raise UserError(f"{trace_dir} is not a directory; give the directory passed to --trace")
-    output = output or trace_dir / "trace.parquet"
+    output = outputs.check_file(output or trace_dir / "trace.parquet", "--output")
     table = convert(trace_dir, output)
     keys = ("device", "path_class", "op")
     plain = pa.table({**{k: table[k].cast(pa.string()) for k in keys},

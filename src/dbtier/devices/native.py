@@ -56,6 +56,8 @@ def lib() -> ctypes.CDLL:
     arr = np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS")
     sim.dbt_pattern_offsets.argtypes = [u64, c_int, u64, u32, u64, arr]
     sim.dbt_sim_qd1.argtypes = [vp, c_int, arr, u64, u32, u64, u64, u64, arr]
+    sim.dbt_state_bytes.restype = u64
+    sim.dbt_state_bytes.argtypes = [u64]
     sim.dbt_create_state.restype = c_int
     sim.dbt_create_state.argtypes = [cp, cp, cp, ctypes.c_size_t]
     sim.dbt_set_paused.restype = c_int
@@ -81,6 +83,11 @@ def _take_string(ptr: int) -> str:
 def param_table() -> dict:
     """{kind: {"help": str, "params": [{name, unit, default, min, max, help}]}} from the C table."""
     return json.loads(_take_string(lib().dbt_param_table_json()))
+
+
+def state_bytes(page_cache_bytes: int) -> int:
+    """The size of a run's shared state file with an emulated page cache of that size (0: none)."""
+    return int(lib().dbt_state_bytes(page_cache_bytes))
 
 
 def create_state(map_path: Path, state_path: Path) -> None:

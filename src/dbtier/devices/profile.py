@@ -4,7 +4,10 @@ against the C option table so a profile can only say what the model understands.
 from __future__ import annotations
 
 import difflib
+import math
+import os
 import re
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -46,6 +49,21 @@ def _suggest(word: str, choices: list[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+#: The keys a profile file may have at its top level (its parameters go under [params]).
+TOP_KEYS = ("name", "kind", "summary", "params")
+#: A profile file larger than this is not a profile (a hand-written one is a few hundred bytes).
+MAX_PROFILE_BYTES = 1 << 20
+
+
+def _text_field(doc: dict, key: str, source: str, default: str) -> str:
+    value = doc.get(key, default)
+    if not isinstance(value, str):
+        raise UserError(f"{source}: '{key}' must be a string in quotes, not {value!r}")
+    if any(not ch.isprintable() for ch in value) or len(value) > 500:
+        raise UserError(f"{source}: '{key}' must be one line of at most 500 printable characters")
+    return value
+
+
 def parse(text: str, source: str) -> Profile:
     """Validates a profile's TOML text; every problem is a UserError naming the source."""
     try:
@@ -53,10 +71,16 @@ def parse(text: str, source: str) -> Profile:
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{source}: not valid TOML: {exc}") from None
     table = native.param_table()
+    for key in doc:
+        if key not in TOP_KEYS:
+            hint = _suggest(key, list(TOP_KEYS))
+            where = " (device parameters go under [params])" if not hint else ""
+            raise UserError(f"{source}: unknown key '{key}'{hint}{where}; a profile has {', '.join(TOP_KEYS)}")
     kind = doc.get("kind")
-    if kind not in table:
+    if not isinstance(kind, str) or kind not in table:
         raise UserError(f"{source}: 'kind' must be one of {', '.join(sorted(table))}, not {kind!r}")
-    name = doc.get("name") or Path(source).stem
+    name = _text_field(doc, "name", source, "") or Path(source).stem
+    summary = _text_field(doc, "summary", source, "")
     defs = {p["name"]: p for p in table[kind]["params"]}
     params = {n: float(d["default"]) for n, d in defs.items()}
     given = doc.get("params", {})
@@ -64,16 +88,42 @@ def parse(text: str, source: str) -> Profile:
         raise UserError(f"{source}: [params] must be a table")
     for key, value in given.items():
         if key not in defs:
-            raise UserError(f"{source}: {kind} devices have no parameter '{key}'{_suggest(key, list(defs))}")
+            known = f" ({kind} devices have none)" if not defs else ""
+            raise UserError(f"{source}: {kind} devices have no parameter '{key}'{_suggest(key, list(defs))}{known}")
         if isinstance(value, bool):
             value = float(value)
         if not isinstance(value, (int, float)):
             raise UserError(f"{source}: {key} must be a number, not {value!r}")
         d = defs[key]
+        if not math.isfinite(value):
+            raise UserError(f"{source}: {key} = {value} is not a number; give one in {d['min']:g}..{d['max']:g} "
+                            f"{d['unit']}")
         if not d["min"] <= value <= d["max"]:
             raise UserError(f"{source}: {key} = {value} is outside {d['min']:g}..{d['max']:g} {d['unit']}")
         params[key] = float(value)
-    return Profile(name=name, kind=kind, summary=doc.get("summary", ""), params=params, source=source)
+    return Profile(name=name, kind=kind, summary=summary, params=params, source=source)
+
+
+def read_profile_file(path: Path) -> str:
+    """A profile file's text: a regular file (not a folder, a pipe or a device), small, UTF-8."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise UserError(f"cannot read profile {path}: {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UserError(f"profile {path} is a folder; give a .toml file (or a name from 'dbtier devices')")
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"profile {path} is not a regular file; give a .toml file")
+    if st.st_size > MAX_PROFILE_BYTES:
+        raise UserError(f"profile {path} is {st.st_size:,} bytes, too large for a profile (a few hundred bytes)")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read profile {path}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"profile {path} is not UTF-8 text (byte {exc.start}); a profile is a TOML text file") from None
 
 
 _ARRAY = re.compile(r"^(?P<n>\d+)x(?P<member>[^@]+?)(?:@(?P<stripe>\d+)(?P<unit>[kKmM])?)?$")
@@ -107,12 +157,14 @@ def load(spec: str) -> Profile:
     if spec in packaged:
         return parse(packaged[spec].read_text(), f"profile {spec}")
     path = Path(spec)
-    if path.suffix == PROFILE_SUFFIX or path.exists():
-        try:
-            return parse(path.read_text(), str(path))
-        except OSError as exc:
-            raise UserError(f"cannot read profile {path}: {exc.strerror}") from None
+    try:
+        exists = path.suffix == PROFILE_SUFFIX or os.path.lexists(path)
+    except (OSError, ValueError):  # a name too long for a path, or holding a NUL
+        exists = False
+    if exists:
+        return parse(read_profile_file(path), str(path))
+    shown = spec if len(spec) <= 100 else spec[:97] + "..."
     raise UserError(
-        f"unknown device profile '{spec}'{_suggest(spec, list(packaged))}; "
+        f"unknown device profile '{shown}'{_suggest(spec, list(packaged))}; "
         f"'dbtier devices' lists them, NxNAME stripes N of one (6xhdd-sata-750), or give a path to a .toml profile"
     )

@@ -25,9 +25,21 @@ OPS = {1: "read", 2: "write", 3: "flush", 4: "sync_file_range", 5: "allocate", 6
 FLAGS = {"direct": 0x01, "dsync": 0x02, "cache_hit": 0x04, "stream": 0x08, "page_cache": 0x10, "async": 0x20}
 
 
+def _read_file(path: Path) -> np.ndarray:
+    """One process's record file: whole 64-byte records, or it is not one of ours."""
+    try:
+        size = path.stat().st_size
+        if size % RECORD.itemsize:
+            raise UserError(f"{path}: {size:,} bytes is not a whole number of {RECORD.itemsize}-byte trace records; "
+                            "it is damaged or not a dbtier trace file")
+        return np.fromfile(path, dtype=RECORD)
+    except OSError as exc:
+        raise UserError(f"cannot read the trace file {path}: {exc.strerror}") from None
+
+
 def read_records(trace_dir: Path) -> np.ndarray:
-    files = sorted(Path(trace_dir).glob("iotap-*.trc"))
-    parts = [np.fromfile(f, dtype=RECORD) for f in files]
+    files = sorted(p for p in Path(trace_dir).glob("iotap-*.trc") if p.is_file())
+    parts = [_read_file(f) for f in files]
     recs = np.concatenate(parts) if parts else np.empty(0, dtype=RECORD)
     recs = recs[recs["op"] != 0]
     return recs[np.argsort(recs["submit_ns"], kind="stable")]
@@ -38,15 +50,44 @@ def load_meta(trace_dir: Path) -> tuple[dict, dict[int, str]]:
     meta_path, files_path = trace_dir / "meta.json", trace_dir / "files.json"
     if not meta_path.exists() or not files_path.exists():
         raise UserError(f"{trace_dir} is not a dbtier trace (no meta.json/files.json); record one with --trace")
-    meta = json.loads(meta_path.read_text())
-    files = {int(idx): path for idx, _dev, path in json.loads(files_path.read_text())}
-    return meta, files
+    meta, table = _json(meta_path), _json(files_path)
+    devices = meta.get("devices") if isinstance(meta, dict) else None
+    if not isinstance(devices, list) or not all(isinstance(d, dict) and isinstance(d.get("name"), str)
+                                                for d in devices):
+        raise UserError(f"{meta_path}: not a dbtier trace's description (no list of named devices); record the "
+                        "trace again with --trace")
+    if not isinstance(table, list) or not all(
+            isinstance(e, list) and len(e) == 3 and isinstance(e[0], int) and not isinstance(e[0], bool)
+            and isinstance(e[2], str) for e in table):
+        raise UserError(f"{files_path}: not a dbtier trace's file table (a list of [index, device, path]); record "
+                        "the trace again with --trace")
+    return meta, {idx: path for idx, _dev, path in table}
+
+
+def _json(path: Path):
+    try:
+        return json.loads(path.read_bytes())
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror}") from None
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise UserError(f"{path}: not valid JSON ({exc}); it is damaged or not part of a dbtier trace") from None
 
 
 def to_table(trace_dir: Path) -> pa.Table:
     meta, files = load_meta(trace_dir)
     recs = read_records(trace_dir)
     names = [d["name"] for d in meta["devices"]]
+    if not len(recs):
+        raise UserError(f"{trace_dir}: the trace holds no I/O (the program did none under the devices' folders "
+                        "while it was traced); nothing to convert")
+    bad_op = recs[~np.isin(recs["op"], list(OPS))]
+    if len(bad_op):
+        raise UserError(f"{trace_dir}: a record has the unknown operation {int(bad_op['op'][0])}; the trace is "
+                        "damaged or not a dbtier trace")
+    beyond = recs[recs["dev"] >= len(names)]
+    if len(beyond):
+        raise UserError(f"{trace_dir}: a record names device {int(beyond['dev'][0])}, but the trace lists "
+                        f"{len(names)} device(s); its meta.json is not this trace's")
     t0 = int(recs["submit_ns"][0]) if len(recs) else 0
     file_idx = recs["file"]
     uniq = np.unique(file_idx)
@@ -58,14 +99,15 @@ def to_table(trace_dir: Path) -> pa.Table:
 
     columns = {
         "t_s": (recs["submit_ns"] - t0) / 1e9,
-        "device": pa.array([names[d] if d < len(names) else str(d) for d in recs["dev"]]).dictionary_encode(),
-        "op": pa.array([OPS.get(int(o), str(o)) for o in recs["op"]]).dictionary_encode(),
+        "device": pa.array([names[d] for d in recs["dev"]], type=pa.string()).dictionary_encode(),
+        "op": pa.array([OPS[int(o)] for o in recs["op"]], type=pa.string()).dictionary_encode(),
         "offset": recs["offset"],
         "len": recs["len"],
         "file": file_idx,
-        "path": pa.array([path_of[int(i)] for i in file_idx]).dictionary_encode(),
-        "path_class": pa.array(per_file("class")).dictionary_encode(),
-        "tablespace": pa.array(per_file("tablespace")).dictionary_encode(),
+        "path": pa.array([path_of[int(i)] for i in file_idx], type=pa.string()).dictionary_encode(),
+        "path_class": pa.array(per_file("class"), type=pa.string()).dictionary_encode(),
+        # pg_global, pg_default or a tablespace's oid; none for a file outside PostgreSQL's layout
+        "tablespace": pa.array(per_file("tablespace"), type=pa.string()).dictionary_encode(),
         "database": pa.array(per_file("database"), type=pa.int64()),
         "relfilenode": pa.array(per_file("relfilenode"), type=pa.int64()),
         "segment": pa.array(per_file("segment"), type=pa.int64()),
@@ -85,6 +127,10 @@ def to_table(trace_dir: Path) -> pa.Table:
 def convert(trace_dir: Path, out: Path) -> pa.Table:
     table = to_table(trace_dir)
     tmp = out.with_name(out.name + ".tmp")
-    pq.write_table(table, tmp)
-    tmp.replace(out)
+    try:
+        pq.write_table(table, tmp)
+        tmp.replace(out)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
     return table

@@ -59,6 +59,8 @@ def server_version(postgres: Path) -> str:
         out = subprocess.run([str(postgres), "--version"], capture_output=True, text=True, timeout=30).stdout
     except OSError as exc:
         raise UserError(f"cannot run {postgres}: {exc.strerror}") from None
+    except subprocess.TimeoutExpired:
+        raise UserError(f"{postgres} --version did not answer in 30 s; is it PostgreSQL's server?") from None
     m = re.search(r"\(PostgreSQL\)\s+(\d+(?:\.\d+)?)", out)
     if not m:
         raise UserError(f"{postgres} --version printed {out.strip()!r}, not a PostgreSQL version")

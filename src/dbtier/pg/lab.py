@@ -42,7 +42,7 @@ from dbtier.errors import UserError
 from dbtier.measure import cpu, diskstats, objects, pgstats, waits
 from dbtier.measure import devices as device_figures
 from dbtier.measure.trace import read_records
-from dbtier.pg import binaries, osuser, settings
+from dbtier.pg import binaries, capacity, osuser, settings
 from dbtier.pg.cluster import Cluster
 from dbtier.pg.placement import Placement, tablespace_of
 from dbtier.workspace import Claim, Workspace
@@ -72,6 +72,8 @@ def parse_device(text: str, taken: list[str]) -> DeviceRequest:
     spec, colon, directory = rest.partition(":")
     folder = None
     if colon:
+        if not directory.strip():
+            raise UserError(f"--device {text!r}: nothing after the ':'; give the folder, NAME=PROFILE:DIR, or none")
         folder = Path(directory).expanduser()
         if not folder.is_dir():
             raise UserError(f"--device {text!r}: {directory} is not a directory; create it first")
@@ -113,16 +115,12 @@ class Lab:
         self.placement = placement
         self.options = options or LabOptions()
         self.say = say
-        self.cache_bytes = settings.parse_size(self.options.cache, "--cache")
-        if self.options.io_mode not in settings.IO_MODES:
-            raise UserError(f"--io-mode {self.options.io_mode}: choose one of {', '.join(settings.IO_MODES)}")
-        # PostgreSQL's rule of thumb gives shared_buffers a quarter of the memory and leaves most of the
-        # rest to the OS page cache: three times the database cache, scaled with it to the data.
-        pc_bytes = (settings.parse_size(self.options.page_cache, "--page-cache") if self.options.page_cache
-                    else 3 * self.cache_bytes)
-        if pc_bytes < 64 * 1024:
-            raise UserError("--page-cache: give at least 64kB")
-        self.page_cache = PageCache(pc_bytes, dsync_data=self.options.io_mode == "dsync")
+        # Everything that can be refused is refused here, before anything is made. The page cache is
+        # three times the database cache by default: PostgreSQL's rule of thumb gives shared_buffers a
+        # quarter of the memory and leaves most of the rest to the OS page cache.
+        sizes = capacity.check_lab_options(self.options, requests)
+        self.cache_bytes = settings.parse_option_size(self.options.cache, "--cache")
+        self.page_cache = PageCache(sizes.page_cache, dsync_data=self.options.io_mode == "dsync")
         self.claim: Claim | None = None
         self.session: Session | None = None
         self.cluster: Cluster | None = None
@@ -152,7 +150,8 @@ class Lab:
                             "choose a --workspace it can enter")
         workspace.reap(self.say)
         self.claim = workspace.claim("lab")
-        self.claim.record["server_uid"] = self.user.uid
+        self.claim.record["server_uid"] = self.user.uid  # whose folders the reaper may remove too
+        self.claim.save()
         socket_dir = self.claim.path / "sock"
         if len(str(socket_dir)) > SOCKET_PATH_MAX:
             raise UserError(f"workspace {workspace.root} is too deep for a unix socket path; choose a shorter "

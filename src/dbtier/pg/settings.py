@@ -83,6 +83,16 @@ def parse_size(text: str, what: str) -> int:
     return int(m.group(1)) * _UNITS[unit]
 
 
+def parse_option_size(text: str, what: str) -> int:
+    """A size given to one of dbtier's own options (--cache, --page-cache, --work-mem): a number and
+    its unit (kB, MB, GB, TB). A bare number is refused: in postgresql.conf it would be 8 kB pages,
+    which nobody means by `--cache 32` (`--set shared_buffers=...` keeps PostgreSQL's own syntax)."""
+    m = _SIZE.match(str(text))
+    if m and not m.group(2):
+        raise UserError(f"{what} {str(text).strip()}: give a unit, e.g. {m.group(1)}MB (kB, MB, GB or TB)")
+    return parse_size(text, what)
+
+
 def parse_sets(texts: tuple[str, ...] | list[str]) -> dict[str, str]:
     """--set NAME=VALUE (repeatable): any PostgreSQL setting; the server rejects unknown ones at start."""
     out: dict[str, str] = {}
@@ -92,6 +102,8 @@ def parse_sets(texts: tuple[str, ...] | list[str]) -> dict[str, str]:
         if not sep or not _NAME.match(name) or not value.strip():
             raise UserError(f"--set {text!r}: expected NAME=VALUE, for example --set effective_io_concurrency=32")
         value = value.strip()
+        if any(not ch.isprintable() for ch in value):
+            raise UserError(f"--set {name}: the value must be one line of printable characters")
         if name == "io_method" and value.strip("'\"").lower() not in ("worker", "sync"):
             raise UserError(f"--set io_method={value}: dbtier runs io_method=worker or sync; io_uring would "
                             "bypass the interposer, so its I/O would be neither emulated nor counted")

@@ -8,6 +8,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from dbtier.errors import UserError
+
 SCHEMA_VERSION = 1
 
 
@@ -27,9 +29,13 @@ def dumps(doc: dict) -> str:
 
 
 def write(path: Path, doc: dict) -> None:
+    """Into an existing folder (none is made: a --json path's folder is checked before a run, not created
+    after it, and a run directory is made by run_dir)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror}") from None
     try:
         os.fchmod(fd, 0o644)  # mkstemp makes it private; a result is meant to be read
         with os.fdopen(fd, "w") as out:

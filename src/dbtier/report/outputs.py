@@ -24,9 +24,15 @@ def refuse_foreign_link(path: Path, what: str) -> None:
 
 def _nearest_existing(path: Path) -> Path:
     probe = path
-    while not probe.exists() and probe != probe.parent:
+    while not os.path.lexists(probe) and probe != probe.parent:
         probe = probe.parent
     return probe
+
+
+def _refuse_dead_link(path: Path, target: Path, what: str) -> None:
+    """A link on the way that leads nowhere (or round in a circle): nothing can be made through it."""
+    if os.path.islink(path) and not path.exists():
+        raise UserError(f"{what} {target}: {path} is a link that leads nowhere; remove it or choose another path")
 
 
 def check_dir(path: Path, what: str) -> Path:
@@ -43,6 +49,7 @@ def check_dir(path: Path, what: str) -> Path:
             raise UserError(f"{what} {path}: you cannot write there; choose a folder of yours")
         return path
     base = _nearest_existing(path)
+    _refuse_dead_link(base, path, what)
     if not base.is_dir():
         raise UserError(f"{what} {path}: {base} is a file, so no folder can be made under it")
     if not os.access(base, os.W_OK | os.X_OK):
@@ -60,6 +67,7 @@ def check_file(path: Path, what: str) -> Path:
     if path.is_dir():
         raise UserError(f"{what} {path}: a folder is there; give a file name")
     parent = path.parent
+    _refuse_dead_link(_nearest_existing(parent), path, what)
     if not parent.exists():
         raise UserError(f"{what} {path}: the folder {parent} does not exist; create it first")
     if not parent.is_dir():

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from dbtier.pg import placement
+from dbtier.pg import capacity, placement
 from dbtier.pg.lab import LabOptions, parse_devices
 from dbtier.report import jsonout
 from dbtier.reproduce import article000, article001, article002, article003, article004
@@ -35,12 +35,24 @@ def articles(quick: bool, only: list[str] | None = None) -> list[Article]:
     return [ARTICLES[s].article(quick) for s in ARTICLES if not only or s in only]
 
 
-def run_spec(spec: RunSpec, base: LabOptions, progress, artifacts: Path, say: Callable[[str], None]) -> dict:
+def _lab(spec: RunSpec, base: LabOptions):
     requests = parse_devices([f"{name}={profile}" for name, profile in spec.devices])
     place = placement.parse([spec.places] if spec.places else [], [r.name for r in requests])
     options = LabOptions(cache=spec.cache, io_mode=spec.io_mode, page_cache=spec.page_cache, pg_bin=base.pg_bin,
                          workspace=base.workspace)
-    work = registry.get(spec.workload)(**spec.params)
+    return registry.get(spec.workload)(**spec.params), requests, place, options
+
+
+def check(chosen: list[Article], base: LabOptions) -> None:
+    """Every run's options, and room for its data, before the first one starts: a reproduction takes
+    long, and a run that cannot fit should not be found out an hour into it."""
+    for art in chosen:
+        for spec in art.runs:
+            capacity.check_run(*_lab(spec, base))
+
+
+def run_spec(spec: RunSpec, base: LabOptions, progress, artifacts: Path, say: Callable[[str], None]) -> dict:
+    work, requests, place, options = _lab(spec, base)
     return run_workload(work, requests, place, options, progress, artifacts, say)
 
 

@@ -4,7 +4,7 @@ the lab, so placement applies to them as it would to a user's own schema."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Protocol
 
 from dbtier.errors import UserError
@@ -18,6 +18,7 @@ class Param:
     help: str
     minimum: int | None = 1  # for numbers: the smallest value that makes sense
     choices: tuple[str, ...] | None = None  # for words: the values it takes
+    maximum: int | None = None  # for numbers: the largest value that works (e.g. connections the server allows)
 
     @property
     def key(self) -> str:
@@ -48,6 +49,54 @@ class QuietProgress:
         pass
 
 
+PAGE = 8192
+MAX_INT = 2**53  # beyond any size or count a run could reach; PostgreSQL's bigint and JSON hold it
+_PAGE_SPACE = PAGE - 24  # a heap or index page's room for tuples and their line pointers
+
+
+def _align(n: int) -> int:
+    return (n + 7) & ~7
+
+
+def heap_bytes(rows: int, tuple_bytes: int) -> int:
+    """A table of `rows` rows of `tuple_bytes` (header and data, before alignment): whole pages, as
+    PostgreSQL fills them, each row with its 4-byte line pointer."""
+    per_page = max(1, _PAGE_SPACE // (_align(tuple_bytes) + 4))
+    return -(-rows // per_page) * PAGE if rows > 0 else 0
+
+
+def btree_bytes(entries: int, key_bytes: int, fill: float = 0.9) -> int:
+    """A B-tree index of `entries` keys of `key_bytes`: leaves filled to `fill` (fillfactor 90 when
+    built or appended in order), plus the inner pages (about one per hundred leaves)."""
+    per_page = max(1, int(_PAGE_SPACE * fill) // (8 + _align(key_bytes) + 4))
+    leaves = -(-entries // per_page) if entries > 0 else 0
+    return (leaves + leaves // 100 + 2) * PAGE
+
+
+@dataclass
+class Footprint:
+    """What a workload's data takes at its peak, estimated from its parameters (rather more than less):
+    each table and index by name (placed where --place puts it), the WAL it generates (the lab caps
+    what stays on disk at max_wal_size), temp files, dumps, files outside every device (bulk-load input,
+    in the lab's own folder), and memory: dbtier's own (the keys a client holds) and the server's
+    beyond its caches (work_mem)."""
+    objects: dict[str, int] = field(default_factory=dict)
+    wal: int = 0
+    temp: int = 0
+    dump: int = 0
+    scratch: int = 0
+    client_memory: int = 0
+    server_memory: int = 0
+    databases: int = 0  # databases it creates besides the lab's own (each a copy of template1)
+    connections: int = 1  # server connections it holds at once (besides the lab's wait sampler)
+    connections_option: str = ""  # the parameter that sets them, if one does
+    memory_option: str = ""  # the parameter that sets server_memory, if one does
+
+    @property
+    def data(self) -> int:
+        return sum(self.objects.values())
+
+
 class WorkloadError(Exception):
     """The workload ran but its result check failed: the measurement must not be reported as valid."""
 
@@ -61,6 +110,8 @@ class Workload:
     objects: ClassVar[dict[str, str]] = {}  # name -> "table" | "index"
     #: the --cache-state values it supports: hot and cross repeat reads, so only read-only workloads
     cache_states: ClassVar[tuple[str, ...]] = ("cold",)
+    #: the parameters that make its data larger (named when the data would not fit)
+    size_options: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, **values: Any):
         self.p = {p.key: values.get(p.key, p.default) for p in self.params}
@@ -68,8 +119,17 @@ class Workload:
             value = self.p[p.key]
             if p.choices and value not in p.choices:
                 raise UserError(f"--{p.name} {value}: choose one of {', '.join(p.choices)}")
+            if p.type is int and abs(value) > MAX_INT:
+                raise UserError(f"--{p.name} {value}: too large (at most {MAX_INT:,})")
             if p.type is int and p.minimum is not None and value < p.minimum:
                 raise UserError(f"--{p.name} must be at least {p.minimum}")
+            if p.type is int and p.maximum is not None and value > p.maximum:
+                raise UserError(f"--{p.name} must be at most {p.maximum}")
+
+    def footprint(self, cache_state: str = "cold") -> Footprint:
+        """The bytes its data, indexes, WAL and temp files take, from its parameters (see Footprint):
+        checked against the free space and memory before anything starts."""
+        return Footprint()
 
     def prepare(self, lab, progress: Progress) -> None:
         """Builds and loads the data. Runs with the emulation paused: it costs no device time."""

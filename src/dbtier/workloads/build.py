@@ -17,7 +17,7 @@ from pathlib import Path
 from psycopg import sql
 
 from dbtier.workloads import tpcc_procs, tpcc_schema
-from dbtier.workloads.base import Param, Phase, Workload, WorkloadError
+from dbtier.workloads.base import Footprint, Param, Phase, Workload, WorkloadError
 from dbtier.workloads.registry import register
 from dbtier.workloads.tpcc_schema import Scale
 
@@ -40,10 +40,21 @@ class Build(Workload):
         Param("jobs", int, 1, "pg_dump and pg_restore workers (the seed's dump stripes)"),
     )
     objects = tpcc_schema.OBJECTS
+    size_options = ("warehouses", "items", "customers")
 
     @property
     def scale(self) -> Scale:
         return Scale.of(self.p)
+
+    def footprint(self, cache_state: str = "cold") -> Footprint:
+        """The database once (the restore drops it first), the load files (CSV, about the tables' size)
+        outside every device, the dump (uncompressed COPY text, about the same) on the dump device, and
+        the WAL of the load and index builds, twice (load and restore). pg_dump and pg_restore hold a
+        connection per job and one more."""
+        objects = tpcc_schema.sizes(self.scale)
+        tables = sum(objects[t] for t in tpcc_schema.TABLES)
+        return Footprint(objects, wal=2 * sum(objects.values()), dump=tables, scratch=tables, databases=1,
+                         connections=self.p["jobs"] + 1, connections_option="jobs")
 
     def prepare(self, lab, progress) -> None:
         """The load's input: one CSV file per table, written by the server outside every device."""

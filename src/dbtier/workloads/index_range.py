@@ -9,7 +9,7 @@ from __future__ import annotations
 from psycopg import sql
 
 from dbtier.workloads import census
-from dbtier.workloads.base import Param, Phase, Workload, WorkloadError
+from dbtier.workloads.base import Footprint, Param, Phase, Workload, WorkloadError
 from dbtier.workloads.registry import register
 
 ORDER = (12, 72, 32)                      # Florida, Puerto Rico, Nevada: the article's order
@@ -37,12 +37,19 @@ class IndexRange(Workload):
         "columns and the same shares for those states; place pob_idx with --place pob_idx=DEVICE. Phases: "
         "each state cold then hot, then cross (Florida warm, Puerto Rico measured; PR then Nevada; NV then FL).")
     params = (
-        Param("rows", int, 200_000, "rows in census (about 25 per 8 KiB page)"),
+        Param("rows", int, 200_000, "rows in census (about 20 per 8 KiB page)"),
         Param("plan", str, "index", "index: the article's Index Scan; bitmap: a Bitmap Heap Scan; planner: "
                                     "PostgreSQL's own choice", choices=tuple(PLANS)),
         Param("data-seed", int, 1, "seed of the generated data"),
     )
     objects = {census.TABLE: "table", census.PKEY: "index", census.INDEX: "index"}
+    size_options = ("rows",)
+
+    def footprint(self, cache_state: str = "cold") -> Footprint:
+        """The load logs every row and primary-key entry, the index build its pages, VACUUM FREEZE a
+        full-page image of each table page."""
+        objects = census.sizes(self.p["rows"])
+        return Footprint(objects, wal=2 * sum(objects.values()) + 64 * self.p["rows"])
 
     def prepare(self, lab, progress) -> None:
         with lab.connect() as conn:

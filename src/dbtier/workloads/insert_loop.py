@@ -6,7 +6,7 @@ commit) and dirty pages the cache cannot keep."""
 from __future__ import annotations
 
 from dbtier.workloads import seed003
-from dbtier.workloads.base import Param, Workload
+from dbtier.workloads.base import Footprint, Param, Workload
 from dbtier.workloads.registry import register
 
 
@@ -21,6 +21,12 @@ class InsertLoop(Workload):
         "PL/pgSQL procedure into an empty a_perf, one transaction, measured from a cold cache.")
     params = (Param("rows", int, 1_000_000, "rows inserted, one INSERT each, one commit at the end"),)
     objects = seed003.OBJECTS
+    size_options = ("rows",)
+
+    def footprint(self, cache_state: str = "cold") -> Footprint:
+        """Every insert logs its row and its key; each page gets a full-page image after a checkpoint."""
+        objects = seed003.sizes(self.p["rows"])
+        return Footprint(objects, wal=seed003.WAL_PER_INSERT * self.p["rows"] + sum(objects.values()))
 
     def prepare(self, lab, progress) -> None:
         progress.phase("creating a_perf")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from dbtier.workloads.base import Param, Phase, Workload, WorkloadError
+from dbtier.workloads.base import Footprint, Param, Phase, Workload, WorkloadError, btree_bytes, heap_bytes
 from dbtier.workloads.registry import register
 
 DB = "tpcd"
@@ -54,6 +54,18 @@ class IoModes(Workload):
         Param("orders", int, 150_000, "orders in lineitem, 1 to 7 lines each (about 4 per order)"),
     )
     objects = {"lineitem": "table", "cl": "index", "nl": "index"}
+    size_options = ("orders",)
+
+    def footprint(self, cache_state: str = "cold") -> Footprint:
+        """lineitem at about four lines an order (about 170 bytes a line), a sixth more inserted, a
+        sixtieth updated; CLUSTER, the rewriting ALTER TABLE and VACUUM FULL each hold the old table and
+        indexes beside the new ones until they commit, and log the new ones whole. The load file (text,
+        about 130 bytes a line) is outside every device."""
+        n = self.p["orders"]
+        lines = 4 * (n + (n + 5) // 6)
+        heap = heap_bytes(lines + 4 * (n // 60 + 1), 168)
+        objects = {"lineitem": 2 * heap, "cl": 2 * btree_bytes(lines, 12), "nl": 2 * btree_bytes(lines, 40)}
+        return Footprint(objects, wal=3 * sum(objects.values()), scratch=130 * 4 * n, databases=1)
 
     def prepare(self, lab, progress) -> None:
         self.staging = lab.scratch_dir()

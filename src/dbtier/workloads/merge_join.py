@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from dbtier.workloads.base import Param, Workload, WorkloadError
+from dbtier.errors import UserError
+from dbtier.pg.settings import parse_option_size
+from dbtier.workloads.base import Footprint, Param, Workload, WorkloadError, heap_bytes
 from dbtier.workloads.registry import register
 
 # PostgreSQL has no hints: the session turns the other join methods off, which forces the plan.
@@ -38,6 +40,22 @@ class MergeJoin(Workload):
     )
     cache_states = ("cold", "hot", "cross")
     objects = {"department": "table", "employee": "table"}
+    size_options = ("departments", "employees")
+
+    def __init__(self, **values):
+        super().__init__(**values)
+        self.work_mem = parse_option_size(self.p["work_mem"], "--work-mem")
+        if self.work_mem < 64 << 10:
+            raise UserError(f"--work-mem {self.p['work_mem']}: PostgreSQL needs at least 64kB")
+
+    def footprint(self, cache_state: str = "cold") -> Footprint:
+        """department (about 90 bytes a row), employee (about 155), the employees' sort spilled to temp
+        (about 64 bytes a row), the load's WAL and VACUUM FREEZE's full-page images; the server's two
+        sorts may each take work_mem."""
+        d, e = self.p["departments"], self.p["employees"]
+        objects = {"department": heap_bytes(d, 84), "employee": heap_bytes(d * e, 152)}
+        return Footprint(objects, wal=2 * sum(objects.values()), temp=64 * d * e, server_memory=2 * self.work_mem,
+                         memory_option="work-mem")
 
     def prepare(self, lab, progress) -> None:
         d, e = self.p["departments"], self.p["employees"]

@@ -45,6 +45,10 @@ class RandomIndex(Workload):
     )
     cache_states = ("cold", "hot", "cross")
     objects = {seed000.TABLE: "table", seed000.INDEX: "index"}
+    size_options = ("rows",)
+
+    def footprint(self, cache_state: str = "cold"):
+        return seed000.footprint(self.p["rows"], index=True)
 
     def prepare(self, lab, progress) -> None:
         with lab.connect() as conn:

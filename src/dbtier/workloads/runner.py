@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from dbtier.errors import UserError
+from dbtier.pg import capacity
 from dbtier.pg.lab import DeviceRequest, Lab, LabOptions
 from dbtier.pg.placement import Placement
 from dbtier.workloads.base import Progress, Workload
@@ -28,8 +29,9 @@ def run_workload(workload: Workload, requests: list[DeviceRequest], placement: P
                  cache_state: str = "cold") -> dict:
     """cache_state (seed 001): cold, restarted with empty caches; hot, the workload run once before
     the measured run; cross, a different query over the same data run before it."""
-    placement.check_objects(workload.objects, workload.name)
-    check_cache_state(workload, cache_state)
+    # What the lab would refuse, and room for the data, before it starts (the CLI asks first, before
+    # it makes anything; this is for every other caller).
+    capacity.check_run(workload, requests, placement, options, cache_state)
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     progress.phase("starting PostgreSQL on the devices")
     lab = Lab(requests, placement, options, say)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from dbtier.workloads.base import Progress, WorkloadError
+from dbtier.workloads.base import Footprint, Progress, WorkloadError, btree_bytes
 
 TABLE = "t"
 INDEX = "t_attribute_idx"
@@ -78,6 +78,17 @@ def finish(conn, rows: int, progress: Progress) -> int:
     if pages < rows * 0.95:
         raise WorkloadError(f"table t is {pages} pages for {rows} rows: its rows are not one per page")
     return int(pages)
+
+
+def footprint(rows: int, index: bool) -> Footprint:
+    """t: a page per row (and its free space and visibility maps); its GUID index (32-character keys);
+    the WAL of the load (every row logged whole), of VACUUM FREEZE (a full-page image of each page)
+    and of the index build; the client holds every key (about 200 bytes each while fetched)."""
+    table = rows * PAGE + (rows // 1000 + 2) * PAGE
+    objects = {TABLE: table}
+    if index:
+        objects[INDEX] = btree_bytes(rows, 33)
+    return Footprint(objects, wal=2 * table + objects.get(INDEX, 0), client_memory=200 * rows)
 
 
 def keys(conn) -> list[str]:

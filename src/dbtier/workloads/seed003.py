@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from dbtier.workloads.base import WorkloadError
+from dbtier.workloads.base import WorkloadError, btree_bytes, heap_bytes
 
 TABLE = "a_perf"
 INDEX = "a_perf_pkey"
@@ -21,6 +21,16 @@ BEGIN
     END LOOP;
 END $$
 """
+
+
+def sizes(rows: int) -> dict[str, int]:
+    """a_perf with `rows` row versions (44 bytes each with its header: a bigint and 'Row#' || i) and its
+    primary key (bigint keys)."""
+    return {TABLE: heap_bytes(rows, 44), INDEX: btree_bytes(rows, 8)}
+
+
+#: WAL per row inserted one by one: the heap record and the index record (full-page images aside)
+WAL_PER_INSERT = 160
 
 
 def create_table(lab, conn) -> None:

@@ -6,6 +6,7 @@ asynchronous prefetch did with 64 KiB reads."""
 
 from __future__ import annotations
 
+from dbtier.errors import UserError
 from dbtier.workloads import seed000
 from dbtier.workloads.base import Param, Workload, WorkloadError
 from dbtier.workloads.registry import register
@@ -27,6 +28,16 @@ class TableScan(Workload):
     )
     cache_states = ("cold", "hot", "cross")
     objects = {seed000.TABLE: "table"}
+    size_options = ("rows",)
+
+    def __init__(self, **values):
+        super().__init__(**values)
+        if self.p["scans"] > self.p["rows"]:
+            raise UserError(f"--scans {self.p['scans']} is more than --rows {self.p['rows']}: each scan looks for "
+                            "another row; give at most as many scans as rows")
+
+    def footprint(self, cache_state: str = "cold"):
+        return seed000.footprint(self.p["rows"], index=False)
 
     def prepare(self, lab, progress) -> None:
         with lab.connect() as conn:

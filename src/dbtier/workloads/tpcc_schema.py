@@ -107,7 +107,7 @@ _DATA = {
 
 from dataclasses import dataclass
 
-from dbtier.workloads.base import Param
+from dbtier.workloads.base import Param, btree_bytes, heap_bytes
 
 #: the scale parameters of every TPC-C workload (oltp, build)
 SCALE_PARAMS = (
@@ -139,6 +139,22 @@ class Scale:
         return {"item": self.items, "warehouse": w, "district": 10 * w, "customer": 10 * c * w,
                 "history": 10 * c * w, "orders": 10 * c * w, "new_order": 10 * (c - self.delivered) * w,
                 "order_line": None, "stock": self.items * w}
+
+
+#: bytes a row (header and data, as generated here) and the key bytes of each index
+_TUPLE = {"item": 100, "warehouse": 120, "district": 130, "customer": 605, "history": 80, "orders": 60,
+          "new_order": 36, "order_line": 95, "stock": 340}
+_KEY = {"warehouse_pkey": 4, "district_pkey": 8, "customer_pkey": 12, "customer_name_idx": 40, "new_order_pkey": 12,
+        "orders_pkey": 12, "orders_customer_idx": 16, "order_line_pkey": 16, "item_pkey": 4, "stock_pkey": 8}
+ORDER_LINES_PER_ORDER = 10  # 5 to 15
+
+
+def sizes(scale: "Scale") -> dict[str, int]:
+    """Every table and index at this scale (about 120 MB a warehouse at the specification's scale)."""
+    rows = {t: n if n is not None else ORDER_LINES_PER_ORDER * scale.rows()["orders"] for t, n in scale.rows().items()}
+    out = {t: heap_bytes(rows[t], _TUPLE[t]) for t in TABLES}
+    out.update({name: btree_bytes(rows[table], _KEY[name]) for name, (table, _cols, _u) in INDEXES.items()})
+    return out
 
 
 def create_tables(lab, conn) -> None:

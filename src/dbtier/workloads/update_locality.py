@@ -10,7 +10,8 @@ one; every test's count of updated rows is checked against the same arithmetic d
 from __future__ import annotations
 
 from dbtier.workloads import seed003
-from dbtier.workloads.base import Param, Phase, Workload, WorkloadError
+from dbtier.errors import UserError
+from dbtier.workloads.base import Footprint, Param, Phase, Workload, WorkloadError
 from dbtier.workloads.registry import register
 
 _UPDATE_FN = """
@@ -71,6 +72,23 @@ class UpdateLocality(Workload):
               minimum=0),
     )
     objects = seed003.OBJECTS
+    size_options = ("rows", "updates")
+
+    def __init__(self, **values):
+        super().__init__(**values)
+        if self.p["updates"] > self.p["rows"]:
+            raise UserError(f"--updates {self.p['updates']} is more than --rows {self.p['rows']}: keys past the "
+                            "table's are never found; give at most --rows (0: a tenth of it, as in the seed)")
+
+    def footprint(self, cache_state: str = "cold") -> Footprint:
+        """Each update that finds its row writes a new version of it and a new key (the key changes:
+        no HOT update), at most one per row; VACUUM FREEZE and the updates' first touch of each page
+        after a checkpoint log full pages. The expected counts are computed here in lists of keys."""
+        rows, n = self.p["rows"], self.n
+        hits = min(rows, 12 * n)
+        objects = seed003.sizes(rows + hits)
+        wal = seed003.WAL_PER_INSERT * rows + 2 * sum(objects.values()) + 250 * hits
+        return Footprint(objects, wal=wal, client_memory=36 * 10 * n + 70 * hits)
 
     @property
     def n(self) -> int:

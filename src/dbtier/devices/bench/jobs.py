@@ -29,7 +29,7 @@ class Job:
         return self.rw.startswith("rand")
 
     def label(self) -> str:
-        return f"{self.rw} {self.bs // 1024}k x{self.jobs} {self.mode}"
+        return f"{self.rw} {size_label(self.bs)} x{self.jobs} {self.mode}"
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,14 @@ class Figures:
 
     def asdict(self) -> dict:
         return asdict(self)
+
+
+def size_label(n: int) -> str:
+    """A size exactly, in fio's units: 512, 1536, 8k, 1m."""
+    for unit, mult in (("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)):
+        if n >= mult and n % mult == 0:
+            return f"{n // mult}{unit}"
+    return str(n)
 
 
 def parse_size(text: str) -> int:
