@@ -8,8 +8,10 @@ by the driver's own per-call overhead: 2% + 4 us. HDD random patterns add rotati
 (uniform over one rotation, 8.3 ms at 7200 rpm): with 300 samples the median's standard error is
 ~3%, so 12% is four standard errors. The interposer's own lateness (measured inside the call) must
 stay at a few microseconds; the host's own call may outrun the model on at most 3% of requests
-(NVMe's 13 us writes meet tmpfs page allocation now and then). A failure while the hypervisor stole
-CPU time is retried: a process whose CPU is stolen wakes late, whatever the emulation does."""
+(NVMe's 13 us writes meet the host's memory management now and then; the data file's pages are
+allocated up front). A failure while the hypervisor stole CPU time, or while the host's own calls
+outlasted the model on more than 3% of requests, is retried: that is the host's noise, measured,
+whatever the emulation does."""
 
 from __future__ import annotations
 
@@ -63,4 +65,11 @@ def test_live_matches_model(name, pattern, gib_file):
         assert late["p50_us"] < 2.0, late
         assert dev["overruns"] <= 0.03 * ops
 
-    retry_while_host_steals(lambda: run_live(prof, pattern, count, gib_file), check)
+    def host_slow(run):
+        _lat, dev = run
+        ops = dev["reads"] if pattern.op == 1 else dev["writes"]
+        if dev["overruns"] > 0.03 * ops:
+            return f"the host's own call outlasted the model on {dev['overruns']} of {ops} requests"
+        return None
+
+    retry_while_host_steals(lambda: run_live(prof, pattern, count, gib_file), check, host_slow=host_slow)
