@@ -50,7 +50,8 @@ def processes_naming(text: str) -> list[int]:
 
 def emulating(workspace: Path, kind: str) -> bool:
     """True once a command's emulation under workspace has been resumed (the measured phase began)."""
-    for state in workspace.glob(f"dbtier-*/{kind}-*/**/iotap.state"):
+    where = "session-*" if kind == "iobench" else "iotap"  # not a recursive walk: folders go as it runs
+    for state in workspace.glob(f"dbtier-*/{kind}-*/{where}/iotap.state"):
         try:
             if native.dump_state(state)["paused"] == 0 and native.dump_state(state)["attached"] > 0:
                 return True
