@@ -58,13 +58,10 @@ def shared_base():
 
 
 @pytest.fixture(scope="module")
-def lab(other, tmp_path_factory):
-    base = Path(tempfile.mkdtemp(prefix="dbtier-test-iso-", dir="/dev/shm"))
-    base.chmod(0o755)
-    with Lab(parse_devices(["ssd=ssd-sata-mlc"]), placement.parse([], ["ssd"]), LabOptions(workspace=base),
+def lab(other, module_shm_dir):
+    with Lab(parse_devices(["ssd=ssd-sata-mlc"]), placement.parse([], ["ssd"]), LabOptions(workspace=module_shm_dir),
              say=lambda _l: None) as the_lab:
         yield the_lab
-    shutil.rmtree(base, ignore_errors=True)
 
 
 def test_another_user_cannot_connect_to_the_server(other, lab):

@@ -1,7 +1,6 @@
 """The lab on real servers: a small run over two devices, placement seen three ways (the catalog,
 the interposer's per-device counters, the trace), device timing against the models, amcheck clean."""
 
-import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -13,17 +12,14 @@ from dbtier.pg import placement
 from dbtier.pg.lab import Lab, LabOptions, parse_devices
 from dbtier.workloads.base import QuietProgress
 from dbtier.workloads.random_index import RandomIndex
-from dbtier.workspace import Workspace
 
 ROWS = 600
 
 
 @pytest.fixture(scope="module")
-def two_device_run(tmp_path_factory):
+def two_device_run(tmp_path_factory, module_shm_dir):
     """random-index with the table on the HDD and its index, the WAL and temp on the SSD."""
-    workspace = Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp_path_factory.mktemp("ws")
-    workspace = workspace / f"dbtier-test-lab-{tmp_path_factory.getbasetemp().name}"
-    workspace.mkdir()
+    workspace = module_shm_dir  # removed by its own fixture, even if this one fails on the way
     out = tmp_path_factory.mktemp("lab")
     reqs = parse_devices(["hdd=hdd-sata-7200", "ssd=ssd-sata-mlc"])
     place = placement.parse(["data=hdd,wal=ssd,temp=ssd,t_attribute_idx=ssd"], ["hdd", "ssd"])
@@ -54,8 +50,6 @@ def two_device_run(tmp_path_factory):
     facts["result"] = m.result
     facts["workspace"] = workspace
     yield facts
-    Workspace.open(workspace).reap()
-    shutil.rmtree(workspace, ignore_errors=True)
 
 
 def test_every_key_found_and_amcheck_clean(two_device_run):
