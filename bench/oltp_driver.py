@@ -12,7 +12,8 @@ from __future__ import annotations
 import sys
 
 from dbtier.pg import placement
-from dbtier.pg.lab import LabOptions, parse_devices
+from dbtier.pg.lab import LabOptions
+from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry
 from dbtier.workloads.base import QuietProgress
 from dbtier.workloads.runner import run_workload
@@ -25,7 +26,7 @@ def main() -> None:
     for driver, clients in [(d, c) for d in ("pgbench", "python") for c in (1, 2, 4)]:
         work = registry.get("oltp")(clients=clients, duration=seconds, warmup=2, items=20000, customers=600,
                                     driver=driver)
-        r = run_workload(work, parse_devices(["d=ram-san"]), placement.parse([], ["d"]), LabOptions(),
+        r = run_workload(work, parse_all(["d=ram-san"]), placement.parse([], ["d"]), LabOptions(),
                          QuietProgress(), say=lambda _l: None)
         n = r["metrics"]["committed"]
         client, server = r["client_cpu_s"], r["server_cpu_s"]

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from dbtier.pg import placement
-from dbtier.pg.lab import Lab, LabOptions, parse_devices
+from dbtier.pg.lab import Lab, LabOptions
+from dbtier.devices.spec import parse_all
 from tests.conftest import dbtier
 
 OTHER = "dbtier-other"
@@ -59,7 +60,7 @@ def shared_base():
 
 @pytest.fixture(scope="module")
 def lab(other, module_shm_dir):
-    with Lab(parse_devices(["ssd=ssd-sata-mlc"]), placement.parse([], ["ssd"]), LabOptions(workspace=module_shm_dir),
+    with Lab(parse_all(["ssd=ssd-sata-mlc"]), placement.parse([], ["ssd"]), LabOptions(workspace=module_shm_dir),
              say=lambda _l: None) as the_lab:
         yield the_lab
 
@@ -116,7 +117,7 @@ def test_a_symlinked_root_is_refused(other, shared_base, tmp_path):
     target.mkdir(mode=0o700)
     (target / "data").write_text("keep me")
     as_other(other, f"import os; os.symlink({str(target)!r}, {str(shared_base / f'dbtier-{os.geteuid()}')!r})")
-    proc = dbtier("exec", "--workspace", str(shared_base), "-d", f"{tmp_path}=ram-san", "--", "true")
+    proc = dbtier("exec", "--workspace", str(shared_base), "-d", f"d=ram-san:{tmp_path}", "--", "true")
     assert proc.returncode == 2 and "link" in proc.stderr, proc.stderr
     assert (target / "data").read_text() == "keep me" and stat.S_IMODE(target.stat().st_mode) == 0o700
 
@@ -138,7 +139,7 @@ def test_folders_the_user_names_keep_their_mode_and_contents(shared_base, tmp_pa
            "-o", str(tmp_path / "out"), "-q", check=True)
     dev = tmp_path / "dev"
     dev.mkdir()
-    dbtier("exec", "--workspace", str(shared_base), "--trace", str(trace), "-q", "-d", f"{dev}=ram-san", "--",
+    dbtier("exec", "--workspace", str(shared_base), "--trace", str(trace), "-q", "-d", f"d=ram-san:{dev}", "--",
            "dd", "if=/dev/zero", f"of={dev}/f", "bs=8k", "count=10", check=True)
     dbtier("iobench", "--workspace", str(shared_base), "-d", f"b=ram-san:{bench_dir}", "--rw", "read", "--bs", "8k",
            "--size", "1m", "--runtime", "0.2", "-q", check=True)
@@ -161,7 +162,7 @@ def test_links_planted_in_a_trace_folder_are_not_followed(other, shared_base, tm
                     f"os.symlink({str(victim)!r}, {str(trace / 'files.json')!r})\n")
     dev = tmp_path / "dev"
     dev.mkdir()
-    dbtier("exec", "--trace", str(trace), "-q", "-d", f"{dev}=ram-san", "--", "dd", "if=/dev/zero", f"of={dev}/f",
+    dbtier("exec", "--trace", str(trace), "-q", "-d", f"d=ram-san:{dev}", "--", "dd", "if=/dev/zero", f"of={dev}/f",
            "bs=8k", "count=4", check=True)
     assert victim.read_text() == "keep me"
     assert json.loads((trace / "meta.json").read_text())["command"][0] == "dd"
@@ -170,7 +171,7 @@ def test_links_planted_in_a_trace_folder_are_not_followed(other, shared_base, tm
     elsewhere.mkdir(mode=0o700)
     for name, target in (("trace2", victim), ("trace3", elsewhere)):
         as_other(other, f"import os; os.symlink({str(target)!r}, {str(shared_base / name)!r})")
-        proc = dbtier("exec", "--trace", str(shared_base / name), "-q", "-d", f"{dev}=ram-san", "--", "true")
+        proc = dbtier("exec", "--trace", str(shared_base / name), "-q", "-d", f"d=ram-san:{dev}", "--", "true")
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert victim.read_text() == "keep me" and list(elsewhere.iterdir()) == []
 
@@ -180,7 +181,7 @@ def test_the_reaper_signals_only_what_dbtier_recorded(other, shm_dir, tmp_path):
     reaps that folder, and the other user's process lives on."""
     root = shm_dir / f"dbtier-{os.geteuid()}"
     proc = subprocess.Popen([sys.executable, "-m", "dbtier", "exec", "--workspace", str(shm_dir), "-q", "-d",
-                             f"{tmp_path}=ram-san", "--", "sleep", "600"])
+                             f"d=ram-san:{tmp_path}", "--", "sleep", "600"])
     decoy = None
     try:
         deadline = time.monotonic() + 30
@@ -191,7 +192,7 @@ def test_the_reaper_signals_only_what_dbtier_recorded(other, shm_dir, tmp_path):
                                  extra_groups=[])
         proc.kill()
         proc.wait()
-        dbtier("exec", "--workspace", str(shm_dir), "-q", "-d", f"{tmp_path}=ram-san", "--", "true", check=True)
+        dbtier("exec", "--workspace", str(shm_dir), "-q", "-d", f"d=ram-san:{tmp_path}", "--", "true", check=True)
         assert not claim.exists()
         assert decoy.poll() is None, "the other user's process was signalled"
     finally:
@@ -205,7 +206,7 @@ def test_exec_fails_when_the_program_drops_to_a_user_the_emulation_cannot_reach(
     dev = tmp_path / "dev"
     dev.mkdir()
     dev.chmod(0o777)
-    proc = dbtier("exec", "-d", f"{dev}=ram-san", "--", "setpriv", f"--reuid={other.pw_uid}",
+    proc = dbtier("exec", "-d", f"d=ram-san:{dev}", "--", "setpriv", f"--reuid={other.pw_uid}",
                   f"--regid={other.pw_gid}", "--clear-groups", "dd", "if=/dev/zero", f"of={dev}/f", "bs=8k", "count=4")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "did not apply" in proc.stderr and "r/s" not in proc.stdout + proc.stderr

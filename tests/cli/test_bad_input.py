@@ -44,7 +44,7 @@ def C(id_: str, message: str, *args: str) -> Case:
 
 
 RUN = ("run", "random-index", "-d", "a=hdd-sata-7200")
-EXEC = ("exec", "-d", "{dev}=ram-san")
+EXEC = ("exec", "-d", "d=ram-san:{dev}")
 IOB = ("iobench", "-d", "r=ram-san")
 
 CASES = [
@@ -159,7 +159,7 @@ CASES = [
     C("profile-param-out-of-range", "outside 3600..20000", "devices", "show", "{fx}/param_range.toml"),
     C("profile-param-unknown", "did you mean 'rpm'", "devices", "show", "{fx}/param_unknown.toml"),
     C("profile-param-at-top-level", "device parameters go under [params]", "devices", "show", "{fx}/top_key.toml"),
-    C("profile-not-toml", "not valid TOML", "exec", "-d", "{dev}={fx}/bad_syntax.toml", "--", "true"),
+    C("profile-not-toml", "not valid TOML", "exec", "-d", "d={fx}/bad_syntax.toml:{dev}", "--", "true"),
     C("profile-real-with-params", "real devices have no parameter", "devices", "show", "{fx}/real_params.toml"),
     C("profile-a-folder", "is a folder; give a .toml file", "run", "random-index", "-d", "a={fx}/folder.toml"),
     C("profile-a-fifo", "is not a regular file", "devices", "show", "{fx}/fifo.toml"),
@@ -197,9 +197,9 @@ CASES = [
     C("exec-command-a-folder", "it is a folder, not a program", *EXEC, "--", "{fx}"),
     C("exec-command-not-executable", "permission denied", *EXEC, "--", "{fx}/afile"),
     C("exec-unknown-option", "no such option of dbtier exec", *EXEC, "--colour", "--", "true"),
-    C("exec-device-without-profile", "expected DIR=PROFILE", "exec", "-d", "{dev}", "--", "true"),
+    C("exec-device-without-profile", "expected NAME=PROFILE", "exec", "-d", "{dev}", "--", "true"),
     C("exec-device-folder-missing", "is not a directory", "exec", "-d", "/nonexistent-dbtier=ram-san", "--", "true"),
-    C("exec-device-unknown-profile", "unknown device profile", "exec", "-d", "{dev}=ssd-sata-mcl", "--", "true"),
+    C("exec-device-unknown-profile", "unknown device profile", "exec", "-d", "d=ssd-sata-mcl:{dev}", "--", "true"),
     C("exec-device-bad-name", "must be a letter then letters", "exec", "-d", "b@d:{dev}=ram-san", "--", "true"),
     C("exec-same-folder-twice", "are the same directory", *EXEC, "-d", "x:{dev}=ssd-sata-mlc", "--", "true"),
     C("exec-trace-is-a-file", "a file is there; give a folder", *EXEC, "--trace", "{fx}/afile", "--", "true"),
@@ -540,12 +540,13 @@ def test_footprints_grow_with_their_parameters():
 def test_a_run_that_would_not_fit_in_memory_is_refused(monkeypatch, scratch):
     """The memory check, with this machine made small: nothing is made."""
     from dbtier.pg import capacity, placement
-    from dbtier.pg.lab import LabOptions, parse_devices
+    from dbtier.devices.spec import parse_all
+    from dbtier.pg.lab import LabOptions
     from dbtier.workloads import registry
 
     workspace = _open_folder(str(scratch))
     monkeypatch.setattr(capacity, "mem_available", lambda: 64 << 20)
-    requests = parse_devices(["a=hdd-sata-7200"])
+    requests = parse_all(["a=hdd-sata-7200"])
     options = LabOptions(workspace=workspace)
     work = registry.get("random-index")(rows=16_000)
     with pytest.raises(UserError, match="would not fit in memory"):

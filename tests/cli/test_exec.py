@@ -29,7 +29,7 @@ def test_fio_sees_the_model(name, seconds, rel, shm_dir, tmp_path):
     expect = patterns.expected(profile.load(name), pattern)
 
     def attempt():
-        proc = dbtier("exec", "-d", f"{shm_dir}={name}", "--json", str(out_json), "--",
+        proc = dbtier("exec", "-d", f"d={name}:{shm_dir}", "--json", str(out_json), "--",
                       *fio_randread(shm_dir, seconds))
         assert proc.returncode == 0, proc.stderr
         return proc
@@ -52,7 +52,7 @@ def test_fio_sees_the_model(name, seconds, rel, shm_dir, tmp_path):
 
 
 def test_exit_status_passes_through(shm_dir):
-    proc = dbtier("exec", "-q", "-d", f"{shm_dir}=real", "--", "sh", "-c", "exit 7")
+    proc = dbtier("exec", "-q", "-d", f"d=real:{shm_dir}", "--", "sh", "-c", "exit 7")
     assert proc.returncode == 7
 
 
@@ -61,7 +61,7 @@ def test_plain_program_and_json(shm_dir, tmp_path):
     data = shm_dir / "f"
     data.write_bytes(b"\0" * (4 << 20))
     out = tmp_path / "r.json"
-    proc = dbtier("exec", "-q", "-d", f"disk:{shm_dir}=hdd-sata-7200", "--json", str(out), "--",
+    proc = dbtier("exec", "-q", "-d", f"disk=hdd-sata-7200:{shm_dir}", "--json", str(out), "--",
                   "dd", f"if={data}", "of=/dev/null", "bs=8k", "status=none")
     assert proc.returncode == 0, proc.stderr
     dev = json.loads(out.read_text())["devices"][0]
@@ -75,7 +75,8 @@ def test_plain_program_and_json(shm_dir, tmp_path):
     [
         (["exec", "--", "true"], "at least one --device"),
         (["exec", "-d", "/nonexistent-dir=ssd-sata-mlc", "--", "true"], "is not a directory"),
-        (["exec", "-d", "/tmp", "--", "true"], "expected DIR=PROFILE"),
+        (["exec", "-d", "/tmp", "--", "true"], "expected NAME=PROFILE"),
+        (["exec", "-d", "ssd=ssd-sata-mlc", "--", "true"], "give the folder the program's files are in"),
         (["exec", "-d", "/tmp=no-such-profile", "--", "true"], "unknown device profile"),
         (["exec", "-d", "/tmp=real", "--", "no-such-command-xyz"], "command not found"),
     ],
@@ -87,12 +88,22 @@ def test_bad_input_is_one_clear_line(args, message):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+def test_the_old_device_form_still_works_with_a_note(shm_dir):
+    """exec's [NAME:]DIR=PROFILE is read for one more release; the note says how to write it now."""
+    sub = shm_dir / "sub"
+    sub.mkdir()
+    proc = dbtier("exec", "-d", f"{shm_dir}=ram-san", "-d", f"log:{sub}=ram-san", "--", "true")
+    assert proc.returncode == 0, proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert f"-d {shm_dir.name}=ram-san:{shm_dir}" in said and f"-d log=ram-san:{sub}" in said
+
+
 def test_nothing_left_behind(shm_dir):
     import glob
     import tempfile
 
     before = set(glob.glob(f"{tempfile.gettempdir()}/dbtier-exec-*"))
-    dbtier("exec", "-q", "-d", f"{shm_dir}=real", "--", "true", check=True)
+    dbtier("exec", "-q", "-d", f"d=real:{shm_dir}", "--", "true", check=True)
     assert set(glob.glob(f"{tempfile.gettempdir()}/dbtier-exec-*")) == before
 
 
@@ -101,7 +112,7 @@ def test_fast_device_on_disk_warns(tmp_path):
 
     if os.path.realpath(tmp_path).startswith("/dev/shm"):
         pytest.skip("tmp_path is on tmpfs here")
-    proc = dbtier("exec", "-d", f"{tmp_path}=nvme-gen4", "--", "true")
+    proc = dbtier("exec", "-d", f"d=nvme-gen4:{tmp_path}", "--", "true")
     assert proc.returncode == 0
     assert re.search(r"warning:.*tmpfs", proc.stderr.replace("\n", " "))
 
@@ -117,7 +128,7 @@ def test_ctrl_c_stops_the_program_and_cleans_up(shm_dir):
     import time
 
     before = set(glob.glob(f"{tempfile.gettempdir()}/dbtier-exec-*"))
-    proc = subprocess.Popen([sys.executable, "-m", "dbtier", "exec", "-d", f"{shm_dir}=real", "--", "sleep", "30"],
+    proc = subprocess.Popen([sys.executable, "-m", "dbtier", "exec", "-d", f"d=real:{shm_dir}", "--", "sleep", "30"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     import psutil
     deadline = time.monotonic() + 30  # the program has started (a loaded machine starts Python slowly)

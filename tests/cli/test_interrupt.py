@@ -90,7 +90,7 @@ def test_a_killed_run_is_cleaned_up_by_the_next(shm_dir, tmp_path, parent_death_
                   "-o", str(out), "-q"], env)
     kill_once(proc, lambda: emulating(shm_dir, "lab"), 90, "the measured phase")
     assert leftovers(shm_dir, out), "the kill left nothing: the test did not test"
-    dbtier("exec", "--workspace", str(shm_dir), "-q", "-d", f"{tmp_path}=ram-san", "--", "true", check=True)
+    dbtier("exec", "--workspace", str(shm_dir), "-q", "-d", f"d=ram-san:{tmp_path}", "--", "true", check=True)
     wait_for(lambda: not postgres_pids(shm_dir), 30, "the server to stop")
     assert leftovers(shm_dir, out) == []
     assert ipc_leftovers() <= ipc_before
@@ -102,13 +102,13 @@ def test_a_killed_exec_is_cleaned_up_by_the_next(shm_dir, tmp_path):
     dev = tmp_path / "dev"
     dev.mkdir()
     marker = f"dbtier-test-exec-{os.getpid()}"
-    proc = start(["exec", "--workspace", str(shm_dir), "-q", "-d", f"{dev}=hdd-sata-7200", "--", "sh", "-c",
+    proc = start(["exec", "--workspace", str(shm_dir), "-q", "-d", f"d=hdd-sata-7200:{dev}", "--", "sh", "-c",
                   f"while true; do dd if=/dev/zero of={dev}/f bs=8k count=8 oflag=direct 2>/dev/null; done; "
                   f": {marker}"])
     kill_once(proc, lambda: emulating(shm_dir, "exec"), 30, "the program's I/O")
     wait_for(lambda: not processes_naming(marker), 10, "the program to end with dbtier (parent-death signal)")
     assert leftovers(shm_dir)
-    dbtier("exec", "--workspace", str(shm_dir), "-q", "-d", f"{dev}=ram-san", "--", "true", check=True)
+    dbtier("exec", "--workspace", str(shm_dir), "-q", "-d", f"d=ram-san:{dev}", "--", "true", check=True)
     assert leftovers(shm_dir) == []
     assert dbtier_litter() <= litter_before
 
@@ -124,7 +124,7 @@ def test_a_killed_iobench_is_cleaned_up_by_the_next(shm_dir, tmp_path, where):
     kill_once(proc, lambda: emulating(shm_dir, "iobench"), 60, "the benchmark's I/O")
     wait_for(lambda: not processes_naming("dbtier.devices.bench.worker"), 10, "the workers to end with dbtier")
     assert leftovers(shm_dir) or list(folder.iterdir())
-    dbtier("exec", "--workspace", str(shm_dir), "-q", "-d", f"{tmp_path}=ram-san", "--", "true", check=True)
+    dbtier("exec", "--workspace", str(shm_dir), "-q", "-d", f"d=ram-san:{tmp_path}", "--", "true", check=True)
     assert leftovers(shm_dir) == []
     assert list(folder.iterdir()) == []
     assert dbtier_litter() <= litter_before

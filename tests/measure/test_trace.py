@@ -24,7 +24,7 @@ def test_trace_to_parquet(shm_dir, tmp_path):
     trace_dir = tmp_path / "trace"
     import sys
 
-    dbtier("exec", "-q", "-d", f"data:{dev}=ssd-sata-mlc", "--trace", str(trace_dir), "--", sys.executable, "-c",
+    dbtier("exec", "-q", "-d", f"data=ssd-sata-mlc:{dev}", "--trace", str(trace_dir), "--", sys.executable, "-c",
            script, check=True)
     proc = dbtier("trace", str(trace_dir), check=True)
     assert "trace.parquet" in proc.stdout

@@ -5,7 +5,8 @@ flush each; cold, cross and hot cache states (seed 001) in that order of device 
 import pytest
 
 from dbtier.pg import placement
-from dbtier.pg.lab import Lab, LabOptions, parse_devices
+from dbtier.pg.lab import Lab, LabOptions
+from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry
 from dbtier.workloads.base import QuietProgress
 from dbtier.workloads.runner import run_workload
@@ -15,7 +16,7 @@ ROWS = 1500  # 12 MB: the database cache (8 MB) cannot hold it, the page cache (
 
 def run(shm_dir, workload: str, io_mode: str, cache_state: str = "cold", device: str = "ssd-sata-mlc", **params):
     cls = registry.get(workload)
-    return run_workload(cls(rows=ROWS, **params), parse_devices([f"d={device}"]), placement.parse([], ["d"]),
+    return run_workload(cls(rows=ROWS, **params), parse_all([f"d={device}"]), placement.parse([], ["d"]),
                         LabOptions(cache="8MB", page_cache="32MB", io_mode=io_mode, workspace=shm_dir),
                         QuietProgress(), say=lambda _l: None, cache_state=cache_state)
 
@@ -75,7 +76,7 @@ def test_dsync_writes_through_with_a_flush_each(shm_dir):
     """Seed 004: synchronous writes far slower than direct I/O for a write-heavy command."""
     figures = {}
     for mode in ("direct", "buffered", "dsync"):
-        with Lab(parse_devices(["d=hdd-sata-7200"]), placement.parse([], ["d"]),
+        with Lab(parse_all(["d=hdd-sata-7200"]), placement.parse([], ["d"]),
                  LabOptions(cache="8MB", page_cache="32MB", io_mode=mode, workspace=shm_dir),
                  say=lambda _l: None) as lab:
             with lab.connect() as conn:
@@ -103,7 +104,7 @@ def test_wal_sync_methods(shm_dir, method, carries_flush):
     O_SYNC, so each WAL write carries a device flush; the others write, then flush once per commit."""
     from dbtier.pg.settings import parse_sets
 
-    with Lab(parse_devices(["d=ssd-sata-mlc"]), placement.parse([], ["d"]),
+    with Lab(parse_all(["d=ssd-sata-mlc"]), placement.parse([], ["d"]),
              LabOptions(cache="8MB", io_mode="buffered", workspace=shm_dir, sets=parse_sets([f"wal_sync_method={method}"])),
              say=lambda _l: None) as lab:
         with lab.connect() as conn:

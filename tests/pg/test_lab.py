@@ -9,7 +9,8 @@ import pytest
 from dbtier.devices.patterns import STANDARD, expected
 from dbtier.devices.profile import load
 from dbtier.pg import placement
-from dbtier.pg.lab import Lab, LabOptions, parse_devices
+from dbtier.pg.lab import Lab, LabOptions
+from dbtier.devices.spec import parse_all
 from dbtier.workloads.base import QuietProgress
 from dbtier.workloads.random_index import RandomIndex
 
@@ -21,7 +22,7 @@ def two_device_run(tmp_path_factory, module_shm_dir):
     """random-index with the table on the HDD and its index, the WAL and temp on the SSD."""
     workspace = module_shm_dir  # removed by its own fixture, even if this one fails on the way
     out = tmp_path_factory.mktemp("lab")
-    reqs = parse_devices(["hdd=hdd-sata-7200", "ssd=ssd-sata-mlc"])
+    reqs = parse_all(["hdd=hdd-sata-7200", "ssd=ssd-sata-mlc"])
     place = placement.parse(["data=hdd,wal=ssd,temp=ssd,t_attribute_idx=ssd"], ["hdd", "ssd"])
     facts = {}
     work = RandomIndex(rows=ROWS)
@@ -161,7 +162,7 @@ def test_top_events_and_pg_stat_io(two_device_run):
 def test_any_valid_device_name_works(shm_dir):
     """Device folders have a namespace of their own: names like the lab's own folders are fine."""
     names = ["s", "sock", "iotap", "trace", "dev"]
-    reqs = parse_devices([f"{n}=ram-san" for n in names])
+    reqs = parse_all([f"{n}=ram-san" for n in names])
     place = placement.parse(["data=s,wal=sock,temp=iotap,indexes=trace"], names)
     with Lab(reqs, place, LabOptions(workspace=shm_dir), say=lambda _l: None) as lab:
         with lab.connect() as conn:

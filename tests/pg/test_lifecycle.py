@@ -13,7 +13,8 @@ import pytest
 
 from dbtier.devices import native
 from dbtier.pg import placement
-from dbtier.pg.lab import Lab, LabOptions, parse_devices
+from dbtier.pg.lab import Lab, LabOptions
+from dbtier.devices.spec import parse_all
 from dbtier.workspace import Workspace
 
 
@@ -106,7 +107,7 @@ def test_a_killed_runs_server_is_stopped_by_the_next_start(shm_dir, tmp_path):
 
 
 def test_reaper_stops_a_live_server_whose_owner_is_gone(shm_dir):
-    reqs = parse_devices(["ssd=ssd-sata-mlc"])
+    reqs = parse_all(["ssd=ssd-sata-mlc"])
     with Lab(reqs, placement.parse([], ["ssd"]), LabOptions(workspace=shm_dir), say=lambda _l: None) as lab:
         owner = lab.claim.path / "owner.json"
         doc = json.loads(owner.read_text())
@@ -123,7 +124,7 @@ def test_reaper_stops_a_live_server_whose_owner_is_gone(shm_dir):
 
 
 def test_another_live_run_is_left_alone(shm_dir):
-    reqs = parse_devices(["ssd=ssd-sata-mlc"])
+    reqs = parse_all(["ssd=ssd-sata-mlc"])
     with Lab(reqs, placement.parse([], ["ssd"]), LabOptions(workspace=shm_dir), say=lambda _l: None) as lab:
         assert Workspace.open(shm_dir).reap() == []
         assert lab.cluster.running and lab.claim.path.exists()

@@ -7,7 +7,8 @@ import pytest
 
 from dbtier.measure.diskstats import block_device
 from dbtier.pg import placement
-from dbtier.pg.lab import LabOptions, parse_devices
+from dbtier.pg.lab import LabOptions
+from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry
 from dbtier.workloads.base import QuietProgress
 from dbtier.workloads.runner import run_workload
@@ -19,7 +20,7 @@ def test_real_device_buffered_cold_scan(disk_dir, shm_dir):
     disk = block_device(disk_dir)
     if disk is None:
         pytest.skip(f"{disk_dir} has no block device behind it (no /proc/diskstats figures to compare)")
-    result = run_workload(registry.get("table-scan")(rows=ROWS, scans=2), parse_devices([f"disk=real:{disk_dir}"]),
+    result = run_workload(registry.get("table-scan")(rows=ROWS, scans=2), parse_all([f"disk=real:{disk_dir}"]),
                           placement.parse([], ["disk"]),
                           LabOptions(cache="8MB", io_mode="buffered", workspace=shm_dir), QuietProgress(),
                           say=lambda _l: None)

@@ -4,14 +4,15 @@ page, unique GUIDs), the same data for the same seed, and the plans the scenario
 import pytest
 
 from dbtier.pg import placement
-from dbtier.pg.lab import Lab, LabOptions, parse_devices
+from dbtier.pg.lab import Lab, LabOptions
+from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry
 from dbtier.workloads.base import QuietProgress, WorkloadError
 
 
 @pytest.fixture
 def lab(shm_dir):
-    with Lab(parse_devices(["ssd=ssd-sata-mlc"]), placement.parse([], ["ssd"]), LabOptions(workspace=shm_dir),
+    with Lab(parse_all(["ssd=ssd-sata-mlc"]), placement.parse([], ["ssd"]), LabOptions(workspace=shm_dir),
              say=lambda _l: None) as lab:
         yield lab
 
@@ -34,7 +35,7 @@ def test_table_t_has_one_row_per_page_and_unique_guids(lab):
 def test_same_seed_same_data(shm_dir):
     keys = []
     for _ in range(2):
-        with Lab(parse_devices(["ssd=ssd-sata-mlc"]), placement.parse([], ["ssd"]), LabOptions(workspace=shm_dir),
+        with Lab(parse_all(["ssd=ssd-sata-mlc"]), placement.parse([], ["ssd"]), LabOptions(workspace=shm_dir),
                  say=lambda _l: None) as lab:
             work = registry.get("table-scan")(rows=50, scans=5, data_seed=3)
             work.prepare(lab, QuietProgress())

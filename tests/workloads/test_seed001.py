@@ -4,7 +4,8 @@ its device, every count checked, and what the cache states leave to read."""
 import pytest
 
 from dbtier.pg import placement
-from dbtier.pg.lab import LabOptions, parse_devices
+from dbtier.pg.lab import LabOptions
+from dbtier.devices.spec import parse_all
 from dbtier.workloads import census, registry
 from dbtier.errors import UserError
 from dbtier.workloads.base import QuietProgress
@@ -24,7 +25,7 @@ def test_pob_shares_follow_the_census():
 
 @pytest.fixture(scope="module")
 def index_on_its_own_device(module_shm_dir):
-    reqs = parse_devices(["disk=ram-san", "ix=ram-san"])
+    reqs = parse_all(["disk=ram-san", "ix=ram-san"])
     return run_workload(registry.get("index-range")(rows=ROWS), reqs, placement.parse(["pob_idx=ix"], ["disk", "ix"]),
                         LabOptions(workspace=module_shm_dir), QuietProgress(), say=lambda _l: None)
 

@@ -5,7 +5,8 @@ restore read from, the dump device."""
 import pytest
 
 from dbtier.pg import placement
-from dbtier.pg.lab import LabOptions, parse_devices
+from dbtier.pg.lab import LabOptions
+from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry, tpcc_schema
 from dbtier.workloads.base import QuietProgress
 from dbtier.workloads.runner import run_workload
@@ -15,7 +16,7 @@ TINY = {"items": 2000, "customers": 120}
 
 
 def run(workspace, name, devices, places=(), **params):
-    reqs = parse_devices(list(devices))
+    reqs = parse_all(list(devices))
     return run_workload(registry.get(name)(**TINY, **params), reqs,
                         placement.parse(list(places), [r.name for r in reqs]), LabOptions(workspace=workspace),
                         QuietProgress(), say=lambda _l: None)
@@ -83,7 +84,7 @@ def test_build_dumps_to_and_restores_from_the_dump_device(module_shm_dir):
 def test_consistency_checks_can_fail(module_shm_dir):
     """The conditions are real queries: a broken district shows as a violation."""
     from dbtier.pg.lab import Lab
-    with Lab(parse_devices(["d=ram-san"]), placement.parse([], ["d"]), LabOptions(workspace=module_shm_dir),
+    with Lab(parse_all(["d=ram-san"]), placement.parse([], ["d"]), LabOptions(workspace=module_shm_dir),
              say=lambda _l: None) as lab:
         with lab.connect() as conn:
             from dbtier.workloads.oltp import load

@@ -5,7 +5,8 @@ read growing as the updates' locality worsens."""
 import pytest
 
 from dbtier.pg import placement
-from dbtier.pg.lab import LabOptions, parse_devices
+from dbtier.pg.lab import LabOptions
+from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry
 from dbtier.workloads.base import QuietProgress
 from dbtier.workloads.runner import run_workload
@@ -13,7 +14,7 @@ from dbtier.workloads.update_locality import expected_updates
 
 
 def run(shm_dir, name, devices=("ssd=ram-san",), places=(), cache="32MB", page_cache=None, **params):
-    reqs = parse_devices(list(devices))
+    reqs = parse_all(list(devices))
     return run_workload(registry.get(name)(**params), reqs, placement.parse(list(places), [r.name for r in reqs]),
                         LabOptions(cache=cache, page_cache=page_cache, workspace=shm_dir), QuietProgress(),
                         say=lambda _l: None)
@@ -71,5 +72,5 @@ def test_merge_join_sorts_to_the_temp_device(shm_dir):
 def test_mutating_workloads_refuse_hot_and_cross_caches(shm_dir):
     from dbtier.errors import UserError
     with pytest.raises(UserError, match="supports cold"):
-        run_workload(registry.get("insert-loop")(rows=10), parse_devices(["d=ram-san"]), placement.parse([], ["d"]),
+        run_workload(registry.get("insert-loop")(rows=10), parse_all(["d=ram-san"]), placement.parse([], ["d"]),
                      LabOptions(workspace=shm_dir), QuietProgress(), cache_state="hot")

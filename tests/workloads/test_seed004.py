@@ -5,7 +5,8 @@ leaves the flushing to checkpoints and commits."""
 import pytest
 
 from dbtier.pg import placement
-from dbtier.pg.lab import LabOptions, parse_devices
+from dbtier.pg.lab import LabOptions
+from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry
 from dbtier.workloads.base import QuietProgress
 from dbtier.workloads.runner import run_workload
@@ -18,7 +19,7 @@ PHASES = ["create database", "bulk load", "insert", "update", "create clustered 
 def modes(module_shm_dir):
     out = {}
     for mode in ("direct", "dsync"):
-        out[mode] = run_workload(registry.get("io-modes")(orders=3000), parse_devices(["d=ram-san"]),
+        out[mode] = run_workload(registry.get("io-modes")(orders=3000), parse_all(["d=ram-san"]),
                                  placement.parse([], ["d"]), LabOptions(io_mode=mode, workspace=module_shm_dir),
                                  QuietProgress(), say=lambda _l: None)
     return out

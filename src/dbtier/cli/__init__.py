@@ -53,7 +53,7 @@ def cli() -> None:
       dbtier run random-index -d hdd=hdd-sata-7200   one workload on the devices you give
       dbtier devices                       the device profiles
       dbtier devices show hdd-sata-7200    one profile and its expected latencies
-      dbtier exec --device /dev/shm/d=ssd-sata-mlc -- fio ...   any program on a device
+      dbtier exec -d d=ssd-sata-mlc:/dev/shm/d -- fio ...    any program on a device
     """
 
 

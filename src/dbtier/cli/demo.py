@@ -12,7 +12,8 @@ from rich.table import Table
 from dbtier.cli.progress import progress_for
 from dbtier.devices.profile import load
 from dbtier.pg import capacity, placement
-from dbtier.pg.lab import DeviceRequest, LabOptions
+from dbtier.pg.lab import LabOptions
+from dbtier.devices.spec import DeviceSpec
 from dbtier.report import html, jsonout, outputs
 from dbtier.report.html import Section, TableData
 from dbtier.report.rundir import run_dir
@@ -98,7 +99,7 @@ def demo(rows: int, scans: int, cache: str, output: Path, pg_bin: Path | None, w
     # Every check before the first thing is made (each scenario runs on one device at a time).
     for name in ("random-index", "table-scan"):
         dev, prof = DEVICES[0]
-        capacity.check_run(registry.get(name)(**params[name]), [DeviceRequest(dev, load(prof))],
+        capacity.check_run(registry.get(name)(**params[name]), [DeviceSpec(dev, load(prof))],
                            placement.parse([], [dev]), options)
     outputs.check_dir(output, "--output")
     with run_dir(output, "demo", Workspace.open(workspace)) as folder:
@@ -109,7 +110,7 @@ def demo(rows: int, scans: int, cache: str, output: Path, pg_bin: Path | None, w
                 artifacts = folder.path / f"{name}-{dev}"
                 artifacts.mkdir()
                 with progress_for(out, quiet, prefix=f"{name} on {prof}: ") as progress:
-                    runs.append(run_workload(cls(**params[name]), [DeviceRequest(dev, load(prof))],
+                    runs.append(run_workload(cls(**params[name]), [DeviceSpec(dev, load(prof))],
                                              placement.parse([], [dev]), options, progress, artifacts, say))
                 if not quiet:
                     out.print(f"{name} on {prof}: {runs[-1]['elapsed_s']:.1f} s", markup=False)

@@ -13,7 +13,8 @@ from pathlib import Path
 import click
 
 from dbtier import lifecycle
-from dbtier.devices.session import Session, check_distinct, host_floor_warnings, parse_device
+from dbtier.devices.session import Device, Session, host_floor_warnings
+from dbtier.devices.spec import legacy_note, parse_all
 from dbtier.errors import UserError
 from dbtier.measure import devices as device_figures
 from dbtier.report import jsonout, outputs
@@ -22,8 +23,9 @@ from dbtier.workspace import Workspace, check_not_pseudo
 
 
 @click.command("exec", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--device", "-d", "device_args", multiple=True, metavar="[NAME:]DIR=PROFILE",
-              help="emulate PROFILE for every file under DIR (repeatable)")
+@click.option("--device", "-d", "device_args", multiple=True, metavar="NAME=PROFILE:DIR",
+              help="emulate PROFILE for every file under DIR (repeatable; the old DIR=PROFILE is read for one more "
+                   "release)")
 @click.option("--trace", "trace_dir", type=click.Path(path_type=Path),
               help="record every I/O into this directory; 'dbtier trace DIR' turns it into Parquet")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="write the figures as JSON here")
@@ -42,25 +44,18 @@ def exec_command(device_args, trace_dir, json_path, workspace, quiet, command) -
     \b
     Examples:
       mkdir -p /dev/shm/ssd
-      dbtier exec -d /dev/shm/ssd=ssd-sata-mlc -- fio --name=r --directory=/dev/shm/ssd \\
+      dbtier exec -d ssd=ssd-sata-mlc:/dev/shm/ssd -- fio --name=r --directory=/dev/shm/ssd \\
           --ioengine=psync --rw=randread --bs=8k --size=256m --runtime=10 --time_based
-      dbtier exec -d data:/srv/a=hdd-sata-7200 -d log:/srv/b=ssd-sata-mlc -- pgbench ...
+      dbtier exec -d data=hdd-sata-7200:/srv/a -d log=ssd-sata-mlc:/srv/b -- pgbench ...
 
     Fast devices (under ~200 us) need DIR on tmpfs, or the host's own disk is the floor."""
-    if not device_args:
-        raise UserError("give at least one --device DIR=PROFILE (see 'dbtier devices' for profiles)")
-    taken: set[str] = set()
-    devices = []
-    for arg in device_args:
-        dev = parse_device(arg, taken)
-        taken.add(dev.name)
-        devices.append(dev)
-    check_distinct(devices)
+    specs = parse_all(device_args, need_dir=True, legacy_ok=True)
+    devices = [Device(d.name, d.directory, d.profile) for d in specs]
     program = shutil.which(command[0])
     if program is None:
         if command[0].startswith("-"):
             raise UserError(f"{command[0]}: no such option of dbtier exec; the program comes after the options "
-                            "(dbtier exec -d DIR=PROFILE -- PROGRAM ARGS...)")
+                            "(dbtier exec -d NAME=PROFILE:DIR -- PROGRAM ARGS...)")
         if "/" in command[0] and Path(command[0]).is_dir():
             raise UserError(f"cannot run {command[0]}: it is a folder, not a program")
         found = Path(command[0]).exists() if "/" in command[0] else False
@@ -79,6 +74,9 @@ def exec_command(device_args, trace_dir, json_path, workspace, quiet, command) -
         session = Session(devices, claim.path / "iotap", trace_dir)
         session.create()
         if not quiet:
+            note = legacy_note(specs)
+            if note:
+                out.print(note, markup=False)
             for warning in host_floor_warnings(devices):
                 out.print(f"[yellow]warning:[/] {warning}")
         rc, elapsed, started, refused = _run(session, command)

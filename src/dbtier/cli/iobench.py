@@ -22,7 +22,7 @@ from dbtier.devices.patterns import STANDARD, expected
 from dbtier.devices.session import Device, host_floor_warnings
 from dbtier.errors import UserError
 from dbtier.pg import capacity
-from dbtier.pg.lab import parse_device
+from dbtier.devices.spec import parse_all
 from dbtier.report import jsonout, outputs
 from dbtier.report.terminal import console, fmt
 from dbtier.workspace import Claim, Workspace, check_not_pseudo
@@ -119,7 +119,7 @@ def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, 
       dbtier iobench -d ram=ram-san --engine dbtier,fio
       dbtier iobench -d disk=real:/var/tmp/bench --mode direct,buffered --jobs 1,4"""
     out = console()
-    req = parse_device(device_arg, [])
+    (req,) = parse_all([device_arg])
     patterns = _list(rw, "rw", str, PATTERNS)
     sizes = _list(bs, "bs", parse_size)
     for b in sizes:

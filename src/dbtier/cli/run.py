@@ -10,7 +10,8 @@ from dbtier.cli.progress import progress_for
 from dbtier.errors import UserError
 from dbtier.pg import capacity
 from dbtier.pg import placement as placement_mod
-from dbtier.pg.lab import LabOptions, parse_devices
+from dbtier.pg.lab import LabOptions
+from dbtier.devices.spec import parse_all
 from dbtier.pg.settings import parse_sets
 from dbtier.report import jsonout, outputs
 from dbtier.report.rundir import run_dir
@@ -104,7 +105,7 @@ def run() -> None:
 
 def execute(cls, kw: dict) -> None:
     out = console()
-    requests = parse_devices(kw["devices"])
+    requests = parse_all(kw["devices"])
     placement = placement_mod.parse(kw["places"], [r.name for r in requests])
     workload = cls(**{p.key: kw[p.key] for p in cls.params})
     check_cache_state(workload, kw["cache_state"])

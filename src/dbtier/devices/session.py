@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -15,43 +14,15 @@ from pathlib import Path
 from dbtier.devices import hostfs, native
 from dbtier.devices.pagecache import PageCache
 from dbtier.devices.patterns import STANDARD, expected
-from dbtier.devices.profile import Profile, load
+from dbtier.devices.profile import Profile
 from dbtier.errors import UserError
 from dbtier.workspace import write_private
-
-NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
-
 
 @dataclass(frozen=True)
 class Device:
     name: str
     directory: Path  # resolved, absolute
     profile: Profile
-
-
-def parse_device(text: str, taken: set[str]) -> Device:
-    """`DIR=PROFILE` or `NAME:DIR=PROFILE`; the name defaults to the directory's base name."""
-    if "=" not in text:
-        raise UserError(f"--device {text!r}: expected DIR=PROFILE, for example /mnt/ssd=ssd-sata-mlc")
-    where, _, spec = text.rpartition("=")
-    name, sep, directory = where.partition(":")
-    if not sep:
-        name, directory = "", where
-    if not directory or not spec:
-        raise UserError(f"--device {text!r}: expected DIR=PROFILE, for example /mnt/ssd=ssd-sata-mlc")
-    path = Path(directory).expanduser()
-    if not path.is_dir():
-        raise UserError(f"--device {text!r}: {directory} is not a directory; create it first")
-    path = path.resolve()
-    name = name or re.sub(r"[^A-Za-z0-9_-]", "_", path.name or "root")
-    if not name[0].isalpha():
-        name = "d" + name
-    if not NAME_RE.match(name):
-        raise UserError(f"--device {text!r}: device name {name!r} must be a letter then letters, digits, - or _")
-    base, n = name, 2
-    while name in taken:
-        name, n = f"{base}{n}", n + 1
-    return Device(name=name, directory=path, profile=load(spec))
 
 
 def check_distinct(devices: list[Device]) -> None:
@@ -85,7 +56,7 @@ class Session:
     def __init__(self, devices: list[Device], workdir: Path, trace_dir: Path | None = None,
                  page_cache: PageCache | None = None):
         if not devices:
-            raise UserError("no devices: give at least one --device DIR=PROFILE")
+            raise UserError("no devices: give at least one --device NAME=PROFILE:DIR")
         check_distinct(devices)
         self.devices = devices
         self.workdir = workdir

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,8 +35,8 @@ from psycopg import sql
 from dbtier import lifecycle
 from dbtier.devices import hostfs, native
 from dbtier.devices.pagecache import PageCache
-from dbtier.devices.profile import Profile, load
 from dbtier.devices.session import Device, Session, host_floor_warnings
+from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
 from dbtier.measure import cpu, diskstats, objects, pgstats, waits
 from dbtier.measure import devices as device_figures
@@ -49,46 +48,6 @@ from dbtier.workspace import Claim, Workspace
 
 DATABASE = "dbtier"
 SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes, with "/.s.PGSQL.5432" appended
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,30}$")
-
-
-@dataclass(frozen=True)
-class DeviceRequest:
-    """--device NAME=PROFILE[:DIR]: without DIR the lab makes the device's folder in its workspace."""
-    name: str
-    profile: Profile
-    directory: Path | None = None
-
-
-def parse_device(text: str, taken: list[str]) -> DeviceRequest:
-    name, sep, rest = text.partition("=")
-    name = name.strip()
-    if not sep or not name or not rest.strip():
-        raise UserError(f"--device {text!r}: expected NAME=PROFILE, for example --device hdd=hdd-sata-7200")
-    if not _NAME.match(name):
-        raise UserError(f"--device {text!r}: a device name is a letter, then up to 30 letters, digits, - or _")
-    if name in taken:
-        raise UserError(f"--device {text!r}: there is already a device named {name}")
-    spec, colon, directory = rest.partition(":")
-    folder = None
-    if colon:
-        if not directory.strip():
-            raise UserError(f"--device {text!r}: nothing after the ':'; give the folder, NAME=PROFILE:DIR, or none")
-        folder = Path(directory).expanduser()
-        if not folder.is_dir():
-            raise UserError(f"--device {text!r}: {directory} is not a directory; create it first")
-        folder = folder.resolve()
-    return DeviceRequest(name, load(spec.strip()), folder)
-
-
-def parse_devices(texts) -> list[DeviceRequest]:
-    if not texts:
-        raise UserError("give at least one --device NAME=PROFILE, for example --device hdd=hdd-sata-7200 "
-                        "(profiles: dbtier devices)")
-    out: list[DeviceRequest] = []
-    for text in texts:
-        out.append(parse_device(text, [d.name for d in out]))
-    return out
 
 
 @dataclass
@@ -109,7 +68,7 @@ class Measurement:
 
 
 class Lab:
-    def __init__(self, requests: list[DeviceRequest], placement: Placement, options: LabOptions | None = None,
+    def __init__(self, requests: list[DeviceSpec], placement: Placement, options: LabOptions | None = None,
                  say: Callable[[str], None] = print):
         self.requests = requests
         self.placement = placement

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Callable
 
 from dbtier.pg import capacity, placement
-from dbtier.pg.lab import LabOptions, parse_devices
+from dbtier.pg.lab import LabOptions
+from dbtier.devices.spec import parse_all
 from dbtier.report import jsonout
 from dbtier.reproduce import article000, article001, article002, article003, article004
 from dbtier.reproduce.plan import Article, RunSpec
@@ -36,7 +37,7 @@ def articles(quick: bool, only: list[str] | None = None) -> list[Article]:
 
 
 def _lab(spec: RunSpec, base: LabOptions):
-    requests = parse_devices([f"{name}={profile}" for name, profile in spec.devices])
+    requests = parse_all([f"{name}={profile}" for name, profile in spec.devices])
     place = placement.parse([spec.places] if spec.places else [], [r.name for r in requests])
     options = LabOptions(cache=spec.cache, io_mode=spec.io_mode, page_cache=spec.page_cache, pg_bin=base.pg_bin,
                          workspace=base.workspace)

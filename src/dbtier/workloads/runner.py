@@ -9,7 +9,8 @@ from typing import Callable
 
 from dbtier.errors import UserError
 from dbtier.pg import capacity
-from dbtier.pg.lab import DeviceRequest, Lab, LabOptions
+from dbtier.pg.lab import Lab, LabOptions
+from dbtier.devices.spec import DeviceSpec
 from dbtier.pg.placement import Placement
 from dbtier.workloads.base import Progress, Workload
 
@@ -24,7 +25,7 @@ def check_cache_state(workload: Workload, cache_state: str) -> None:
                         "(it changes its data, so a repeated run would not read what the first one did)")
 
 
-def run_workload(workload: Workload, requests: list[DeviceRequest], placement: Placement, options: LabOptions,
+def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Placement, options: LabOptions,
                  progress: Progress, artifacts: Path | None = None, say: Callable[[str], None] = print,
                  cache_state: str = "cold") -> dict:
     """cache_state (seed 001): cold, restarted with empty caches; hot, the workload run once before
