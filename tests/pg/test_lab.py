@@ -27,10 +27,10 @@ def two_device_run(tmp_path_factory, module_shm_dir):
     facts = {}
     work = RandomIndex(rows=ROWS)
     with Lab(reqs, place, LabOptions(workspace=workspace, trace=True), say=lambda _l: None) as lab:
-        work.prepare(lab, QuietProgress())
+        work.prepare(lab.handle, QuietProgress())
         lab.restart_cold()
         with lab.measure() as m:
-            facts["metrics"] = work.run(lab, QuietProgress())
+            facts["metrics"] = work.run(lab.handle, QuietProgress())
         with lab.connect() as conn:
             conn.execute("CREATE EXTENSION amcheck")
             conn.execute("SELECT bt_index_parent_check('t_attribute_idx', true, true)")

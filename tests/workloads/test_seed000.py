@@ -19,7 +19,7 @@ def lab(shm_dir):
 
 def test_table_t_has_one_row_per_page_and_unique_guids(lab):
     work = registry.get("random-index")(rows=300, data_seed=7)
-    work.prepare(lab, QuietProgress())
+    work.prepare(lab.handle, QuietProgress())
     with lab.connect() as conn:
         pages, rows, distinct, width, guid = conn.execute(
             "SELECT pg_relation_size('t') / 8192, count(*), count(DISTINCT attribute), "
@@ -38,7 +38,7 @@ def test_same_seed_same_data(shm_dir):
         with Lab(parse_all(["ssd=ssd-sata-mlc"]), placement.parse([], ["ssd"]), LabOptions(workspace=shm_dir),
                  say=lambda _l: None) as lab:
             work = registry.get("table-scan")(rows=50, scans=5, data_seed=3)
-            work.prepare(lab, QuietProgress())
+            work.prepare(lab.handle, QuietProgress())
             keys.append(work.keys)
     assert keys[0] == keys[1] and len(keys[0]) == 5
 
@@ -48,7 +48,7 @@ def test_table_scan_refuses_an_index_plan(lab):
     from dbtier.workloads.table_scan import TableScan
 
     with lab.connect() as conn:
-        seed000.create_table(lab, conn, 50, 1, QuietProgress())
+        seed000.create_table(lab.handle, conn, 50, 1, QuietProgress())
         conn.execute("ANALYZE t")
         TableScan.check_plan(conn)  # no index: a sequential scan
         conn.execute("CREATE INDEX ON t (attribute)")  # a user's index would turn scans into lookups

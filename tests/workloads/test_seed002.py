@@ -88,7 +88,7 @@ def test_consistency_checks_can_fail(module_shm_dir):
              say=lambda _l: None) as lab:
         with lab.connect() as conn:
             from dbtier.workloads.oltp import load
-            load(lab, conn, tpcc_schema.Scale(1, 500, 30), QuietProgress())
+            load(lab.handle, conn, tpcc_schema.Scale(1, 500, 30), QuietProgress())
             assert not any(tpcc_schema.check_consistency(conn).values())
             conn.execute("UPDATE district SET d_ytd = d_ytd + 1 WHERE d_id = 3")
             conn.execute("DELETE FROM order_line WHERE ol_o_id = 5 AND ol_d_id = 2 AND ol_number = 1")

@@ -43,6 +43,7 @@ from dbtier.measure import devices as device_figures
 from dbtier.measure.trace import read_records
 from dbtier.pg import binaries, capacity, osuser, settings
 from dbtier.pg.cluster import Cluster
+from dbtier.pg.handle import LabHandle
 from dbtier.pg.placement import Placement, tablespace_of
 from dbtier.workspace import Claim, Workspace
 
@@ -81,6 +82,7 @@ class Lab:
         self.cache_bytes = settings.parse_option_size(self.options.cache, "--cache")
         self.page_cache = PageCache(sizes.page_cache, dsync_data=self.options.io_mode == "dsync")
         self.claim: Claim | None = None
+        self.handle = LabHandle(self)  # what workloads are given
         self.session: Session | None = None
         self.cluster: Cluster | None = None
         self.devices: list[Device] = []
@@ -209,11 +211,18 @@ class Lab:
             conn.execute(sql.SQL("ALTER DATABASE {} SET temp_tablespaces = {}").format(
                 sql.Identifier(name), sql.Literal(tablespace_of(self.placement.roles["temp"]))))
 
-    def scratch_dir(self) -> Path:
+    def scratch_dir(self, sub: str | None = None) -> Path:
         """A folder outside every device that the server may write and read: a bulk load's input
-        files there cost no device time, as a loader's input on other disks."""
+        files there cost no device time, as a loader's input on other disks. `sub`: one inside it."""
         path = self.claim.path / "scratch"
-        return path if path.exists() else self._private("scratch")
+        if not path.exists():
+            self._private("scratch")
+        if sub:
+            path = path / sub
+            if not path.exists():
+                path.mkdir(mode=0o700)
+                self.user.give(path)
+        return path
 
     def restart_cold(self) -> None:
         """Empty caches: the server restarts, and the OS page cache is emptied (as after
@@ -308,28 +317,17 @@ class Lab:
         return objects.object_io(recs, files, [d.name for d in self.devices], names)
 
     def object_placement(self, names: list[str]) -> list[dict]:
-        """Where each named table or index is: from pg_relation_filepath, mapped to its device."""
-        space_dev = {tablespace_of(d.name): d.name for d in self.devices}
-        out = []
-        with self.connect() as conn:
-            default_ts = conn.execute(
-                "SELECT spcname FROM pg_database d JOIN pg_tablespace t ON t.oid = d.dattablespace "
-                "WHERE datname = current_database()").fetchone()[0]
-            for name in names:
-                row = conn.execute(
-                    "SELECT c.relkind, coalesce(t.spcname, %s), pg_relation_filepath(c.oid), pg_relation_size(c.oid) "
-                    "FROM pg_class c LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace "
-                    "WHERE c.relname = %s AND c.relnamespace = 'public'::regnamespace", (default_ts, name)).fetchone()
-                if row is None:
-                    continue
-                kind, space, path, size = row
-                out.append({"object": name, "kind": {"r": "table", "i": "index"}.get(kind, kind),
-                            "tablespace": space, "device": space_dev.get(space), "path": path, "bytes": size})
-        return out
+        """Where each named table or index is (pg_relation_filepath, mapped to its device)."""
+        found = {o.qualified: o for o in self.handle.objects()}
+        return [found[name].describe() for name in names if name in found]
 
-    def tablespace(self, name: str, kind: str) -> sql.Composable:
-        """The TABLESPACE clause for an object the workload is about to create."""
-        return sql.SQL("TABLESPACE {}").format(sql.Identifier(self.placement.tablespace_for(name, kind)))
+    def dump_dir(self) -> Path:
+        """A folder on the device dumps are placed on (seed 002's dump file system)."""
+        path = self.device_dir(self.placement.roles["dump"]) / "dump"
+        if not path.exists():
+            path.mkdir(mode=0o700)
+            self.user.give(path)
+        return path
 
     def server_log(self) -> str:
         """The server's log so far; after close, as it was when the server stopped."""

@@ -11,7 +11,6 @@ database."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from psycopg import sql
@@ -59,7 +58,7 @@ class Build(Workload):
     def prepare(self, lab, progress) -> None:
         """The load's input: one CSV file per table, written by the server outside every device."""
         self.staging = lab.scratch_dir()
-        self.dump_dir = lab.device_dir(lab.placement.roles["dump"]) / "dump"
+        self.dump_dir = lab.dump_dir() / "tpcc"
         progress.phase("writing the load files", total=len(tpcc_schema.TABLES))
         with lab.connect() as conn:
             conn.execute(tpcc_schema.FUNCTIONS)
@@ -100,10 +99,8 @@ class Build(Workload):
         return {"indexes": len(tpcc_schema.INDEXES)}
 
     def _tool(self, lab, name: str, *args: str) -> None:
-        """A client program of the install, as the server user, with its I/O on the devices."""
-        cmd = [str(lab.cluster.install.exe(name)), "-h", str(lab.cluster.socket_dir), "-U", "dbtier", *args]
-        proc = subprocess.run(cmd, env=lab.cluster.env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                              **lab.user.popen_kwargs())
+        """A client program of the install, as the lab runs them, with its I/O on the devices."""
+        proc = lab.client(name, *args).run()
         if proc.returncode != 0:
             raise WorkloadError(f"{name} failed: {' / '.join(proc.stderr.strip().splitlines()[-3:])}")
 

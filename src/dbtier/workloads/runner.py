@@ -38,7 +38,8 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Plac
     lab = Lab(requests, placement, options, say)
     try:
         with lab:
-            workload.prepare(lab, progress)
+            db = lab.handle
+            workload.prepare(db, progress)
             phases = []
             for phase in workload.phases(cache_state):
                 if phase.cold:
@@ -46,13 +47,13 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Plac
                     lab.restart_cold()
                 if phase.warm is not None:
                     with lab.warm():
-                        phase.warm(lab, progress)
+                        phase.warm(db, progress)
                 with lab.measure() as m:
-                    metrics = phase.run(lab, progress)
+                    metrics = phase.run(db, progress)
                 phases.append({"phase": phase.name, **m.result, "metrics": metrics,
                                "rates": workload.rates(metrics, m.result["elapsed_s"], phase.name, m.result)})
             progress.phase("checking the result")
-            checks = workload.verify(lab)
+            checks = workload.verify(db)
             result = {
                 "kind": "run", "workload": workload.name, "seed": workload.seed, "params": dict(workload.p),
                 "cache_state": cache_state, "started": started, "lab": lab.describe(),

@@ -73,20 +73,18 @@ def read_logs(prefix: Path) -> dict[str, list[float]]:
 def drive(lab, clients: int, seconds: int, warehouses: int, items: int, customers: int, seed: int,
           progress=None) -> dict:
     """Runs pgbench for `seconds`; returns the same summary as the Python terminals."""
-    folder = lab.scratch_dir() / "pgbench"
-    folder.mkdir(exist_ok=True)
+    folder = lab.scratch_dir("pgbench")
     files = []
     for (kind, weight), text in zip(MIX, scripts(warehouses, items, customers).values()):
         path = folder / f"{kind}.sql"
         path.write_text(text)
         files += ["-f", f"{path}@{weight}"]
     prefix = folder / f"log{time.monotonic_ns()}"
-    cmd = [str(lab.cluster.install.exe("pgbench")), "-h", str(lab.cluster.socket_dir), "-U", "dbtier", "-n",
-           "-M", "prepared", "-c", str(clients), "-j", str(min(clients, 2)), "-T", str(seconds), "--max-tries=10",
-           f"--random-seed={seed}", "-l", f"--log-prefix={prefix}", *files, "dbtier"]
+    client = lab.client("pgbench", "-n", "-M", "prepared", "-c", str(clients), "-j", str(min(clients, 2)),
+                        "-T", str(seconds), "--max-tries=10", f"--random-seed={seed}", "-l", f"--log-prefix={prefix}",
+                        *files, lab.database)
     before = _new_orders(lab)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL, cwd=folder)
+    proc = client.popen(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         while proc.poll() is None:
             time.sleep(1)
