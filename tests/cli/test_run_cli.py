@@ -18,7 +18,7 @@ from tests.conftest import dbtier
     (["random-index", "-d", "a=hdd-sata-7200", "--place", "data=b"], "no device named 'b'"),
     (["random-index", "-d", "a=hdd-sata-7200", "--place", "data"], "expected KEY=DEVICE"),
     (["random-index", "-d", "a=hdd-sata-7200", "--place", "t_attribute_ix=a"], "did you mean t_attribute_idx"),
-    (["table-scan", "-d", "a=hdd-sata-7200", "--place", "t_attribute_idx=a"], "has no table or index"),
+    (["table-scan", "-d", "a=hdd-sata-7200", "--place", "t_attribute_idx=a"], "has no table, index or materialized view"),
     (["random-index", "-d", "a=hdd-sata-7200", "--set", "io_method=io_uring"], "io_uring would bypass"),
     (["random-index", "-d", "a=hdd-sata-7200", "--rows", "0"], "--rows must be at least 1"),
     (["random-index", "-d", "a=hdd-sata-7200", "--rows", "many"], "not a valid integer"),

@@ -38,7 +38,7 @@ def test_bad_place(text, message):
 def test_unknown_object_names_the_workload_objects():
     p = parse(["t_attribute_ix=ssd"], ["hdd", "ssd"])
     with pytest.raises(UserError, match="did you mean t_attribute_idx"):
-        p.check_objects({"t": "table", "t_attribute_idx": "index"}, "random-index")
+        p.check_objects({"t": "table", "t_attribute_idx": "index"}, "workload random-index")
 
 
 def test_device_names_must_map_to_distinct_tablespaces():

@@ -82,7 +82,9 @@ def _workload_command(cls) -> click.Command:
     func = lab_options(callback)
     for p in reversed(cls.params):  # the workload's own parameters first in --help
         kind = click.Choice(p.choices) if p.choices else p.type
-        func = click.option(f"--{p.name}", type=kind, default=p.default, show_default=True, help=p.help)(func)
+        func = click.option(f"--{p.name}", *p.flags, p.key, type=kind, default=p.default, multiple=p.multiple,
+                            show_default=not p.multiple and p.default is not None, metavar=p.metavar,
+                            help=p.help)(func)
     return click.command(cls.name, short_help=cls.summary, help=f"{cls.summary}.\n\n{cls.description}",
                          context_settings={"max_content_width": 100})(func)
 

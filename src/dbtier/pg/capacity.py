@@ -228,7 +228,8 @@ def check_run(workload: Workload, requests, placement: Placement, options, cache
     """Everything a run of `workload` would refuse, and whether its data fits, before anything starts."""
     from dbtier.workloads.runner import check_cache_state
 
-    placement.check_objects(workload.objects, workload.name)
+    if not workload.user_objects:  # a user's objects exist only after the setup: checked then
+        placement.check_objects(workload.objects, f"workload {workload.name}")
     check_cache_state(workload, cache_state)
     sizes = check_lab_options(options, requests)
     foot = workload.footprint(cache_state)

@@ -100,16 +100,17 @@ class LabHandle:
         """A folder for dumps on the device `dump` is placed on (made once, the servers' user's)."""
         return self._lab.dump_dir()
 
-    def client(self, program: str, *args: str) -> Client:
+    def client(self, program: str, *args: str, as_me: bool = False) -> Client:
         """A PostgreSQL client program of the lab's install, connecting to the lab's server: run as the
-        servers' user, in the scratch folder, its own I/O on the devices emulated as the server's is."""
+        servers' user (as_me: as dbtier's own, to read a file the user named), in the scratch folder, its
+        own I/O on the devices emulated as the server's is."""
         if program not in CLIENTS:
             raise ValueError(f"{program} is not one of the client programs the lab runs ({', '.join(CLIENTS)})")
         cluster = self._lab.cluster
         from dbtier.pg.cluster import PORT, SUPERUSER
         argv = [str(cluster.install.exe(program)), "-h", str(cluster.socket_dir), "-p", str(PORT), "-U", SUPERUSER,
                 *args]
-        return Client(argv, dict(cluster.env), self.scratch_dir(), cluster.user.popen_kwargs())
+        return Client(argv, dict(cluster.env), self.scratch_dir(), {} if as_me else cluster.user.popen_kwargs())
 
     def objects(self, dbname: str | None = None) -> list[DbObject]:
         """Every table, index and materialized view outside the system schemas (TOAST excluded: it goes

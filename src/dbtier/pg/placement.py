@@ -3,7 +3,8 @@
 Roles: `data` (tables, the database's default tablespace and the cluster's own files), `indexes`,
 `wal` (initdb --waldir), `temp` (temp_tablespaces), `dump` (where dumps are written, seed 002's dump
 file system). Any other key names one table or index of the
-workload. Each device gets one tablespace; anything not placed goes where `data` goes, and `data`
+workload (or, for your own SQL, any table, index or materialized view the setup made: `sales.sale`
+for one outside the public schema). Each device gets one tablespace; anything not placed goes where `data` goes, and `data`
 defaults to the first device."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from dbtier.errors import UserError
 
 ROLES = ("data", "indexes", "wal", "temp", "dump")
-_OBJECT = re.compile(r"^[a-z_][a-z0-9_$]*$")
+_OBJECT = re.compile(r"^([a-z_][a-z0-9_$]*\.)?[a-z_][a-z0-9_$]*$")  # name, or schema.name
 
 
 def tablespace_of(device: str) -> str:
@@ -36,13 +37,16 @@ class Placement:
     def tablespace_for(self, name: str, kind: str) -> str:
         return tablespace_of(self.device_for(name, kind))
 
-    def check_objects(self, known: dict[str, str], workload: str) -> None:
+    def check_objects(self, known: dict[str, str], owner: str) -> None:
+        """Every object --place names exists in `known` (name -> kind); owner says whose objects they are
+        ("workload random-index", "the database after the setup")."""
         for name in self.objects:
             if name not in known:
                 hint = difflib.get_close_matches(name, known, 1)
-                raise UserError(f"--place {name}=...: workload {workload} has no table or index {name!r}"
+                listed = ", ".join(sorted(known)[:12]) + (", ..." if len(known) > 12 else "")
+                raise UserError(f"--place {name}=...: {owner} has no table, index or materialized view {name!r}"
                                 + (f"; did you mean {hint[0]}?" if hint else "")
-                                + f" (its objects: {', '.join(known) or 'none'})")
+                                + f" (its objects: {listed or 'none'})")
 
     def describe(self) -> dict:
         return {**self.roles, "objects": dict(self.objects)}
@@ -63,6 +67,7 @@ def parse(texts: list[str] | tuple[str, ...], devices: list[str]) -> Placement:
         for item in filter(None, (s.strip() for s in text.split(","))):
             key, sep, dev = item.partition("=")
             key, dev = key.strip().lower(), dev.strip()
+            key = key.removeprefix("public.")  # objects in public are named without their schema
             if not sep or not key or not dev:
                 raise UserError(f"--place {text!r}: expected KEY=DEVICE[,KEY=DEVICE...], for example "
                                 "data=hdd,wal=ssd,t_attribute_idx=ssd")

@@ -177,9 +177,30 @@ def phases_data(result: dict) -> TableData:
                      f"{result['workload']}: each phase measured on its own", 1)
 
 
+def statements_data(result: dict, limit: int = 40) -> TableData | None:
+    """Each measured statement of a user's SQL: where it is, its elapsed time and rows (the slowest first
+    when there are more than `limit`)."""
+    runs = result.get("phases") or [{**result, "phase": result.get("phase", "run")}]
+    rows = [(ph["phase"], s) for ph in runs for s in (ph.get("metrics") or {}).get("statement_times", [])]
+    if not rows:
+        return None
+    caption = "statements (elapsed on the client, rows returned or changed)"
+    if len(rows) > limit:
+        rows = sorted(rows, key=lambda r: -r[1]["elapsed_s"])[:limit]
+        caption += f"; the {limit} slowest"
+    return TableData(["phase", "where", "statement", "elapsed s", "rows"],
+                     [[ph, s["where"], s["statement"], fmt(s["elapsed_s"]), f"{s['rows']:,}"] for ph, s in rows],
+                     caption, 3)
+
+
 def print_run(console, result: dict) -> None:
+    for note in result.get("notes", []):
+        console.print(f"note: {note}", markup=False)
+    statements = statements_data(result)
     if result.get("phases"):
         console.print(rich_table(phases_data(result)))
+        if statements:
+            console.print(rich_table(statements))
         for view in phase_views(result):
             console.print(iostat_table(with_diskstats(view["devices"]), f"{view['workload']}: devices (iostat -x)"))
         console.print(objects_table(result))
@@ -193,6 +214,8 @@ def print_run(console, result: dict) -> None:
         console.print(rich_table(events_data(result)))
     if result.get("object_io"):
         console.print(rich_table(object_io_data(result)))
+    if statements:
+        console.print(rich_table(statements))
     console.print(objects_table(result))
     for note in fidelity_notes(result):
         console.print(f"note: {note}", markup=False)
@@ -211,8 +234,9 @@ def run_sections(result: dict) -> list[Section]:
         chart = charts.time_split([ph["phase"] for ph in result["phases"]], [v["server_cpu_s"] for v in views],
                                   [v["io_wait_s"] for v in views], [v["elapsed_s"] for v in views],
                                   "where the time went, per phase")
+        statements = statements_data(result)
         top = Section(f"{result['workload']} placed {placement_text(result)}", charts=[chart],
-                      tables=[phases_data(result)])
+                      tables=[phases_data(result), *([statements] if statements else [])])
         return [top] + [section for view in views for section in run_sections(view)]
     el = result["elapsed_s"]
     chart = charts.time_split([result["workload"]], [result["server_cpu_s"]], [result["io_wait_s"]], [el],
@@ -221,6 +245,7 @@ def run_sections(result: dict) -> list[Section]:
                         [[o["object"], o["kind"], str(o["device"]), o["tablespace"], fmt(o["bytes"] / 1048576),
                           o["path"]] for o in result["objects"]], "objects", 4)
     times = TableData(["figure", "value"], [list(r) for r in time_rows(result)], "", 2)
+    statements = statements_data(result)
     return [Section(f"{result['workload']} placed {placement_text(result)}", text=fidelity_notes(result), charts=[chart],
                     tables=[times, events_data(result), _iostat_data(result["devices"]), object_io_data(result),
-                            stat_io_data(result), objects])]
+                            *([statements] if statements else []), stat_io_data(result), objects])]

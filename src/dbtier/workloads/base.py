@@ -19,6 +19,9 @@ class Param:
     minimum: int | None = 1  # for numbers: the smallest value that makes sense
     choices: tuple[str, ...] | None = None  # for words: the values it takes
     maximum: int | None = None  # for numbers: the largest value that works (e.g. connections the server allows)
+    multiple: bool = False  # repeatable: its value is a tuple of what was given, in order
+    flags: tuple[str, ...] = ()  # other names for it (pgbench's -c, -j, ...)
+    metavar: str | None = None
 
     @property
     def key(self) -> str:
@@ -112,11 +115,16 @@ class Workload:
     cache_states: ClassVar[tuple[str, ...]] = ("cold",)
     #: the parameters that make its data larger (named when the data would not fit)
     size_options: ClassVar[tuple[str, ...]] = ()
+    #: a user's own workload: its objects are whatever its setup made, so --place names are checked
+    #: against the database after the setup, not against `objects`
+    user_objects: ClassVar[bool] = False
 
     def __init__(self, **values: Any):
         self.p = {p.key: values.get(p.key, p.default) for p in self.params}
         for p in self.params:
             value = self.p[p.key]
+            if p.multiple or value is None:
+                continue
             if p.choices and value not in p.choices:
                 raise UserError(f"--{p.name} {value}: choose one of {', '.join(p.choices)}")
             if p.type is int and abs(value) > MAX_INT:
@@ -148,6 +156,10 @@ class Workload:
         """Checks after the measured phases (unmeasured): raise WorkloadError if the data is wrong;
         returns what was checked."""
         return {}
+
+    def notes(self) -> list[str]:
+        """What the user should hear of how the run went beside its figures (set after it ran)."""
+        return []
 
     def warm_cross(self, lab, progress: Progress) -> None:
         """Seed 001's "cross" cache: before the measured run, a different query over the same data

@@ -25,6 +25,13 @@ def check_cache_state(workload: Workload, cache_state: str) -> None:
                         "(it changes its data, so a repeated run would not read what the first one did)")
 
 
+def _plain(params: dict) -> dict:
+    """Parameters as JSON holds them: paths as text, repeated ones as lists."""
+    def one(v):
+        return str(v) if isinstance(v, Path) else v
+    return {k: [one(x) for x in v] if isinstance(v, (tuple, list)) else one(v) for k, v in params.items()}
+
+
 def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Placement, options: LabOptions,
                  progress: Progress, artifacts: Path | None = None, say: Callable[[str], None] = print,
                  cache_state: str = "cold") -> dict:
@@ -40,6 +47,10 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Plac
         with lab:
             db = lab.handle
             workload.prepare(db, progress)
+            moved = []
+            if workload.user_objects:
+                progress.phase("placing the objects the setup made")
+                moved = lab.place_objects()
             phases = []
             for phase in workload.phases(cache_state):
                 if phase.cold:
@@ -55,9 +66,12 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Plac
             progress.phase("checking the result")
             checks = workload.verify(db)
             result = {
-                "kind": "run", "workload": workload.name, "seed": workload.seed, "params": dict(workload.p),
+                "kind": "run", "workload": workload.name, "seed": workload.seed, "params": _plain(workload.p),
                 "cache_state": cache_state, "started": started, "lab": lab.describe(),
-                "objects": lab.object_placement(list(workload.objects)), "checks": checks,
+                "objects": ([o.describe() for o in db.objects()] if workload.user_objects
+                            else lab.object_placement(list(workload.objects))),
+                "checks": checks, **({"moved": moved} if moved else {}),
+                **({"notes": workload.notes()} if workload.notes() else {}),
             }
             if len(phases) == 1:
                 result.update({k: v for k, v in phases[0].items() if k != "phase"})

@@ -1,0 +1,139 @@
+"""`dbtier run sql`: your own SQL (and your own database) on the virtual devices.
+
+Setup (unmeasured, the emulation paused): --restore DUMP, then each --setup FILE, by psql. Then the
+objects are placed as --place says, the server restarts cold, and each --run FILE is measured, one
+phase per file or per `-- phase: NAME` section, statement by statement on one connection (so BEGIN
+... COMMIT in a file works as in psql). Each phase reports what every run reports, and each
+statement's elapsed time and rows."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import psycopg
+from psycopg import errors as pgerrors
+
+from dbtier.errors import UserError
+from dbtier.workloads import restore, sqlfile
+from dbtier.workloads.base import Footprint, Param, Phase, Workload
+from dbtier.workloads.registry import register
+
+
+def _sql_error(stmt: sqlfile.Statement, exc: psycopg.Error, timeout_s: float) -> UserError:
+    if isinstance(exc, pgerrors.QueryCanceled) and timeout_s:
+        return UserError(f"{stmt.where}: the statement ran past --timeout {timeout_s:g} s and was cancelled "
+                         f"({stmt.summary(60)})")
+    message = (exc.diag.message_primary if getattr(exc, "diag", None) and exc.diag.message_primary
+               else str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+    return UserError(f"{stmt.where}: {message}")
+
+
+def run_statements(db, statements: list[sqlfile.Statement], timeout_s: float, progress) -> dict:
+    """Runs the statements in order on one connection; per statement its elapsed time and rows (rows a
+    query returned, fetched as a client would; rows a command changed)."""
+    out = []
+    with db.connect() as conn:
+        if timeout_s:
+            conn.execute("SELECT set_config('statement_timeout', %s, false)", (f"{int(timeout_s * 1000)}ms",))
+        for stmt in statements:
+            t0 = time.monotonic()
+            try:
+                cur = conn.execute(stmt.text.encode())  # as written: no client-side parameters
+                rows = len(cur.fetchall()) if cur.description else max(cur.rowcount, 0)
+            except psycopg.Error as exc:
+                raise _sql_error(stmt, exc, timeout_s) from None
+            out.append({"where": stmt.where, "statement": stmt.summary(), "elapsed_s": time.monotonic() - t0,
+                        "rows": rows})
+            progress.advance()
+    return {"statement_times": out, "rows": sum(s["rows"] for s in out)}
+
+
+@register
+class UserSql(Workload):
+    name = "sql"
+    seed = "-"
+    summary = "your own SQL files, on your own schema or a restored dump"
+    description = (
+        "The setup (--restore DUMP, then each --setup FILE, run by psql) is loaded with the emulation paused. "
+        "Then objects are placed as --place says (any table, index or materialized view the setup made), the "
+        "server restarts with empty caches, and each --run FILE is measured statement by statement: one phase "
+        "per file, or per section where a line '-- phase: NAME' starts one. --repeat N runs the measured part "
+        "N times. Each phase reports elapsed, server CPU against I/O wait, top wait events, per-device iostat, "
+        "per-object I/O and pg_stat_io, and each statement's elapsed time and rows.")
+    params = (
+        Param("setup", Path, (), "a SQL file run by psql before the measurement, unmeasured (repeatable, in order)",
+              multiple=True, metavar="FILE"),
+        Param("restore", Path, None, "a pg_dump file or folder (custom, directory, tar or plain) restored first, "
+              "unmeasured", metavar="DUMP"),
+        Param("jobs", int, 1, "parallel jobs for --restore of a custom or directory dump", flags=("-j",),
+              maximum=16),
+        Param("run", Path, (), "a SQL file to measure (repeatable, in order); '-- phase: NAME' lines divide it",
+              multiple=True, metavar="FILE"),
+        Param("repeat", int, 1, "run the measured part this many times (the first from a cold cache)",
+              maximum=1000),
+        Param("timeout", float, 0.0, "cancel a statement that runs longer than this many seconds (0: never)",
+              minimum=None),
+    )
+    user_objects = True
+
+    def __init__(self, **values):
+        super().__init__(**values)
+        if not self.p["run"]:
+            raise UserError("give at least one --run FILE: the SQL to measure")
+        timeout = self.p["timeout"]
+        if not 0 <= timeout <= 86400 or timeout != timeout:
+            raise UserError(f"--timeout {timeout}: seconds from 0 (never) to 86400")
+        for path in self.p["setup"]:
+            sqlfile.read_text(path, "--setup")  # readable, UTF-8: found now, not after a restore
+        if self.p["restore"] is not None:
+            self.restore_format = restore.dump_format(self.p["restore"])
+        self.measured: list[sqlfile.Phase] = []
+        for path in self.p["run"]:
+            self.measured += sqlfile.phases(Path(path), Path(path).stem)
+        names = [ph.name for ph in self.measured]
+        if len(set(names)) != len(names):
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise UserError(f"--run: phase name {twice[0]!r} is used twice; name each phase once")
+
+    def footprint(self, cache_state: str = "cold") -> Footprint:
+        """What a setup makes cannot be known from its files; a dump restores to about its own size again
+        in tables and as much in indexes, and its load writes as much WAL."""
+        dump = self.p["restore"]
+        size = 0
+        if dump is not None:
+            size = (sum(f.stat().st_size for f in Path(dump).rglob("*") if f.is_file()) if Path(dump).is_dir()
+                    else Path(dump).stat().st_size)
+        return Footprint({"the restored database": 2 * size} if size else {}, wal=2 * size, scratch=size)
+
+    def prepare(self, db, progress) -> None:
+        self.restored = None
+        if self.p["restore"] is not None:
+            self.restored = restore.restore(db, Path(self.p["restore"]), self.p["jobs"], progress)
+        for path in self.p["setup"]:
+            progress.phase(f"setup: {Path(path).name}")
+            restore.run_setup_file(db, Path(path).resolve())
+
+    def phases(self, cache_state: str = "cold") -> list[Phase]:
+        out = []
+        repeat = self.p["repeat"]
+        for k in range(repeat):
+            for i, ph in enumerate(self.measured):
+                name = ph.name if repeat == 1 else f"{ph.name} #{k + 1}"
+                out.append(Phase(name, self._runner(ph), cold=(k == 0 and i == 0)))
+        return out
+
+    def _runner(self, ph: sqlfile.Phase):
+        def run(db, progress) -> dict:
+            progress.phase(f"{ph.name}: {len(ph.statements)} statement(s)", total=len(ph.statements))
+            return run_statements(db, ph.statements, self.p["timeout"], progress)
+        return run
+
+    def verify(self, db) -> dict:
+        return {"restored": self.restored} if self.restored else {}
+
+    def notes(self) -> list[str]:
+        return list(self.restored["notes"]) if getattr(self, "restored", None) else []
+
+    def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
+        return {"statements/s": len(metrics["statement_times"]) / elapsed_s if elapsed_s else 0.0}
