@@ -82,6 +82,9 @@ def _workload_command(cls) -> click.Command:
     func = lab_options(callback)
     for p in reversed(cls.params):  # the workload's own parameters first in --help
         kind = click.Choice(p.choices) if p.choices else p.type
+        if p.type is bool:
+            func = click.option(f"--{p.name}", *p.flags, p.key, is_flag=True, default=p.default, help=p.help)(func)
+            continue
         func = click.option(f"--{p.name}", *p.flags, p.key, type=kind, default=p.default, multiple=p.multiple,
                             show_default=not p.multiple and p.default is not None, metavar=p.metavar,
                             help=p.help)(func)

@@ -193,6 +193,20 @@ def statements_data(result: dict, limit: int = 40) -> TableData | None:
                      caption, 3)
 
 
+def scripts_data(result: dict) -> TableData | None:
+    """pgbench's scripts: transactions, and latency percentiles from its per-transaction log."""
+    scripts = (result.get("metrics") or {}).get("scripts")
+    if not scripts:
+        return None
+    cols = ["script", "weight", "transactions", "mean ms", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "skipped",
+            "failed", "late"]
+    rows = [[name, str(s["weight"]), f"{s['count']:,}", fmt(s["mean_ms"]),
+             *(fmt(s.get(f"{q}_ms", float("nan"))) for q in ("p50", "p90", "p99", "p99.9")),
+             f"{s['skipped']:,}", f"{s['failed']:,}", f"{s['late']:,}"] for name, s in scripts.items()]
+    return TableData(cols, rows, f"pgbench: {fmt(result['metrics']['tps'])} tps; latency per script (pgbench's "
+                                 "per-transaction log)", 1)
+
+
 def print_run(console, result: dict) -> None:
     for note in result.get("notes", []):
         console.print(f"note: {note}", markup=False)
@@ -216,6 +230,9 @@ def print_run(console, result: dict) -> None:
         console.print(rich_table(object_io_data(result)))
     if statements:
         console.print(rich_table(statements))
+    scripts = scripts_data(result)
+    if scripts:
+        console.print(rich_table(scripts))
     console.print(objects_table(result))
     for note in fidelity_notes(result):
         console.print(f"note: {note}", markup=False)
@@ -245,7 +262,7 @@ def run_sections(result: dict) -> list[Section]:
                         [[o["object"], o["kind"], str(o["device"]), o["tablespace"], fmt(o["bytes"] / 1048576),
                           o["path"]] for o in result["objects"]], "objects", 4)
     times = TableData(["figure", "value"], [list(r) for r in time_rows(result)], "", 2)
-    statements = statements_data(result)
+    extra = [t for t in (statements_data(result), scripts_data(result)) if t]
     return [Section(f"{result['workload']} placed {placement_text(result)}", text=fidelity_notes(result), charts=[chart],
-                    tables=[times, events_data(result), _iostat_data(result["devices"]), object_io_data(result),
-                            *([statements] if statements else []), stat_io_data(result), objects])]
+                    tables=[times, *extra, events_data(result), _iostat_data(result["devices"]), object_io_data(result),
+                            stat_io_data(result), objects])]

@@ -18,7 +18,7 @@ def register(cls: type[Workload]) -> type[Workload]:
 def _load_all() -> None:
     from dbtier.workloads import (  # noqa: F401  (they register themselves)
         build, index_range, insert_loop, io_modes, merge_join, oltp, random_index, table_scan, update_locality,
-        user_sql)
+        user_pgbench, user_sql)
 
 
 def names() -> list[str]:

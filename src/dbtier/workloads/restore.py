@@ -14,6 +14,7 @@ import tarfile
 from pathlib import Path
 
 from dbtier.errors import UserError
+from dbtier.workloads.base import Workload
 
 CUSTOM_MAGIC = b"PGDMP"
 _OWNERSHIP = re.compile(r"^(ALTER (?!DEFAULT PRIVILEGES).* OWNER TO .*|ALTER DEFAULT PRIVILEGES .*|GRANT .*|REVOKE .*|"
@@ -118,3 +119,34 @@ def restore(db, path: Path, jobs: int, progress) -> dict:
     with db.connect() as conn:
         conn.execute("ANALYZE")
     return {"format": fmt, "jobs": jobs, "notes": notes}
+
+
+def dump_bytes(path: Path | None) -> int:
+    """The size of a dump file or folder (0 without one)."""
+    if path is None:
+        return 0
+    path = Path(path)
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
+
+
+def load_user_setup(db, dump: Path | None, jobs: int, setup_files, progress) -> dict | None:
+    """A user workload's setup: the dump restored, then each setup file by psql. Returns what the
+    restore did (None without a dump)."""
+    restored = restore(db, Path(dump), jobs, progress) if dump is not None else None
+    for path in setup_files:
+        progress.phase(f"setup: {Path(path).name}")
+        run_setup_file(db, Path(path).resolve())
+    return restored
+
+
+class UserWorkload(Workload):
+    """A workload on the user's own objects (run sql, run pgbench): what its setup restored is reported
+    with the run's checks, and its notes (what was left out) said to the user."""
+    user_objects = True
+    restored: dict | None = None
+
+    def verify(self, db) -> dict:
+        return {"restored": self.restored} if self.restored else {}
+
+    def notes(self) -> list[str]:
+        return list(self.restored["notes"]) if self.restored else []

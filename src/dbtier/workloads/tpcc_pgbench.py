@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dbtier.workloads import pgbench_log
 from dbtier.workloads.base import WorkloadError
 from dbtier.workloads.tpcc_driver import C_RUN, MIX, TYPES
 
@@ -59,15 +60,9 @@ def _new_orders(lab) -> int:
 
 
 def read_logs(prefix: Path) -> dict[str, list[float]]:
-    """pgbench's per-transaction log lines: client, transaction, latency (us), script, epoch, us[, ...]."""
-    out: dict[str, list[float]] = {t: [] for t in TYPES}
-    for path in prefix.parent.glob(prefix.name + ".*"):
-        for line in path.read_text().splitlines():
-            parts = line.split()
-            if len(parts) >= 4 and parts[2].isdigit():
-                out[TYPES[int(parts[3])]].append(int(parts[2]) / 1e3)
-        path.unlink()
-    return out
+    """Latencies (ms) by transaction type, from pgbench's per-transaction log."""
+    logs = pgbench_log.read(prefix)
+    return {t: logs[i].latency_ms if i in logs else [] for i, t in enumerate(TYPES)}
 
 
 def drive(lab, clients: int, seconds: int, warehouses: int, items: int, customers: int, seed: int,

@@ -16,7 +16,7 @@ from psycopg import errors as pgerrors
 
 from dbtier.errors import UserError
 from dbtier.workloads import restore, sqlfile
-from dbtier.workloads.base import Footprint, Param, Phase, Workload
+from dbtier.workloads.base import Footprint, Param, Phase
 from dbtier.workloads.registry import register
 
 
@@ -50,7 +50,7 @@ def run_statements(db, statements: list[sqlfile.Statement], timeout_s: float, pr
 
 
 @register
-class UserSql(Workload):
+class UserSql(restore.UserWorkload):
     name = "sql"
     seed = "-"
     summary = "your own SQL files, on your own schema or a restored dump"
@@ -75,7 +75,6 @@ class UserSql(Workload):
         Param("timeout", float, 0.0, "cancel a statement that runs longer than this many seconds (0: never)",
               minimum=None),
     )
-    user_objects = True
 
     def __init__(self, **values):
         super().__init__(**values)
@@ -99,20 +98,11 @@ class UserSql(Workload):
     def footprint(self, cache_state: str = "cold") -> Footprint:
         """What a setup makes cannot be known from its files; a dump restores to about its own size again
         in tables and as much in indexes, and its load writes as much WAL."""
-        dump = self.p["restore"]
-        size = 0
-        if dump is not None:
-            size = (sum(f.stat().st_size for f in Path(dump).rglob("*") if f.is_file()) if Path(dump).is_dir()
-                    else Path(dump).stat().st_size)
+        size = restore.dump_bytes(self.p["restore"])
         return Footprint({"the restored database": 2 * size} if size else {}, wal=2 * size, scratch=size)
 
     def prepare(self, db, progress) -> None:
-        self.restored = None
-        if self.p["restore"] is not None:
-            self.restored = restore.restore(db, Path(self.p["restore"]), self.p["jobs"], progress)
-        for path in self.p["setup"]:
-            progress.phase(f"setup: {Path(path).name}")
-            restore.run_setup_file(db, Path(path).resolve())
+        self.restored = restore.load_user_setup(db, self.p["restore"], self.p["jobs"], self.p["setup"], progress)
 
     def phases(self, cache_state: str = "cold") -> list[Phase]:
         out = []
@@ -129,11 +119,6 @@ class UserSql(Workload):
             return run_statements(db, ph.statements, self.p["timeout"], progress)
         return run
 
-    def verify(self, db) -> dict:
-        return {"restored": self.restored} if self.restored else {}
-
-    def notes(self) -> list[str]:
-        return list(self.restored["notes"]) if getattr(self, "restored", None) else []
 
     def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
         return {"statements/s": len(metrics["statement_times"]) / elapsed_s if elapsed_s else 0.0}

@@ -1,0 +1,49 @@
+"""pgbench's per-transaction log (`pgbench -l`), read once for every driver that runs pgbench.
+
+A line: client_id transaction_no time script_no time_epoch time_us [schedule_lag] [retries], where
+time is the transaction's latency in microseconds, or `skipped` (a --rate schedule it could not keep
+within --latency-limit) or `failed` (a serialization or deadlock error, after its retries)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+PERCENTILES = (50, 90, 99, 99.9)
+
+
+@dataclass
+class ScriptLog:
+    latency_ms: list[float] = field(default_factory=list)
+    skipped: int = 0
+    failed: int = 0
+    late: int = 0  # over --latency-limit (counted by the caller, who knows the limit)
+
+
+def read(prefix: Path, remove: bool = True) -> dict[int, ScriptLog]:
+    """Every log file pgbench wrote under prefix (one per thread), by script number."""
+    out: dict[int, ScriptLog] = {}
+    for path in sorted(prefix.parent.glob(prefix.name + ".*")):
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) < 4 or not parts[3].isdigit():
+                continue
+            log = out.setdefault(int(parts[3]), ScriptLog())
+            if parts[2] == "skipped":
+                log.skipped += 1
+            elif parts[2] == "failed":
+                log.failed += 1
+            elif parts[2].isdigit():
+                log.latency_ms.append(int(parts[2]) / 1e3)
+        if remove:
+            path.unlink()
+    return out
+
+
+def summary(log: ScriptLog, quantiles=PERCENTILES) -> dict:
+    lat = np.asarray(log.latency_ms)
+    return {"count": int(lat.size), "skipped": log.skipped, "failed": log.failed,
+            "mean_ms": float(lat.mean()) if lat.size else 0.0,
+            **({f"p{q:g}_ms": float(np.percentile(lat, q)) for q in quantiles} if lat.size else {})}
