@@ -42,6 +42,7 @@ bench: setup
 	$(PY) bench/interposer_overhead.py
 	$(PY) bench/lateness.py
 	$(PY) bench/oltp_driver.py
+	$(PY) bench/sql_overhead.py
 
 clean:
 	rm -rf $(VENV) build

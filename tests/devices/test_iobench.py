@@ -67,19 +67,27 @@ def test_buffered_rereads_come_from_the_page_cache(tmp_path):
 def test_real_folder_agrees_with_fio(tmp_path, disk_dir):
     def attempt():
         ours, fio = [], []
-        for _ in range(3):  # interleaved: the disk's own drift hits both engines alike
+        for i in range(5):  # interleaved, the order alternating: the disk's own drift hits both engines alike
+            engines = "dbtier,fio" if i % 2 == 0 else "fio,dbtier"
             results = bench(tmp_path, "-d", f"disk=real:{disk_dir}", "--rw", "randread", "--bs", "8k",
-                            "--runtime", "1", "--size", "128m", "--engine", "dbtier,fio")
+                            "--runtime", "1", "--size", "128m", "--engine", engines)
             ours.append(row(results, "randread", 8192)["iops"])
             fio.append(row(results, "randread", 8192, "fio")["iops"])
-        return statistics.median(ours), statistics.median(fio), results
+        return ours, fio, results
 
     def check(result):
         ours, fio, last = result
-        assert ours == pytest.approx(fio, rel=0.10), (ours, fio)
+        assert statistics.median(ours) == pytest.approx(statistics.median(fio), rel=0.10), (ours, fio)
         assert "diskstats" in last[0] and last[0]["diskstats"]["r/s"] > 0
 
-    retry_while_host_steals(attempt, check)
+    def disk_noisy(result):
+        """fio against itself: if its own runs spread over more than 10%, the disk was not steady enough to
+        judge a 10% agreement."""
+        _ours, fio, _ = result
+        spread = (max(fio) - min(fio)) / statistics.median(fio)
+        return f"fio's own runs on this disk spread over {100 * spread:.0f}%" if spread > 0.10 else None
+
+    retry_while_host_steals(attempt, check, host_slow=disk_noisy)
 
 
 @pytest.mark.parametrize("args, message", [

@@ -123,19 +123,23 @@ def test_a_restored_dump_of_each_format(module_shm_dir, tmp_path):
         for fmt, name in (("p", "shop.sql"), ("c", "shop.dump"), ("d", "shop.dir"), ("t", "shop.tar")):
             proc = db.client("pg_dump", f"-F{fmt}", "-f", str(tmp_path / name), db.database, as_me=True).run()
             assert proc.returncode == 0, proc.stderr
-    work = tmp_path / "count.sql"
-    work.write_text("SELECT count(*) FROM shop WHERE name LIKE 'item 1%';\n")
+    work = tmp_path / "lookup.sql"
+    work.write_text("SELECT id FROM shop WHERE name = 'item 4242';\n")  # through shop_name_idx
     for name, fmt in (("shop.sql", "plain"), ("shop.dump", "custom"), ("shop.dir", "directory"), ("shop.tar", "tar")):
+        out = tmp_path / f"out-{fmt}"
         proc = dbtier("run", "sql", "--restore", str(tmp_path / name), "-j", "2", "--run", str(work),
-                      "-d", "hdd=ram-san", "-d", "ssd=ram-san", "--place", "shop_name_idx=ssd",
-                      "--workspace", str(module_shm_dir), "-o", str(tmp_path / "out"), "--json",
-                      str(tmp_path / "r.json"), check=True)
+                      "-d", "hdd=ram-san", "-d", "ssd=ram-san", "--place", "shop_name_idx=ssd", "--trace",
+                      "--workspace", str(module_shm_dir), "-o", str(out), "--json", str(tmp_path / "r.json"),
+                      check=True)
         result = json.loads((tmp_path / "r.json").read_text())
         assert result["checks"]["restored"]["format"] == fmt
         assert result["metrics"]["statement_times"][0]["rows"] == 1
-        assert {o["object"]: o["device"] for o in result["objects"]} == {"shop": "hdd", "shop_name_idx": "ssd",
-                                                                         "shop_pkey": "hdd"}
+        where = {o["object"]: o for o in result["objects"]}
+        assert {n: o["device"] for n, o in where.items()} == {"shop": "hdd", "shop_name_idx": "ssd", "shop_pkey": "hdd"}
         assert "ownership and privilege" in proc.stdout and "note:" in proc.stdout
+        node = int(where["shop_name_idx"]["path"].rsplit("/", 1)[1])
+        trace = pq.read_table(next(out.glob("sql-*")) / "trace.parquet").to_pylist()
+        assert {r["device"] for r in trace if r["op"] == "read" and r["relfilenode"] == node} == {"ssd"}
 
 
 @pytest.mark.parametrize("case, files_, extra, message", [

@@ -21,65 +21,91 @@ from dbtier.workloads.runner import check_cache_state, run_workload
 from dbtier.workspace import Workspace
 
 
-def lab_options(func):
-    """The options every PostgreSQL command shares: devices, placement, server, output."""
-    options = [
-        click.option("--device", "-d", "devices", multiple=True, metavar="NAME=PROFILE[:DIR]",
-                     help="a device: a profile from 'dbtier devices' (or a .toml), optionally on your own folder DIR "
-                          "(repeatable; the first is the default for everything)"),
-        click.option("--place", "-p", "places", multiple=True, metavar="KEY=DEVICE[,...]",
-                     help="where things go: data, indexes, wal, temp, dump, or a table or index name "
-                          "(e.g. data=hdd,wal=ssd,t_attribute_idx=ssd)"),
-        click.option("--cache", default="32MB", show_default=True,
-                     help="the database cache (shared_buffers); the seeds' tables were several times larger"),
-        click.option("--io-mode", type=click.Choice(["direct", "buffered", "dsync"]), default="direct",
-                     show_default=True,
-                     help="direct: data and WAL bypass the OS page cache; buffered: through the (emulated) page "
-                          "cache; dsync: cached reads, every write synchronous to the device"),
-        click.option("--cache-state", type=click.Choice(["cold", "hot", "cross"]), default="cold", show_default=True,
-                     help="cold: restarted, caches empty; hot: the workload run once first; cross: a different "
-                          "query over the same data run first (seed 001)"),
-        click.option("--page-cache", metavar="SIZE",
-                     help="the emulated OS page cache (default: three times --cache, as with shared_buffers at a quarter of "
-                          "the memory)"),
-        click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
-                     help="any PostgreSQL setting, on top of dbtier's preset (repeatable)"),
-        click.option("--pg-bin", type=click.Path(path_type=Path),
-                     help="another PostgreSQL 18 install's bin folder (default: the embedded one)"),
-        click.option("--workspace", type=click.Path(path_type=Path),
-                     help="a folder in which dbtier makes its own, dbtier-UID, for clusters and devices (default: "
-                          "/dev/shm, in RAM)"),
-        click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
-                     help="where the run directory (result.json, report.html, server.log) is written"),
-        click.option("--json", "json_path", type=click.Path(path_type=Path), help="also write the result JSON here"),
-        click.option("--trace", is_flag=True, help="record every I/O: trace.parquet in the run directory"),
-        click.option("--keep", is_flag=True, help="keep the workspace (cluster, log) after the run, for inspection"),
-        click.option("--quiet", "-q", is_flag=True, help="print only errors and the run directory"),
-    ]
-    for option in reversed(options):
-        func = option(func)
+#: options a command that lays out its own devices (compare) does not take
+LAYOUT_OPTIONS = ("devices", "places", "cache_state", "keep")
+
+
+#: The options every PostgreSQL command shares, by the name of their parameter: devices, placement,
+#: server, output.
+LAB_OPTIONS = [
+    ("devices", click.option("--device", "-d", "devices", multiple=True, metavar="NAME=PROFILE[:DIR]",
+        help="a device: a profile from 'dbtier devices' (or a .toml), optionally on your own folder DIR "
+        "(repeatable; the first is the default for everything)")),
+    ("places", click.option("--place", "-p", "places", multiple=True, metavar="KEY=DEVICE[,...]",
+        help="where things go: data, indexes, wal, temp, dump, or a table or index name "
+        "(e.g. data=hdd,wal=ssd,t_attribute_idx=ssd)")),
+    ("cache", click.option("--cache", default="32MB", show_default=True,
+        help="the database cache (shared_buffers); the seeds' tables were several times larger")),
+    ("io_mode", click.option("--io-mode", type=click.Choice(["direct", "buffered", "dsync"]), default="direct",
+        show_default=True,
+        help="direct: data and WAL bypass the OS page cache; buffered: through the (emulated) page "
+        "cache; dsync: cached reads, every write synchronous to the device")),
+    ("cache_state", click.option("--cache-state", type=click.Choice(["cold", "hot", "cross"]), default="cold",
+        show_default=True,
+        help="cold: restarted, caches empty; hot: the workload run once first; cross: a different "
+        "query over the same data run first (seed 001)")),
+    ("page_cache", click.option("--page-cache", metavar="SIZE",
+        help="the emulated OS page cache (default: three times --cache, as with shared_buffers at a quarter of "
+        "the memory)")),
+    ("sets", click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+        help="any PostgreSQL setting, on top of dbtier's preset (repeatable)")),
+    ("pg_bin", click.option("--pg-bin", type=click.Path(path_type=Path),
+        help="another PostgreSQL 18 install's bin folder (default: the embedded one)")),
+    ("workspace", click.option("--workspace", type=click.Path(path_type=Path),
+        help="a folder in which dbtier makes its own, dbtier-UID, for clusters and devices (default: "
+        "/dev/shm, in RAM)")),
+    ("output", click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("results"),
+        show_default=True,
+        help="where the run directory (result.json, report.html, server.log) is written")),
+    ("json_path", click.option("--json", "json_path", type=click.Path(path_type=Path),
+        help="also write the result JSON here")),
+    ("trace", click.option("--trace", is_flag=True, help="record every I/O: trace.parquet in the run directory")),
+    ("keep", click.option("--keep", is_flag=True,
+        help="keep the workspace (cluster, log) after the run, for inspection")),
+    ("quiet", click.option("--quiet", "-q", is_flag=True, help="print only errors and the run directory")),
+]
+
+
+def lab_options(func, skip: tuple[str, ...] = ()):
+    """Adds the shared options but those `skip` names."""
+    for name, option in reversed(LAB_OPTIONS):
+        if name not in skip:
+            func = option(func)
     return func
 
 
 class WorkloadGroup(click.Group):
-    """One subcommand per registered workload, with the workload's own parameters as options."""
+    """One subcommand per registered workload, with the workload's own parameters as options; `execute`
+    runs one (cls, options), `skip` leaves lab options out."""
+
+    execute = None
+    skip: tuple[str, ...] = ()
+    extra = ()  # more options, the command's own
 
     def list_commands(self, ctx) -> list[str]:
         return registry.names()
 
     def get_command(self, ctx, name):
-        return _workload_command(registry.get(name))
+        return workload_command(registry.get(name), type(self).execute, self.skip, self.extra)
 
     def resolve_command(self, ctx, args):
         cmd = self.get_command(ctx, args[0])  # unknown names: one line from the registry, status 2
         return cmd.name, cmd, args[1:]
 
 
-def _workload_command(cls) -> click.Command:
-    def callback(**kw):
+class RunGroup(WorkloadGroup):
+    @staticmethod
+    def execute(cls, kw):
         execute(cls, kw)
 
-    func = lab_options(callback)
+
+def workload_command(cls, execute_, skip=(), extra=()) -> click.Command:
+    def callback(**kw):
+        execute_(cls, kw)
+
+    func = lab_options(callback, skip)
+    for option in reversed(extra):
+        func = option(func)
     for p in reversed(cls.params):  # the workload's own parameters first in --help
         kind = click.Choice(p.choices) if p.choices else p.type
         if p.type is bool:
@@ -92,7 +118,7 @@ def _workload_command(cls) -> click.Command:
                          context_settings={"max_content_width": 100})(func)
 
 
-@click.group("run", cls=WorkloadGroup, context_settings={"max_content_width": 100})
+@click.group("run", cls=RunGroup, context_settings={"max_content_width": 100})
 def run() -> None:
     """Run one workload on PostgreSQL with its files on the given devices.
 

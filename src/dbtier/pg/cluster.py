@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -59,6 +61,16 @@ def _terminate(proc: subprocess.Popen, timeout: float = 30.0) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A stopped cluster with a workload's data loaded, to be copied into other layouts."""
+    pgdata: Path
+    waldir: Path
+    tablespace: str      # its one tablespace, where the data is
+    tablespace_oid: int
+    tablespace_dir: Path
 
 
 class Cluster:
@@ -104,6 +116,29 @@ class Cluster:
         (self.pgdata / DYNSHMEM).symlink_to(self.dynshmem)
         if self.user.switches:
             os.chown(self.pgdata / DYNSHMEM, self.user.uid, self.user.gid, follow_symlinks=False)
+
+    def adopt(self, seed: "Seed", seed_space: Path) -> None:
+        """A copy of a stopped, loaded cluster instead of a new one (`dbtier compare` loads once): its data
+        directory copied here, its WAL into the WAL device's folder, its one tablespace into seed_space (on
+        the data device), and each link pointed at its new place. Copied by dbtier itself, outside the
+        emulation: a copy costs no device time, as a load with the emulation paused costs none."""
+        shutil.copytree(seed.pgdata, self.pgdata, symlinks=True,
+                        ignore=shutil.ignore_patterns("postmaster.pid", "postmaster.opts"))
+        for link, target, source in ((self.pgdata / "pg_wal", self.waldir, seed.waldir),
+                                     (self.pgdata / "pg_tblspc" / str(seed.tablespace_oid), seed_space,
+                                      seed.tablespace_dir)):
+            link.unlink()
+            shutil.copytree(source, target, symlinks=True)
+            link.symlink_to(target)
+        (self.pgdata / DYNSHMEM).unlink()
+        (self.pgdata / DYNSHMEM).symlink_to(self.dynshmem)
+        for path in (self.pgdata, self.waldir, seed_space):
+            self.user.give(path)
+        if self.user.switches:
+            for link in (self.pgdata / "pg_wal", self.pgdata / DYNSHMEM,
+                         self.pgdata / "pg_tblspc" / str(seed.tablespace_oid)):
+                os.chown(link, self.user.uid, self.user.gid, follow_symlinks=False)
+        self._restrict_access()
 
     def _restrict_access(self) -> None:
         """Peer authentication on the unix socket only, for dbtier's own OS user and the servers'."""

@@ -17,7 +17,6 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from dbtier.pg.placement import tablespace_of
 
 #: what a client program is given beside its own arguments
 CLIENTS = ("pgbench", "psql", "pg_dump", "pg_restore", "pg_dumpall", "vacuumdb", "reindexdb", "createdb")
@@ -115,7 +114,7 @@ class LabHandle:
     def objects(self, dbname: str | None = None) -> list[DbObject]:
         """Every table, index and materialized view outside the system schemas (TOAST excluded: it goes
         with its table), with its size, tablespace and device."""
-        devices = {tablespace_of(d.name): d.name for d in self._lab.devices}
+        devices = self._lab.tablespace_devices()
         with self.connect(dbname) as conn:
             rows = conn.execute(
                 "SELECT n.nspname, c.relname, c.relkind, pg_relation_size(c.oid), "

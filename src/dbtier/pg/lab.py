@@ -42,7 +42,7 @@ from dbtier.measure import cpu, diskstats, objects, pgstats, waits
 from dbtier.measure import devices as device_figures
 from dbtier.measure.trace import read_records
 from dbtier.pg import binaries, capacity, osuser, settings
-from dbtier.pg.cluster import Cluster
+from dbtier.pg.cluster import Cluster, Seed
 from dbtier.pg.handle import LabHandle
 from dbtier.pg.placement import Placement, tablespace_of
 from dbtier.workspace import Claim, Workspace
@@ -61,6 +61,7 @@ class LabOptions:
     workspace: Path | None = None
     trace: bool = False
     keep: bool = False           # leave the workspace (cluster, server log) for inspection
+    seed: Seed | None = None     # a loaded cluster to copy instead of a new one (dbtier compare)
 
 
 @dataclass
@@ -82,6 +83,7 @@ class Lab:
         self.cache_bytes = settings.parse_option_size(self.options.cache, "--cache")
         self.page_cache = PageCache(sizes.page_cache, dsync_data=self.options.io_mode == "dsync")
         self.claim: Claim | None = None
+        self.tablespace_aliases: dict[str, str] = {}
         self.handle = LabHandle(self)  # what workloads are given
         self.session: Session | None = None
         self.cluster: Cluster | None = None
@@ -138,12 +140,22 @@ class Lab:
         waldir = self.device_dir(self.placement.roles["wal"]) / "pg_wal"
         self.cluster = Cluster(install, self.user, pgdata, waldir, self._private("sock"),
                                self.claim.path / "server.log", env, self.claim, self._private("dynshmem"))
-        self.cluster.initdb()
+        if opts.seed is None:
+            self.cluster.initdb()
+        else:
+            data_dir = self.device_dir(self.placement.roles["data"])
+            self.cluster.adopt(opts.seed, data_dir / "ts-seed")
+            self.tablespace_aliases[opts.seed.tablespace] = self.placement.roles["data"]
         self.server_settings = settings.server_settings(self.cache_bytes, opts.io_mode, str(self.cluster.socket_dir),
                                                         opts.sets)
         self.cluster.configure(self.server_settings)
         self.cluster.start()
-        self._create_database()
+        self._create_tablespaces()
+        if opts.seed is None:
+            with self.cluster.connect("postgres") as conn:
+                conn.execute(sql.SQL("CREATE DATABASE {} TABLESPACE {}").format(
+                    sql.Identifier(DATABASE), sql.Identifier(tablespace_of(self.placement.roles["data"]))))
+        self._set_temp_tablespaces()
 
     def _private(self, name: str) -> Path:
         """A folder of the lab's that only the servers' user (and dbtier) may enter."""
@@ -168,7 +180,8 @@ class Lab:
     def device_dir(self, name: str) -> Path:
         return next(d.directory for d in self.devices if d.name == name)
 
-    def _create_database(self) -> None:
+    def _create_tablespaces(self) -> None:
+        """One tablespace per device, in its folder."""
         with self.cluster.connect("postgres") as conn:
             for dev in self.devices:
                 location = dev.directory / "ts"
@@ -176,10 +189,31 @@ class Lab:
                 self.user.give(location)
                 conn.execute(sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(
                     sql.Identifier(tablespace_of(dev.name)), sql.Literal(str(location))))
-            data_ts = sql.Identifier(tablespace_of(self.placement.roles["data"]))
-            conn.execute(sql.SQL("CREATE DATABASE {} TABLESPACE {}").format(sql.Identifier(DATABASE), data_ts))
-            conn.execute(sql.SQL("ALTER DATABASE {} SET temp_tablespaces = {}").format(
-                sql.Identifier(DATABASE), sql.Literal(tablespace_of(self.placement.roles["temp"]))))
+
+    def _set_temp_tablespaces(self) -> None:
+        """Temp files where `temp` goes, in every database but the templates."""
+        with self.cluster.connect("postgres") as conn:
+            names = [r[0] for r in conn.execute("SELECT datname FROM pg_database WHERE NOT datistemplate "
+                                                "AND datname <> 'postgres'")]
+            for name in names:
+                conn.execute(sql.SQL("ALTER DATABASE {} SET temp_tablespaces = {}").format(
+                    sql.Identifier(name), sql.Literal(tablespace_of(self.placement.roles["temp"]))))
+
+    def tablespace_devices(self) -> dict[str, str]:
+        """tablespace -> device, with a copied cluster's own tablespace as the data device's."""
+        return {**{tablespace_of(d.name): d.name for d in self.devices}, **self.tablespace_aliases}
+
+    def seed(self) -> Seed:
+        """Stops the server (a checkpoint first) and returns this cluster as a Seed other labs copy. The
+        lab must have one device: its tablespace holds the data."""
+        (dev,) = self.devices
+        with self.connect() as conn:
+            conn.execute("CHECKPOINT")
+            oid = conn.execute("SELECT oid FROM pg_tablespace WHERE spcname = %s",
+                               (tablespace_of(dev.name),)).fetchone()[0]
+        self.session.pause()
+        self.cluster.stop()
+        return Seed(self.cluster.pgdata, self.cluster.waldir, tablespace_of(dev.name), int(oid), dev.directory / "ts")
 
     def close(self) -> None:
         """Stops the server and removes the lab's folders. A second Ctrl-C or SIGTERM cannot cut this short."""

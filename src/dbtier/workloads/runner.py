@@ -46,10 +46,11 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Plac
     try:
         with lab:
             db = lab.handle
-            workload.prepare(db, progress)
+            if options.seed is None:
+                workload.prepare(db, progress)
             moved = []
-            if workload.user_objects:
-                progress.phase("placing the objects the setup made")
+            if workload.user_objects or options.seed is not None:  # a copied cluster's objects move too
+                progress.phase("placing the objects")
                 moved = lab.place_objects()
             phases = []
             for phase in workload.phases(cache_state):

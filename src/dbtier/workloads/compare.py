@@ -1,0 +1,143 @@
+"""One workload on several layouts, its data loaded once.
+
+A configuration is a name, its devices and where things go on them:
+
+    --config all-hdd:hdd=hdd-sata-7200
+    --config indexes-on-ssd:hdd=hdd-sata-7200,ssd=ssd-sata-mlc:data=hdd,indexes=ssd
+
+or, in a TOML experiment file (where a device may have a folder of its own):
+
+    [[config]]
+    name = "indexes-on-ssd"
+    devices = ["hdd=hdd-sata-7200", "ssd=ssd-sata-mlc"]
+    place = "data=hdd,indexes=ssd"
+
+The workload's setup runs once, in a cluster of its own (the emulation paused). For each
+configuration that cluster is copied onto the configuration's devices (a copy, not a load), its
+objects moved where the placement says, and the workload measured as `dbtier run` measures it."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+from dbtier.devices.profile import load
+from dbtier.devices.spec import DeviceSpec, parse_all
+from dbtier.errors import UserError
+from dbtier.pg import placement as placement_mod
+from dbtier.pg.lab import Lab, LabOptions
+from dbtier.pg.placement import Placement
+
+#: the seed cluster's one device: a name no configuration may use (its tablespace stays in the copies)
+SEED_DEVICE = "dbtier-seed"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,40}$")
+
+
+@dataclass
+class Config:
+    name: str
+    devices: list[DeviceSpec]
+    placement: Placement
+
+    def describe(self) -> dict:
+        return {"name": self.name, "devices": [{"name": d.name, "profile": d.profile.name} for d in self.devices],
+                "placement": self.placement.describe()}
+
+
+def _config(name: str, devices: list[str], place: list[str], where: str) -> Config:
+    if not _NAME.match(name):
+        raise UserError(f"{where}: a configuration's name is letters, digits, '.', '-' or '_' (up to 41), not {name!r}")
+    specs = parse_all(devices)
+    if any(d.name == SEED_DEVICE for d in specs):
+        raise UserError(f"{where}: the device name {SEED_DEVICE} is dbtier's own; choose another")
+    return Config(name, specs, placement_mod.parse(place, [d.name for d in specs]))
+
+
+def parse_option(text: str) -> Config:
+    """--config NAME:DEVICES[:PLACEMENT], devices and placement comma-separated."""
+    parts = text.split(":")
+    if len(parts) not in (2, 3) or not all(p.strip() for p in parts):
+        raise UserError(f"--config {text!r}: expected NAME:DEVICES[:PLACEMENT], for example "
+                        "idx-ssd:hdd=hdd-sata-7200,ssd=ssd-sata-mlc:data=hdd,indexes=ssd (a device on a folder of "
+                        "yours goes in an --experiment file)")
+    name, devices = parts[0].strip(), [d.strip() for d in parts[1].split(",") if d.strip()]
+    return _config(name, devices, [parts[2]] if len(parts) == 3 else [], f"--config {text!r}")
+
+
+def parse_file(path: Path) -> list[Config]:
+    """An experiment file's [[config]] tables."""
+    path = Path(path)
+    try:
+        doc = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise UserError(f"--experiment {path}: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"--experiment {path}: not valid TOML: {exc}") from None
+    unknown = set(doc) - {"config"}
+    if unknown:
+        raise UserError(f"--experiment {path}: unknown key {sorted(unknown)[0]!r}; an experiment has [[config]] tables")
+    configs = doc.get("config")
+    if not isinstance(configs, list) or not configs:
+        raise UserError(f"--experiment {path}: no [[config]] table; give one per layout to compare")
+    out = []
+    for i, c in enumerate(configs, 1):
+        where = f"--experiment {path}, config {i}"
+        if not isinstance(c, dict):
+            raise UserError(f"{where}: a [[config]] is a table")
+        extra = set(c) - {"name", "devices", "place"}
+        if extra:
+            word = sorted(extra)[0]
+            hint = difflib.get_close_matches(word, ["name", "devices", "place"], 1)
+            raise UserError(f"{where}: unknown key {word!r}" + (f"; did you mean {hint[0]!r}?" if hint else ""))
+        name, devices, place = c.get("name"), c.get("devices"), c.get("place", [])
+        if not isinstance(name, str):
+            raise UserError(f"{where}: 'name' is a string")
+        if not isinstance(devices, list) or not devices or not all(isinstance(d, str) for d in devices):
+            raise UserError(f"{where}: 'devices' is a list of NAME=PROFILE[:DIR] strings")
+        if isinstance(place, str):
+            place = [place]
+        if not isinstance(place, list) or not all(isinstance(p, str) for p in place):
+            raise UserError(f"{where}: 'place' is a KEY=DEVICE,... string (or a list of them)")
+        out.append(_config(name, devices, place, where))
+    return out
+
+
+def configurations(options: tuple[str, ...], experiment: Path | None) -> list[Config]:
+    configs = [parse_option(t) for t in options] + (parse_file(experiment) if experiment else [])
+    if len(configs) < 2:
+        raise UserError("compare needs at least two configurations: repeat --config NAME:DEVICES[:PLACEMENT], or "
+                        "give an --experiment file")
+    names = [c.name for c in configs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UserError(f"configuration {twice[0]!r} is named twice; name each once")
+    return configs
+
+
+def seed_lab(options: LabOptions, say: Callable[[str], None]) -> Lab:
+    """The lab the setup runs in once: one device, every object on it."""
+    device = DeviceSpec(SEED_DEVICE, load("ram-san"), spec="ram-san")
+    return Lab([device], placement_mod.parse([], [SEED_DEVICE]), replace(options, trace=False, keep=False), say)
+
+
+def headline(result: dict) -> tuple[str, float, bool]:
+    """The figure a configuration is judged by: tps if the workload has it (higher is better), else
+    the elapsed time (lower is better)."""
+    metrics = result.get("metrics") or {}
+    if "tps" in metrics:
+        return "tps", float(metrics["tps"]), True
+    return "elapsed s", float(result["elapsed_s"]), False
+
+
+def speedups(results: list[dict]) -> list[float]:
+    """Each configuration against the first: how many times faster."""
+    what, first, higher = headline(results[0])
+    out = []
+    for r in results:
+        value = headline(r)[1]
+        out.append((value / first if higher else first / value) if first and value else float("nan"))
+    return out

@@ -1,0 +1,122 @@
+"""`dbtier compare`: one workload on several layouts, its data loaded once and copied into each,
+the layouts side by side; interrupted, the finished layouts keep their run directories."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dbtier.errors import UserError
+from dbtier.workloads import compare
+from tests.conftest import dbtier
+from tests.pg.test_lifecycle import ipc_leftovers, postgres_pids, wait_for
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "layouts.toml"
+
+
+def test_the_example_experiment_has_the_four_layouts():
+    configs = compare.parse_file(EXAMPLE)
+    assert [c.name for c in configs] == ["all-hdd", "log-on-ssd", "indexes-on-ssd", "all-ssd"]
+    assert configs[1].placement.roles["wal"] == "ssd" and configs[2].placement.roles["indexes"] == "ssd"
+
+
+@pytest.fixture(scope="module")
+def comparison(module_shm_dir, tmp_path_factory):
+    """Random data made once by the setup: if each layout reloaded it, each would draw other rows."""
+    folder = tmp_path_factory.mktemp("cmp")
+    (folder / "setup.sql").write_text("CREATE TABLE r AS SELECT g AS id, random() AS x FROM generate_series(1, 40000) g;\n"
+                                      "CREATE INDEX r_x_idx ON r (x);\n")
+    (folder / "run.sql").write_text("SELECT id FROM r WHERE x < 0.3;\nSELECT count(*) FROM r WHERE id % 7 = 0;\n")
+    proc = dbtier("compare", "sql", "--setup", str(folder / "setup.sql"), "--run", str(folder / "run.sql"),
+                  "--config", "hdd:d=hdd-sata-7200", "--config", "split:d=hdd-sata-7200,f=ram-san:data=d,indexes=f",
+                  "--config", "ram:f=ram-san", "--workspace", str(module_shm_dir), "-o", str(folder / "out"),
+                  "--json", str(folder / "c.json"), check=True)
+    return proc, json.loads((folder / "c.json").read_text()), folder / "out"
+
+
+def test_the_layouts_side_by_side(comparison):
+    proc, doc, out = comparison
+    assert [c["name"] for c in doc["configurations"]] == ["hdd", "split", "ram"]
+    assert "speed-up vs hdd" in proc.stdout and "d: %util r/w_await" in proc.stdout
+    assert doc["speedups"][0] == 1.0 and doc["speedups"][2] > 2  # every read from RAM, against a disk
+    (summary,) = out.glob("compare-sql-*")
+    assert (summary / "report.html").read_text().count("<svg") >= 2
+    assert len(doc["run_dirs"]) == 3 and all((Path(d) / "result.json").exists() for d in doc["run_dirs"])
+
+
+def test_the_data_was_loaded_once(comparison):
+    _, doc, _ = comparison
+    rows = [r["metrics"]["statement_times"][0]["rows"] for r in doc["results"]]
+    assert len(set(rows)) == 1 and 11000 < rows[0] < 13000  # the same random rows in every layout
+
+
+def test_each_layout_has_its_own_placement(comparison):
+    _, doc, _ = comparison
+    where = []
+    for d in doc["run_dirs"]:
+        result = json.loads((Path(d) / "result.json").read_text())
+        where.append({o["object"]: o["device"] for o in result["objects"]})
+    assert where == [{"r": "d", "r_x_idx": "d"}, {"r": "d", "r_x_idx": "f"}, {"r": "f", "r_x_idx": "f"}]
+
+
+def test_ctrl_c_keeps_the_finished_layouts(shm_dir, tmp_path):
+    ipc_before = ipc_leftovers()
+    # one row a page; the lookups read about 3,000 pages: a moment from RAM, seconds from the disk
+    (tmp_path / "setup.sql").write_text("CREATE TABLE t (id int PRIMARY KEY, pad text) WITH (fillfactor = 10);\n"
+                                        "INSERT INTO t SELECT g, repeat('x', 700) FROM generate_series(1, 6000) g;\n")
+    (tmp_path / "run.sql").write_text("SELECT count(pad) FROM t WHERE id IN "
+                                      "(SELECT (1 + random() * 5999)::int FROM generate_series(1, 4000));\n")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "dbtier", "compare", "sql", "--setup", str(tmp_path / "setup.sql"),
+                             "--run", str(tmp_path / "run.sql"), "--config", "fast:f=ram-san",
+                             "--config", "slow:s=hdd-sata-7200", "--workspace", str(shm_dir), "-o", str(out), "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: list(out.glob("sql-fast-*")), 120, "the first layout's run directory")
+        wait_for(lambda: list(out.glob(".dbtier-results-*")), 60, "the second layout to start")
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "kept:" in err or "kept:" in _out
+    assert [p.name.split("-2")[0] for p in out.iterdir()] == ["sql-fast"]  # kept; no partial, no summary
+    assert (next(out.glob("sql-fast-*")) / "result.json").exists()
+    assert postgres_pids(shm_dir) == [] and ipc_leftovers() <= ipc_before
+    assert [p.name for p in shm_dir.glob("dbtier-*/*") if p.name != "runtime"] == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--config", "a:d=ram-san"], "at least two configurations"),
+    (["--config", "a:d=ram-san", "--config", "a:d=hdd-sata-7200"], "named twice"),
+    (["--config", "a", "--config", "b:d=ram-san"], "expected NAME:DEVICES[:PLACEMENT]"),
+    (["--config", "a:d=ram-san", "--config", "b:dbtier-seed=ram-san"], "dbtier's own"),
+    (["--config", "a:d=ram-san", "--config", "b:d=ram-san:data=x"], "no device named 'x'"),
+    (["--experiment", "/nonexistent.toml", "--config", "a:d=ram-san"], "No such file"),
+])
+def test_bad_configurations_are_one_line(args, message, shm_dir, tmp_path):
+    (tmp_path / "r.sql").write_text("SELECT 1;")
+    proc = dbtier("compare", "sql", "--run", str(tmp_path / "r.sql"), *args, "--workspace", str(shm_dir), "-o",
+                  str(tmp_path / "o"))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert message in proc.stderr
+    assert not (tmp_path / "o").exists() and not list(shm_dir.iterdir())
+
+
+def test_an_experiment_file_is_checked(tmp_path):
+    bad = tmp_path / "x.toml"
+    for text, message in (("[[config]]\nname = 'a'\ndevice = ['d=ram-san']\n", "did you mean 'devices'"),
+                          ("title = 'x'\n", "unknown key 'title'"), ("[[config]\n", "not valid TOML"),
+                          ("[[config]]\nname = 'a'\ndevices = 'd=ram-san'\n", "a list of NAME=PROFILE")):
+        bad.write_text(text)
+        with pytest.raises(UserError, match=message):
+            compare.parse_file(bad)
