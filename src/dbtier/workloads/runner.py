@@ -75,7 +75,7 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Plac
                 **({"notes": workload.notes()} if workload.notes() else {}),
             }
             if len(phases) == 1:
-                result.update({k: v for k, v in phases[0].items() if k != "phase"})
+                result.update(phases[0])  # its name too: a user's file may name its one phase
             else:
                 result.update({k: sum(ph[k] for ph in phases) for k in _SUMS})
                 result["phases"] = phases
