@@ -2,7 +2,6 @@
 results; a server left by a run that was killed outright is stopped by the next start."""
 
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from dbtier.cli.progress import progress_for
-from dbtier.errors import UserError
 from dbtier.pg import capacity
 from dbtier.pg import placement as placement_mod
 from dbtier.pg.lab import LabOptions
