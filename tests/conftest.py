@@ -15,19 +15,19 @@ import pytest
 SHM = Path("/dev/shm")
 
 
-def _shm_folder() -> Path:
+def shm_folder(mode: int = 0o755) -> Path:
     """A fresh folder on tmpfs that the servers' user may pass through (as a user's --workspace or
     device folder would be: dbtier never changes the mode of a folder it is given)."""
     base = SHM if SHM.is_dir() and os.access(SHM, os.W_OK) else None
     path = Path(tempfile.mkdtemp(prefix="dbtier-test-", dir=base))
-    path.chmod(0o755)
+    path.chmod(mode)
     return path
 
 
 @pytest.fixture
 def shm_dir():
     """A fresh directory on tmpfs: fast devices are emulated with their data in RAM."""
-    path = _shm_folder()
+    path = shm_folder()
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
@@ -35,7 +35,7 @@ def shm_dir():
 @pytest.fixture(scope="module")
 def module_shm_dir():
     """Like shm_dir, shared by a module's tests (one workload run, several checks of it)."""
-    path = _shm_folder()
+    path = shm_folder()
     yield path
     shutil.rmtree(path, ignore_errors=True)
 

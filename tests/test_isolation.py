@@ -13,7 +13,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -22,7 +21,7 @@ import pytest
 from dbtier.pg import placement
 from dbtier.pg.lab import Lab, LabOptions
 from dbtier.devices.spec import parse_all
-from tests.conftest import dbtier
+from tests.conftest import dbtier, shm_folder
 
 OTHER = "dbtier-other"
 
@@ -52,8 +51,7 @@ def as_other(other, code: str) -> subprocess.CompletedProcess:
 @pytest.fixture
 def shared_base():
     """A folder everyone may write, as /tmp is (mode 1777): where an attacker plants things."""
-    path = Path(tempfile.mkdtemp(prefix="dbtier-test-shared-", dir="/dev/shm"))
-    path.chmod(0o1777)
+    path = shm_folder(0o1777)
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
