@@ -35,4 +35,7 @@ def test_real_device_buffered_cold_scan(disk_dir, shm_dir):
     ds = dev["diskstats"]
     assert ds["block_device"] == disk
     assert 0.9 * table <= ds["read_bytes"] <= 1.5 * table + (4 << 20)
-    assert ds["r/s"] > 0 and ds["%util"] > 0
+    assert ds["r/s"] > 0
+    # %util may be 0: the kernel adds busy time only when a timer tick (a jiffy, 1-10 ms) passes with a
+    # request in flight, and a virtual disk served from its host's cache can deliver the table in less
+    assert 0 <= ds["%util"] <= 100
