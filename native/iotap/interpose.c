@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "emulate.h"
 #include "state.h"
 #include "trace.h"
 
@@ -272,86 +273,6 @@ static uint64_t wait_until(uint64_t target) {
     return now > spin_from ? now - spin_from : 0;
 }
 
-static void count_latency(struct dbt_counters *c, int op, uint64_t len, uint64_t lat, uint64_t queued) {
-    if (op == DBT_OP_READ) {
-        atomic_fetch_add_explicit(&c->reads, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&c->read_bytes, len, memory_order_relaxed);
-        atomic_fetch_add_explicit(&c->read_ns, lat, memory_order_relaxed);
-    } else if (op == DBT_OP_WRITE) {
-        atomic_fetch_add_explicit(&c->writes, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&c->write_bytes, len, memory_order_relaxed);
-        atomic_fetch_add_explicit(&c->write_ns, lat, memory_order_relaxed);
-    } else {
-        atomic_fetch_add_explicit(&c->flushes, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&c->flush_ns, lat, memory_order_relaxed);
-    }
-    atomic_fetch_add_explicit(&c->queue_ns, queued, memory_order_relaxed);
-}
-
-/* Runs one request through the model under the device lock; keeps iostat's busy time. */
-static void model_request(struct dbt_device_slot *d, int op, uint64_t addr, uint64_t len, uint64_t arrival,
-                          uint64_t host_end, struct dbt_result *res) {
-    struct dbt_request rq = {arrival, addr, (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len), (uint8_t)op};
-    dbt_dev_lock(d);
-    if (d->kind == DBT_KIND_REAL) {
-        res->start_ns = arrival;
-        res->complete_ns = host_end;
-        res->flags = 0;
-    } else {
-        dbt_model_submit(&d->model, &rq, res);
-    }
-    uint64_t from = arrival > d->busy_mark ? arrival : d->busy_mark;
-    if (res->complete_ns > from) d->busy_ns += res->complete_ns - from;
-    if (res->complete_ns > d->busy_mark) d->busy_mark = res->complete_ns;
-    if (!d->first_ns || arrival < d->first_ns) d->first_ns = arrival;
-    if (res->complete_ns > d->last_ns) d->last_ns = res->complete_ns;
-    dbt_dev_unlock(d);
-}
-
-static void trace_io(int devno, int64_t file, int op, uint64_t off, uint64_t len, uint8_t flags, uint64_t t0,
-                     uint64_t start, uint64_t complete, uint64_t end, uint64_t host_ns) {
-    struct dbt_trace_rec *r = dbt_trace_reserve();
-    if (!r) return;
-    r->submit_ns = t0;
-    r->start_ns = start;
-    r->complete_ns = complete;
-    r->end_ns = end;
-    r->offset = off;
-    r->len = (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len);
-    r->file = (int32_t)file;
-    r->pid = g_pid;
-    r->host_ns = (uint32_t)(host_ns > UINT32_MAX ? UINT32_MAX : host_ns);
-    r->tid = thread_id();
-    r->dev = (uint8_t)devno;
-    r->flags = flags;
-    dbt_trace_commit(r, (uint8_t)op);
-}
-
-static uint8_t result_flags(struct dbt_device_slot *d, const struct dbt_result *res) {
-    if (res->flags & DBT_RES_CACHE_HIT) atomic_fetch_add_explicit(&d->c.cache_hits, 1, memory_order_relaxed);
-    if (res->flags & DBT_RES_STREAM) atomic_fetch_add_explicit(&d->c.streams, 1, memory_order_relaxed);
-    return (uint8_t)(((res->flags & DBT_RES_CACHE_HIT) ? DBT_TF_CACHE_HIT : 0) |
-                     ((res->flags & DBT_RES_STREAM) ? DBT_TF_STREAM : 0));
-}
-
-/* The page cache's way to the devices: one device request (a miss, read-ahead or writeback), counted
- * and traced like any other; returns its completion. Called with the page cache lock held. */
-static uint64_t pc_device_io(void *ctx, int op, int64_t file, uint64_t off, uint64_t len, uint64_t arrival,
-                             int async) {
-    (void)ctx;
-    int devno = dbt_state_file_device(g_state, file); /* the file came from a page key in shared memory */
-    if (UNLIKELY(devno < 0)) return arrival;
-    struct dbt_device_slot *d = &g_state->dev[devno];
-    uint64_t addr = d->kind == DBT_KIND_HDD ? dbt_state_addr(g_state, devno, file, off) : off;
-    struct dbt_result res;
-    model_request(d, op, addr, len, arrival, arrival, &res);
-    count_latency(&d->c, op, len, res.complete_ns - arrival, res.start_ns - arrival);
-    uint8_t flags = (uint8_t)(result_flags(d, &res) | (async ? DBT_TF_ASYNC : 0));
-    trace_io(devno, file, op, off, len, flags, arrival, res.start_ns, res.complete_ns, async ? arrival : res.complete_ns,
-             0);
-    return res.complete_ns;
-}
-
 /* Waits for a completion and records how late the call came back. */
 static uint64_t wait_and_record(struct dbt_device_slot *d, uint64_t complete, uint64_t host_end) {
     if (host_end > complete) atomic_fetch_add_explicit(&d->c.overruns, 1, memory_order_relaxed);
@@ -367,127 +288,112 @@ static uint64_t wait_and_record(struct dbt_device_slot *d, uint64_t complete, ui
     return end;
 }
 
-/* A buffered (not O_DIRECT) call on an emulated device, through the emulated page cache: what it
- * finds in memory costs nothing; what it must fetch, write through or write back, the device's time. */
-static void account_buffered(struct dbt_pc *pc, int fd, uint64_t e, int op, uint64_t off, uint64_t len, uint64_t t0) {
-    uint64_t host_end = now_ns();
-    int devno = FD_DEV(e);
-    int64_t file = FD_FILE(e);
-    uint8_t flags = FD_FLAGS(e);
-    struct dbt_device_slot *d = &g_state->dev[devno];
-    struct dbt_pc_stats st = {0, 0, 0, 0};
-    uint64_t complete = t0;
-    int write_through = (flags & DBT_TF_DSYNC) || g_state->dsync_data;
-    if (op == DBT_OP_READ) {
-        struct stat sb; /* read-ahead stops at the end of the file */
-        uint64_t size = fstat(fd, &sb) == 0 ? (uint64_t)sb.st_size : UINT64_MAX;
-        complete = dbt_pc_read(pc, file, off, len, size, t0, pc_device_io, NULL, &st);
-    } else if (op == DBT_OP_WRITE) {
-        complete = dbt_pc_write(pc, file, off, len, t0, write_through, pc_device_io, NULL, &st);
-    } else { /* fsync, fdatasync: the file's dirty pages, then the device's cache */
-        complete = dbt_pc_writeback(pc, file, 0, 0, t0, 1, pc_device_io, NULL, &st);
-    }
-    if (op == DBT_OP_FLUSH || (op == DBT_OP_WRITE && write_through)) {
-        struct dbt_result fl;
-        model_request(d, DBT_OP_FLUSH, 0, 0, complete, complete, &fl);
-        count_latency(&d->c, DBT_OP_FLUSH, 0, fl.complete_ns - complete, fl.start_ns - complete);
-        trace_io(devno, file, DBT_OP_FLUSH, 0, 0, flags, complete, fl.start_ns, fl.complete_ns, fl.complete_ns, 0);
-        complete = fl.complete_ns;
-    }
-    atomic_fetch_add_explicit(&d->c.pc_hit_pages, st.hit_pages, memory_order_relaxed);
-    atomic_fetch_add_explicit(&d->c.pc_miss_pages, st.miss_pages, memory_order_relaxed);
-    atomic_fetch_add_explicit(&d->c.pc_readahead_bytes, st.readahead_bytes, memory_order_relaxed);
-    atomic_fetch_add_explicit(&d->c.pc_writeback_bytes, st.writeback_bytes, memory_order_relaxed);
-    atomic_fetch_add_explicit(&d->c.host_ns, host_end - t0, memory_order_relaxed);
-    uint64_t end = complete > t0 ? wait_and_record(d, complete, host_end) : host_end;
-    if (op == DBT_OP_READ && !st.miss_pages) /* served from memory: the device saw nothing, the trace does */
-        trace_io(devno, file, op, off, len, (uint8_t)(flags | DBT_TF_PAGE_CACHE), t0, t0, complete, end,
-                 host_end - t0);
-}
+/* What one call's emulation reported, on its way to the trace. The first device request is held
+ * back: if it is the call's only one and carries the call's own bytes, the call's record stands for
+ * it too (DBT_TF_WITH_REQUEST); otherwise it is written as it came, before the call's record. */
+struct call_trace {
+    int fd;
+    uint64_t size; /* the file's size, asked for by the core (UINT64_MAX: not asked) */
+    int held;
+    struct dbt_request_event first;
+};
 
-/* The heart of it: called after the real call moved `len` bytes (or flushed), with the guard set. */
-static void account(int fd, uint64_t e, int op, uint64_t off, uint64_t len, uint64_t t0) {
-    int devno = FD_DEV(e);
-    int64_t file = FD_FILE(e);
-    uint8_t flags = FD_FLAGS(e);
-    struct dbt_device_slot *d = &g_state->dev[devno];
-    uint64_t addr = (d->kind == DBT_KIND_HDD && op != DBT_OP_FLUSH) ? dbt_state_addr(g_state, devno, file, off) : off;
-    if (atomic_load_explicit(&g_state->paused, memory_order_relaxed)) return; /* laid out, not charged */
-    struct dbt_pc *pc = dbt_state_pc(g_state);
-    if (pc && file >= 0 && d->kind != DBT_KIND_REAL) {
-        if (!(flags & DBT_TF_DIRECT)) {
-            account_buffered(pc, fd, e, op, off, len, t0);
-            return;
-        }
-        if (op == DBT_OP_WRITE) dbt_pc_drop(pc, file, off, len, 1); /* direct writes invalidate cached pages */
-    }
-    uint64_t host_end = now_ns();
-    struct dbt_result res;
-    model_request(d, op, addr, len, t0, host_end, &res);
-    uint64_t complete = res.complete_ns;
-    count_latency(&d->c, op, len, complete - t0, res.start_ns - t0);
-    if (op == DBT_OP_WRITE && (flags & DBT_TF_DSYNC)) { /* O_DSYNC: the write carries a flush */
-        struct dbt_result fl;
-        model_request(d, DBT_OP_FLUSH, 0, 0, complete, complete, &fl);
-        count_latency(&d->c, DBT_OP_FLUSH, 0, fl.complete_ns - complete, fl.start_ns - complete);
-        complete = fl.complete_ns;
-    }
-    uint8_t rflags = result_flags(d, &res);
-    atomic_fetch_add_explicit(&d->c.host_ns, host_end - t0, memory_order_relaxed);
-    uint64_t end = host_end; /* a real device: the host call was the I/O (one clock read saved) */
-    if (d->kind != DBT_KIND_REAL) {
-        end = wait_and_record(d, complete, host_end);
-    } else {
-        atomic_fetch_add_explicit(&d->c.late[0], 1, memory_order_relaxed);
-    }
-    trace_io(devno, file, op, off, len, (uint8_t)(flags | rflags), t0, res.start_ns, complete, end, host_end - t0);
-}
-
-/* The page cache's part in calls that move no data: advice, writeback hints, truncation. */
-static void pc_other(uint64_t e, int top, uint64_t off, uint64_t len, int aux, uint64_t t0) {
-    struct dbt_pc *pc = dbt_state_pc(g_state);
-    int64_t file = FD_FILE(e);
-    if (!pc || file < 0 || g_state->dev[FD_DEV(e)].kind == DBT_KIND_REAL ||
-        atomic_load_explicit(&g_state->paused, memory_order_relaxed))
-        return;
-    struct dbt_device_slot *d = &g_state->dev[FD_DEV(e)];
-    struct dbt_pc_stats st = {0, 0, 0, 0};
-    if (top == DBT_TOP_TRUNCATE) {
-        dbt_pc_drop(pc, file, off, 0, 1);
-    } else if (top == DBT_TOP_ADVISE && aux == POSIX_FADV_DONTNEED) {
-        dbt_pc_writeback(pc, file, off, len, t0, 0, pc_device_io, NULL, &st); /* started, as Linux does */
-        dbt_pc_drop(pc, file, off, len, 0);
-    } else if (top == DBT_TOP_ADVISE && aux == POSIX_FADV_WILLNEED) {
-        dbt_pc_willneed(pc, file, off, len, t0, pc_device_io, NULL, &st);
-    } else if (top == DBT_TOP_SYNC_RANGE && (aux & SYNC_FILE_RANGE_WRITE)) {
-        uint64_t done = dbt_pc_writeback(pc, file, off, len, t0, (aux & SYNC_FILE_RANGE_WAIT_AFTER) != 0,
-                                         pc_device_io, NULL, &st);
-        if (done > t0) wait_and_record(d, done, now_ns());
-    }
-    atomic_fetch_add_explicit(&d->c.pc_readahead_bytes, st.readahead_bytes, memory_order_relaxed);
-    atomic_fetch_add_explicit(&d->c.pc_writeback_bytes, st.writeback_bytes, memory_order_relaxed);
-}
-
-/* Calls that move no data are counted and traced, not delayed. */
-static void account_other(uint64_t e, int top, uint64_t off, uint64_t len, uint64_t t0) {
-    if (atomic_load_explicit(&g_state->paused, memory_order_relaxed)) return;
-    struct dbt_device_slot *d = &g_state->dev[FD_DEV(e)];
-    atomic_fetch_add_explicit(&d->c.other_ops, 1, memory_order_relaxed);
+static void write_request(const struct dbt_request_event *ev) {
     struct dbt_trace_rec *r = dbt_trace_reserve();
-    if (r) {
-        uint64_t end = now_ns();
-        r->submit_ns = r->start_ns = t0;
-        r->complete_ns = r->end_ns = end;
-        r->offset = off;
-        r->len = (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len);
-        r->file = (int32_t)FD_FILE(e);
-        r->pid = g_pid;
-        r->host_ns = (uint32_t)(end - t0);
-        r->tid = thread_id();
-        r->dev = (uint8_t)FD_DEV(e);
-        r->flags = FD_FLAGS(e);
-        dbt_trace_commit(r, (uint8_t)top);
+    if (!r) return;
+    r->submit_ns = ev->arrival;
+    r->start_ns = ev->start;
+    r->complete_ns = ev->complete;
+    r->end_ns = (ev->flags & DBT_TF_ASYNC) ? ev->arrival : ev->complete;
+    r->offset = ev->off;
+    r->len = (uint32_t)(ev->len > UINT32_MAX ? UINT32_MAX : ev->len);
+    r->file = (int32_t)ev->file;
+    r->pid = g_pid;
+    r->aux = 0;
+    r->tid = thread_id();
+    r->dev = ev->dev;
+    r->flags = ev->flags;
+    r->kind = DBT_TK_REQUEST;
+    dbt_trace_commit(r, ev->op);
+}
+
+static void trace_request(void *ctx, const struct dbt_request_event *ev) {
+    struct call_trace *ct = ctx;
+    if (!ct->held) { /* cheap to hold: the page cache may call here under its lock */
+        ct->first = *ev;
+        ct->held = 1;
+        return;
     }
+    if (ct->held == 1) write_request(&ct->first);
+    ct->held = 2;
+    write_request(ev);
+}
+
+/* The program's call, as it asked and as it was answered: what a replay feeds back to the core. */
+static void trace_call(struct call_trace *ct, const struct dbt_call *c, const struct dbt_outcome *o, uint64_t end) {
+    const struct dbt_request_event *q = &ct->first;
+    int fold = ct->held == 1 && q->arrival == c->t0 && q->op == c->op && q->off == c->off && q->len == c->len &&
+               q->complete == o->complete;
+    if (ct->held == 1 && !fold) write_request(q);
+    struct dbt_trace_rec *r = dbt_trace_reserve();
+    if (!r) return;
+    r->submit_ns = c->t0;
+    r->complete_ns = o->complete;
+    r->end_ns = end;
+    r->offset = c->off;
+    r->len = (uint32_t)(c->len > UINT32_MAX ? UINT32_MAX : c->len);
+    r->file = (int32_t)c->file;
+    r->pid = g_pid;
+    r->tid = thread_id();
+    r->dev = c->dev;
+    if (fold) {
+        uint64_t host = c->host_end - c->t0;
+        r->start_ns = q->start;
+        r->aux = (uint32_t)(host > UINT32_MAX ? UINT32_MAX : host);
+        r->flags = (uint8_t)(q->flags | o->flags | DBT_TF_WITH_REQUEST);
+    } else {
+        r->start_ns = c->host_end;
+        r->aux = c->op == DBT_TOP_READ ? dbt_trace_size_pages(ct->size) : c->aux;
+        r->flags = (uint8_t)(c->flags | o->flags);
+    }
+    r->kind = DBT_TK_CALL;
+    dbt_trace_commit(r, c->op);
+}
+
+/* Read-ahead stops at the end of the file: the core asks for the size only when it reads ahead. */
+static uint64_t file_size_of(void *ctx) {
+    struct call_trace *ct = ctx;
+    struct stat sb;
+    if (ct->size == UINT64_MAX && ct->fd >= 0 && fstat(ct->fd, &sb) == 0) ct->size = (uint64_t)sb.st_size;
+    return ct->size;
+}
+
+/* The heart of it, called after the real call moved `len` bytes (or flushed, or advised), with the
+ * guard set: ask the core, wait as it says, record. */
+static void account(int fd, uint64_t e, int op, uint64_t off, uint64_t len, uint64_t t0, uint32_t aux) {
+    uint64_t host_end = now_ns();
+    struct dbt_call c = {t0, host_end, off, len, UINT64_MAX, FD_FILE(e), aux, (uint8_t)op, (uint8_t)FD_DEV(e),
+                         FD_FLAGS(e)};
+    int tracing = dbt_trace_active();
+    struct call_trace ct; /* `first` is written before it is read (held says when): not zeroed per call */
+    ct.fd = fd;
+    ct.size = UINT64_MAX;
+    ct.held = 0;
+    struct dbt_emulate_hooks hooks = {tracing ? trace_request : NULL, file_size_of, &ct};
+    struct dbt_outcome o;
+    dbt_emulate(g_state, &c, &hooks, &o);
+    if (!o.charged) return;
+    struct dbt_device_slot *d = &g_state->dev[c.dev];
+    int moves = op == DBT_TOP_READ || op == DBT_TOP_WRITE || op == DBT_TOP_FLUSH;
+    if (moves) atomic_fetch_add_explicit(&d->c.host_ns, host_end - t0, memory_order_relaxed);
+    uint64_t end = host_end;
+    if (o.wait)
+        end = wait_and_record(d, o.complete, host_end);
+    else if (moves && d->kind == DBT_KIND_REAL) /* the host call was the I/O: on time by definition */
+        atomic_fetch_add_explicit(&d->c.late[0], 1, memory_order_relaxed);
+    else if (!moves)
+        end = now_ns();
+    if (tracing) trace_call(&ct, &c, &o, end);
 }
 
 static uint64_t current_pos_minus(int fd, ssize_t moved) {
@@ -593,7 +499,7 @@ EXPORT int closedir(DIR *dir) {
         uint64_t t0 = now_ns();                                                                    \
         ssize_t r = real_##name args;                                                              \
         int saved = errno;                                                                         \
-        if (r > 0) account(fd, e, op, (offexpr) == -1 ? current_pos_minus(fd, r) : (uint64_t)(offexpr), (uint64_t)r, t0); \
+        if (r > 0) account(fd, e, op, (offexpr) == -1 ? current_pos_minus(fd, r) : (uint64_t)(offexpr), (uint64_t)r, t0, 0); \
         tl_guard--;                                                                                \
         errno = saved;                                                                             \
         return r;                                                                                  \
@@ -644,7 +550,7 @@ WRAP_XFER_AT(pwritev64v2, (int fd, const struct iovec *iov, int cnt, off64_t off
         uint64_t t0 = now_ns();                                                                    \
         size_t r = real_##name(buf, size, n, fp);                                                  \
         int saved = errno;                                                                         \
-        if (r > 0 && size > 0 && pos >= 0) account(fd, e, op, (uint64_t)pos, (uint64_t)r * size, t0); \
+        if (r > 0 && size > 0 && pos >= 0) account(fd, e, op, (uint64_t)pos, (uint64_t)r * size, t0, 0); \
         tl_guard--;                                                                                \
         errno = saved;                                                                             \
         return r;                                                                                  \
@@ -664,8 +570,8 @@ EXPORT ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t *
     uint64_t t0 = now_ns();
     ssize_t r = real_copy_file_range(fd_in, off_in, fd_out, off_out, n, flags);
     int saved = errno;
-    if (r > 0 && tin) account(fd_in, ein, DBT_OP_READ, in0 > 0 ? (uint64_t)in0 : 0, (uint64_t)r, t0);
-    if (r > 0 && tout) account(fd_out, eout, DBT_OP_WRITE, out0 > 0 ? (uint64_t)out0 : 0, (uint64_t)r, now_ns());
+    if (r > 0 && tin) account(fd_in, ein, DBT_OP_READ, in0 > 0 ? (uint64_t)in0 : 0, (uint64_t)r, t0, 0);
+    if (r > 0 && tout) account(fd_out, eout, DBT_OP_WRITE, out0 > 0 ? (uint64_t)out0 : 0, (uint64_t)r, now_ns(), 0);
     tl_guard--;
     errno = saved;
     return r;
@@ -682,7 +588,7 @@ EXPORT ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t *
         uint64_t t0 = now_ns();                                                                    \
         int r = real_##name(fd);                                                                   \
         int saved = errno;                                                                         \
-        if (r == 0) account(fd, e, DBT_OP_FLUSH, 0, 0, t0);                                            \
+        if (r == 0) account(fd, e, DBT_OP_FLUSH, 0, 0, t0, 0);                                         \
         tl_guard--;                                                                                \
         errno = saved;                                                                             \
         return r;                                                                                  \
@@ -704,8 +610,7 @@ WRAP_FLUSH(syncfs)
         ret r = real_##name args;                                                                  \
         int saved = errno;                                                                         \
         if (ok) {                                                                                  \
-            pc_other(e, top, (uint64_t)(offexpr), (uint64_t)(lenexpr), (int)(aux), t0);            \
-            account_other(e, top, (uint64_t)(offexpr), (uint64_t)(lenexpr), t0);                   \
+            account(fd, e, top, (uint64_t)(offexpr), (uint64_t)(lenexpr), t0, (uint32_t)(aux));     \
         }                                                                                          \
         tl_guard--;                                                                                \
         errno = saved;                                                                             \
@@ -747,8 +652,7 @@ WRAP_OTHER(ftruncate64, int, (int fd, off64_t len), (fd, len), DBT_TOP_TRUNCATE,
         int saved = errno;                                                                         \
         if (r == 0 && dev >= 0) {                                                                  \
             uint64_t e = FD_RESOLVED | ((uint64_t)dev << 32) | (uint64_t)(file + 1);                \
-            pc_other(e, DBT_TOP_TRUNCATE, (uint64_t)len, 0, 0, t0);                                \
-            account_other(e, DBT_TOP_TRUNCATE, (uint64_t)len, 0, t0);                              \
+            account(-1, e, DBT_TOP_TRUNCATE, (uint64_t)len, 0, t0, 0);                             \
         }                                                                                          \
         tl_guard--;                                                                                \
         errno = saved;                                                                             \

@@ -11,10 +11,16 @@
 
 #include "devmodel.h"
 #include "state.h"
+#include "trace.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
-EXPORT int dbt_abi_version(void) { return DBT_OPS_VERSION * 1000 + DBT_STATE_VERSION; }
+/* The library and the Python package must agree on the device ops, the state file and the trace's
+ * record layout: a handshake, checked when Python loads the library. */
+EXPORT int dbt_abi_version(void) { return DBT_OPS_VERSION * 1000000 + DBT_STATE_VERSION * 1000 + DBT_TRACE_FORMAT; }
+
+/* The trace record layout this build writes and reads (trace.h). */
+EXPORT int dbt_trace_format(void) { return DBT_TRACE_FORMAT; }
 
 /* {"hdd": {"help": ..., "params": [{"name","unit","default","min","max","help"}...]}, ...} */
 EXPORT char *dbt_param_table_json(void) {
@@ -135,6 +141,14 @@ EXPORT int dbt_set_paused(const char *state_path, int paused, char *err, size_t 
 
 EXPORT int dbt_clear_page_cache(const char *state_path, char *err, size_t errlen) {
     return dbt_state_clear_page_cache(state_path, err, errlen);
+}
+
+EXPORT int dbt_max_devices(void) { return DBT_MAX_DEVICES; }
+EXPORT uint64_t dbt_chunk_bytes(void) { return DBT_CHUNK_BYTES; }
+
+EXPORT int64_t dbt_chunk_map(const char *state_path, uint64_t *out, uint64_t cap, uint64_t *cursors, char *err,
+                             size_t errlen) {
+    return dbt_state_chunk_map(state_path, out, cap, cursors, err, errlen);
 }
 
 EXPORT char *dbt_dump_state(const char *state_path, char *err, size_t errlen) {

@@ -619,3 +619,32 @@ char *dbt_state_json(const char *state_path, char *err, size_t errlen) {
     }
     return b.p;
 }
+
+int64_t dbt_state_chunk_map(const char *state_path, uint64_t *out, uint64_t cap, uint64_t *cursors, char *err,
+                            size_t errlen) {
+    struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
+    if (!s) return -1;
+    struct dbt_chunk_entry *t = dbt_chunks(s);
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < DBT_CHUNK_CAP; i++) {
+        uint64_t key = atomic_load_explicit(&t[i].key, memory_order_acquire);
+        if (!key) continue;
+        if (n < cap) {
+            out[3 * n] = (key >> 32) - 1; /* the file's index */
+            out[3 * n + 1] = key & 0xffffffffu;
+            out[3 * n + 2] = t[i].addr;
+        }
+        n++;
+    }
+    for (uint32_t i = 0; i < DBT_MAX_DEVICES; i++) {
+        if (i < s->ndev) {
+            dbt_dev_lock(&s->dev[i]);
+            cursors[i] = s->dev[i].alloc_cursor;
+            dbt_dev_unlock(&s->dev[i]);
+        } else {
+            cursors[i] = 0;
+        }
+    }
+    munmap(s, s->size);
+    return (int64_t)n;
+}

@@ -151,6 +151,12 @@ int dbt_state_set_paused(const char *state_path, int paused, char *err, size_t e
 /* Empties the emulated page cache (if the state has one): a cold start. */
 int dbt_state_clear_page_cache(const char *state_path, char *err, size_t errlen);
 
+/* The file layout a replay needs: each chunk as (file index, chunk number, device byte address) in
+ * out (3 x cap), and each device's allocation cursor in cursors (DBT_MAX_DEVICES). Returns the
+ * number of chunks (more than cap: call again with room), or -1 with err set. */
+int64_t dbt_state_chunk_map(const char *state_path, uint64_t *out, uint64_t cap, uint64_t *cursors, char *err,
+                            size_t errlen);
+
 /* Whole-state dump as JSON, malloc'd (caller frees). NULL on error with err set. */
 char *dbt_state_json(const char *state_path, char *err, size_t errlen);
 

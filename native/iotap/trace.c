@@ -78,6 +78,10 @@ static struct dbt_trace_rec *map_segment(uint32_t seg) {
     return s;
 }
 
+int dbt_trace_active(void) {
+    return trace_dir[0] && !atomic_load_explicit(&trace_failed, memory_order_relaxed);
+}
+
 struct dbt_trace_rec *dbt_trace_reserve(void) {
     if (!trace_dir[0] || atomic_load_explicit(&trace_failed, memory_order_relaxed)) return NULL;
     uint64_t i = atomic_fetch_add(&next_rec, 1);

@@ -10,6 +10,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+/* The record layout's version: a reader refuses a trace of another one. Format 2: every program
+ * call is recorded (kind CALL) beside the device requests it caused (kind REQUEST, written before
+ * the call's own record by the same thread). */
+#define DBT_TRACE_FORMAT 2
+
 #define DBT_TRACE_SEG_RECS 65536u
 #define DBT_TRACE_MAX_SEGS 4096u
 
@@ -19,28 +24,48 @@ enum dbt_trace_op {
     DBT_TOP_SYNC_RANGE = 4, DBT_TOP_ALLOCATE = 5, DBT_TOP_TRUNCATE = 6, DBT_TOP_ADVISE = 7,
 };
 
+/* record kinds */
+enum dbt_trace_kind { DBT_TK_REQUEST = 1, DBT_TK_CALL = 2 };
+
 /* record flags */
 #define DBT_TF_DIRECT 0x01u    /* fd opened O_DIRECT */
 #define DBT_TF_DSYNC 0x02u     /* fd opened O_DSYNC / O_SYNC: the write carried a flush */
 #define DBT_TF_CACHE_HIT 0x04u /* served from the drive's buffer */
 #define DBT_TF_STREAM 0x08u    /* continued the previous transfer */
-#define DBT_TF_PAGE_CACHE 0x10u /* a buffered read served from the emulated page cache: no device I/O */
+#define DBT_TF_PAGE_CACHE 0x10u /* a call: a buffered read that found all it needed in the emulated page cache */
 #define DBT_TF_ASYNC 0x20u      /* a device request nobody waited for: read-ahead, background writeback */
+/* A call that caused exactly one device request, issued at the call with the call's bytes (the
+ * direct path, the common case): one record stands for both, so tracing costs one record per call.
+ * In it, start_ns is the request's service start and aux the host call's time in ns; the reader
+ * expands it into the request and the call. */
+#define DBT_TF_WITH_REQUEST 0x40u
 
 struct dbt_trace_rec {
-    uint64_t submit_ns;   /* the program called (CLOCK_MONOTONIC) */
-    uint64_t start_ns;    /* modelled service start */
+    uint64_t submit_ns;   /* call: the program called; request: issued to the device (CLOCK_MONOTONIC) */
+    uint64_t start_ns;    /* call: the host's own call returned; request: modelled service start */
     uint64_t complete_ns; /* modelled completion */
-    uint64_t end_ns;      /* the call returned to the program */
-    uint64_t offset;      /* file offset, bytes */
-    uint32_t len;         /* bytes transferred */
+    uint64_t end_ns;      /* call: returned to the program; request: its completion (its issue if async) */
+    uint64_t offset;      /* file offset, bytes (a truncate's new size) */
+    uint32_t len;         /* bytes */
     int32_t file;         /* run-wide file index (see the state's file table), -1 if unknown */
-    uint32_t pid, host_ns, tid;
-    uint8_t op, dev, flags, pad;
+    uint32_t pid;
+    uint32_t aux;         /* call: a read's file size in 4 KiB pages (DBT_TRACE_SIZE_UNKNOWN), the advice,
+                             sync_file_range's flags; request: 0 */
+    uint32_t tid;
+    uint8_t op, dev, flags, kind;
 };
+
+#define DBT_TRACE_SIZE_UNKNOWN 0xffffffffu
+static inline uint32_t dbt_trace_size_pages(uint64_t bytes) {
+    if (bytes == UINT64_MAX) return DBT_TRACE_SIZE_UNKNOWN;
+    uint64_t pages = (bytes + 4095) / 4096;
+    return pages >= DBT_TRACE_SIZE_UNKNOWN ? DBT_TRACE_SIZE_UNKNOWN - 1 : (uint32_t)pages;
+}
 
 _Static_assert(sizeof(struct dbt_trace_rec) == 64, "trace record is 64 bytes");
 
+/* This process records a trace (a folder was given, and its files could be made so far). */
+int dbt_trace_active(void);
 struct dbt_trace_rec *dbt_trace_reserve(void);
 void dbt_trace_commit(struct dbt_trace_rec *r, uint8_t op);
 /* failures: the state's count of processes whose trace stopped, incremented when this one's does. */

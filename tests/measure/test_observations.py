@@ -40,13 +40,14 @@ def test_pg_stat_io_delta_keeps_changed_rows_only():
 def test_object_io_attributes_each_record_to_its_object():
     files = {0: "/x/ts/PG_18_202506291/5/100", 1: "/x/pgdata/pg_wal/000000010000000000000001",
              2: "/x/ts/PG_18_202506291/5/100_fsm", 3: "/x/ts/PG_18_202506291/5/999", 4: "/x/pgdata/base/pgsql_tmp/t1.0"}
-    rec = np.zeros(7, dtype=RECORD)
-    # file, dev, op, offset, len, flags, submit, complete
-    spec = [(0, 0, 1, 0, 8192, 0, 0, 5000), (0, 0, 1, 8192, 8192, 0, 10, 20), (0, 0, 1, 0, 8192, 0x10, 30, 30),
-            (1, 1, 2, 0, 8192, 0, 40, 60), (2, 0, 1, 0, 8192, 0, 70, 80), (3, 0, 2, 0, 8192, 0, 90, 100),
-            (4, 1, 2, 0, 65536, 0x20, 100, 300)]
-    for i, (f, d, op, off, ln, fl, s, c) in enumerate(spec):
-        rec[i]["file"], rec[i]["dev"], rec[i]["op"], rec[i]["offset"], rec[i]["len"] = f, d, op, off, ln
+    rec = np.zeros(8, dtype=RECORD)
+    # kind (1 request, 2 call), file, dev, op, offset, len, flags, submit, complete
+    spec = [(1, 0, 0, 1, 0, 8192, 0, 0, 5000), (1, 0, 0, 1, 8192, 8192, 0, 10, 20),
+            (2, 0, 0, 1, 0, 8192, 0x10, 30, 30), (2, 0, 0, 1, 8192, 8192, 0, 5, 20),  # a page-cache hit; a miss
+            (1, 1, 1, 2, 0, 8192, 0, 40, 60), (1, 2, 0, 1, 0, 8192, 0, 70, 80), (1, 3, 0, 2, 0, 8192, 0, 90, 100),
+            (1, 4, 1, 2, 0, 65536, 0x20, 100, 300)]
+    for i, (k, f, d, op, off, ln, fl, s, c) in enumerate(spec):
+        rec[i]["kind"], rec[i]["file"], rec[i]["dev"], rec[i]["op"], rec[i]["offset"], rec[i]["len"] = k, f, d, op, off, ln
         rec[i]["flags"], rec[i]["submit_ns"], rec[i]["complete_ns"] = fl, s, c
     names = {(5, 100): ("orders", "table")}
     rows = {r["object"]: r for r in objects.object_io(rec, files, ["hdd", "ssd"], names)}

@@ -84,7 +84,7 @@ def test_placement_in_the_interposer_counters(two_device_run):
 
 
 def test_placement_in_the_trace(two_device_run):
-    t = two_device_run["trace"].to_pylist()
+    t = [r for r in two_device_run["trace"].to_pylist() if r["record"] == "request"]
     cat = two_device_run["catalog"]
     reads = [r for r in t if r["op"] == "read" and r["path_class"] == "relation"]
     on = {name: {r["device"] for r in reads if r["relfilenode"] == node} for name, (_, node) in cat.items()}
@@ -103,9 +103,9 @@ def test_device_time_follows_the_models(two_device_run):
     # a short seek + rotation (uniform: a mean of at least 80% of half a turn over 50+ reads) and at
     # most a full-disk random read (5.5 ms mean over a 1 GiB span); a hit, the buffer's turnaround
     # and the transfer.
-    reads = [r for r in two_device_run["trace"].to_pylist() if r["device"] == "hdd" and r["op"] == "read"]
-    # (page_cache reads are the relation-cache init file's, read through stdio from the OS page cache)
-    misses = [r["latency_us"] for r in reads if not (r["cache_hit"] or r["stream"] or r["page_cache"])]
+    reads = [r for r in two_device_run["trace"].to_pylist()
+             if r["device"] == "hdd" and r["op"] == "read" and r["record"] == "request"]
+    misses = [r["latency_us"] for r in reads if not (r["cache_hit"] or r["stream"])]
     hits = [r for r in reads if r["cache_hit"]]
     assert len(misses) >= 50
     assert 300 + 0.8 * 4167 < sum(misses) / len(misses) < 6500

@@ -16,7 +16,7 @@ from dbtier.errors import UserError
 
 IOTAP_LIB = "libdbtier_iotap.so"
 SIM_LIB = "libdbtier_sim.so"
-ABI_VERSION = 1006
+ABI_VERSION = 1006002  # devmodel ops 1, state file 6, trace format 2: dbt_abi_version's handshake
 
 OP_READ, OP_WRITE, OP_FLUSH = 1, 2, 3
 
@@ -46,6 +46,7 @@ def lib() -> ctypes.CDLL:
     if sim.dbt_abi_version() != ABI_VERSION:
         raise UserError("dbtier's native library does not match this Python package; reinstall dbtier")
     u64, u32, c_int, vp, cp = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
+    sim.dbt_trace_format.restype = c_int
     sim.dbt_param_table_json.restype = vp
     sim.dbt_free.argtypes = [vp]
     sim.dbt_sim_new.restype = vp
@@ -67,9 +68,18 @@ def lib() -> ctypes.CDLL:
                                    ctypes.POINTER(u64)]
     sim.dbt_clear_page_cache.restype = c_int
     sim.dbt_clear_page_cache.argtypes = [cp, cp, ctypes.c_size_t]
+    sim.dbt_max_devices.restype = c_int
+    sim.dbt_chunk_bytes.restype = u64
+    sim.dbt_chunk_map.restype = ctypes.c_int64
+    sim.dbt_chunk_map.argtypes = [cp, vp, u64, vp, cp, ctypes.c_size_t]
     sim.dbt_dump_state.restype = vp
     sim.dbt_dump_state.argtypes = [cp, cp, ctypes.c_size_t]
     return sim
+
+
+def trace_format() -> int:
+    """The trace record layout this build writes and reads (native/iotap/trace.h)."""
+    return int(lib().dbt_trace_format())
 
 
 def _take_string(ptr: int) -> str:
@@ -116,6 +126,27 @@ def dump_state(state_path: Path) -> dict:
     if not ptr:
         raise UserError(err.value.decode())
     return json.loads(_take_string(ptr))
+
+
+def chunk_bytes() -> int:
+    """Files get device space in chunks of this many bytes, in order of first touch (state.h)."""
+    return int(lib().dbt_chunk_bytes())
+
+
+def chunk_map(state_path: Path) -> tuple[np.ndarray, list[int]]:
+    """Where every file's 1 MiB chunks lie on their device: rows of (file index, chunk, byte address),
+    and each device's allocation cursor (what a replay needs to lay the files out the same way)."""
+    err = ctypes.create_string_buffer(1024)
+    cursors = np.zeros(lib().dbt_max_devices(), dtype=np.uint64)
+    cap = 4096
+    while True:
+        out = np.empty((cap, 3), dtype=np.uint64)
+        n = lib().dbt_chunk_map(str(state_path).encode(), out.ctypes.data, cap, cursors.ctypes.data, err, len(err))
+        if n < 0:
+            raise UserError(err.value.decode())
+        if n <= cap:
+            return out[:n], [int(c) for c in cursors]
+        cap = int(n) + 1024  # files grew meanwhile: room for the count and some
 
 
 def pattern_offsets(seed: int, random: bool, span: int, block: int, n: int) -> np.ndarray:

@@ -123,9 +123,14 @@ class Session:
         if not self.trace_dir:
             return
         state = self.snapshot()
+        chunks, cursors = native.chunk_map(self.state_path)
         write_private(self.trace_dir / "files.json", json.dumps(state["files"]), mode=0o644)
-        write_private(self.trace_dir / "meta.json", json.dumps({**meta, "devices": self.describe()}, indent=1),
-                      mode=0o644)
+        write_private(self.trace_dir / "layout.json",
+                      json.dumps({"chunk_bytes": native.chunk_bytes(), "chunks": chunks.tolist(),
+                                  "cursors": cursors[:len(self.devices)]}), mode=0o644)
+        write_private(self.trace_dir / "meta.json",
+                      json.dumps({**meta, "trace_format": native.trace_format(), "devices": self.describe()},
+                                 indent=1), mode=0o644)
 
     def remove(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)

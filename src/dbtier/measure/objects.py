@@ -13,7 +13,8 @@ import numpy as np
 from dbtier.pg.paths import classify
 
 READ, WRITE, FLUSH = 1, 2, 3
-DSYNC, PAGE_CACHE, ASYNC = 0x02, 0x10, 0x20
+PAGE_CACHE, ASYNC = 0x10, 0x20
+REQUEST, CALL = 1, 2  # measure.trace's record kinds
 
 NAMES_QUERY = """
 SELECT (SELECT oid FROM pg_database WHERE datname = current_database()),
@@ -96,22 +97,22 @@ def object_io(records: np.ndarray, files: dict[int, str], devices: list[str],
             row = rows.setdefault((name, device), {
                 "object": name, "kind": kind, "device": device, "reads": 0, "read_bytes": 0, "writes": 0,
                 "write_bytes": 0, "flushes": 0, "cached_reads": 0, "sequential": 0, "async": 0, "device_s": 0.0})
-            op, flags = r["op"], r["flags"]
-            on_device = (flags & PAGE_CACHE) == 0
-            transfer = ((op == READ) | (op == WRITE)) & on_device
-            row["reads"] += int(np.sum((op == READ) & on_device))
-            row["read_bytes"] += int(np.sum(r["len"][(op == READ) & on_device]))
-            row["writes"] += int(np.sum((op == WRITE) & on_device))
-            row["write_bytes"] += int(np.sum(r["len"][(op == WRITE) & on_device]))
-            # an O_DSYNC / O_SYNC write carries its own flush (one trace record for both)
-            row["flushes"] += int(np.sum(op == FLUSH)) + int(np.sum((op == WRITE) & ((flags & DSYNC) != 0)))
-            row["cached_reads"] += int(np.sum((op == READ) & ~on_device))
+            req = r[r["kind"] == REQUEST]  # what reached the device
+            op, flags = req["op"], req["flags"]
+            transfer = (op == READ) | (op == WRITE)
+            row["reads"] += int(np.sum(op == READ))
+            row["read_bytes"] += int(np.sum(req["len"][op == READ]))
+            row["writes"] += int(np.sum(op == WRITE))
+            row["write_bytes"] += int(np.sum(req["len"][op == WRITE]))
+            row["flushes"] += int(np.sum(op == FLUSH))  # an O_DSYNC write's flush is a request of its own
+            call = r[r["kind"] == CALL]  # a buffered read that found all it needed in memory
+            row["cached_reads"] += int(np.sum((call["op"] == READ) & ((call["flags"] & PAGE_CACHE) != 0)))
             row["async"] += int(np.sum(transfer & ((flags & ASYNC) != 0)))
-            t = r[transfer]
+            t = req[transfer]
             if len(t) > 1:  # sequential: starts where the file's previous device transfer ended
                 ends = t["offset"][:-1] + t["len"][:-1]
                 row["sequential"] += int(np.sum(t["offset"][1:] == ends))
-            busy = r[on_device & ((op == READ) | (op == WRITE) | (op == FLUSH))]
+            busy = req[transfer | (op == FLUSH)]
             row["device_s"] += float(np.sum(busy["complete_ns"].astype(np.int64) - busy["submit_ns"].astype(np.int64))) / 1e9
     out = []
     for row in rows.values():

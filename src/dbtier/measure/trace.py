@@ -1,6 +1,9 @@
 """The interposer's binary trace: reading the per-process record files, and Parquet conversion.
 
-Record layout: native/iotap/trace.h (64 bytes, little endian)."""
+Record layout: native/iotap/trace.h (64 bytes, little endian), versioned by its format number, which
+this module reads from the native library. Two kinds of record: the program's calls (what it asked
+for, when, and when it got its answer) and the device requests each call caused (written just
+before the call's own record, by the same thread)."""
 
 from __future__ import annotations
 
@@ -16,13 +19,42 @@ from dbtier.pg.paths import classify
 
 RECORD = np.dtype([
     ("submit_ns", "<u8"), ("start_ns", "<u8"), ("complete_ns", "<u8"), ("end_ns", "<u8"),
-    ("offset", "<u8"), ("len", "<u4"), ("file", "<i4"), ("pid", "<u4"), ("host_ns", "<u4"),
-    ("tid", "<u4"), ("op", "u1"), ("dev", "u1"), ("flags", "u1"), ("pad", "u1"),
+    ("offset", "<u8"), ("len", "<u4"), ("file", "<i4"), ("pid", "<u4"), ("aux", "<u4"),
+    ("tid", "<u4"), ("op", "u1"), ("dev", "u1"), ("flags", "u1"), ("kind", "u1"),
 ])
 assert RECORD.itemsize == 64
+REQUEST, CALL = 1, 2  # enum dbt_trace_kind
+KINDS = {REQUEST: "request", CALL: "call"}
 
 OPS = {1: "read", 2: "write", 3: "flush", 4: "sync_file_range", 5: "allocate", 6: "truncate", 7: "fadvise"}
 FLAGS = {"direct": 0x01, "dsync": 0x02, "cache_hit": 0x04, "stream": 0x08, "page_cache": 0x10, "async": 0x20}
+
+
+WITH_REQUEST = 0x40  # a call's record that stands for its one device request too (trace.h)
+_CALL_FLAGS = FLAGS["direct"] | FLAGS["dsync"] | FLAGS["page_cache"]
+SIZE_UNKNOWN = 0xFFFFFFFF
+
+
+def expand(recs: np.ndarray) -> np.ndarray:
+    """Each record that stands for a call and its one device request, as the two records it stands
+    for (the request just before its call), so that readers see one shape."""
+    folded = (recs["kind"] == CALL) & ((recs["flags"] & WITH_REQUEST) != 0)
+    if not folded.any():
+        return recs
+    at = np.arange(len(recs)) + np.cumsum(folded)  # where each record lands once the requests are in
+    out = np.empty(len(recs) + int(folded.sum()), dtype=RECORD)
+    out[at] = recs
+    f = recs[folded]
+    req = f.copy()
+    req["kind"], req["end_ns"], req["aux"] = REQUEST, f["complete_ns"], 0
+    req["flags"] = f["flags"] & ~np.uint8(WITH_REQUEST)
+    out[at[folded] - 1] = req
+    call = f.copy()
+    call["start_ns"] = f["submit_ns"] + f["aux"]  # the host call's end
+    call["aux"] = np.where(f["op"] == 1, SIZE_UNKNOWN, 0)
+    call["flags"] = f["flags"] & np.uint8(_CALL_FLAGS)
+    out[at[folded]] = call
+    return out
 
 
 def _read_file(path: Path) -> np.ndarray:
@@ -37,12 +69,31 @@ def _read_file(path: Path) -> np.ndarray:
         raise UserError(f"cannot read the trace file {path}: {exc.strerror}") from None
 
 
-def read_records(trace_dir: Path) -> np.ndarray:
-    files = sorted(p for p in Path(trace_dir).glob("iotap-*.trc") if p.is_file())
+def _segment_order(path: Path) -> tuple[int, int]:
+    """iotap-<process>-<segment>.trc: a process's records in the order it wrote them."""
+    try:
+        _, proc, seg = path.stem.split("-")
+        return int(proc), int(seg)
+    except ValueError:
+        return (1 << 62, 0)
+
+
+def read_records(trace_dir: Path, in_order: bool = False) -> np.ndarray:
+    """Every committed record. Sorted by submit time, or (in_order) as each process wrote them, one
+    process after another: a call's requests just before it, as a replay needs them."""
+    files = sorted((p for p in Path(trace_dir).glob("iotap-*.trc") if p.is_file()), key=_segment_order)
     parts = [_read_file(f) for f in files]
     recs = np.concatenate(parts) if parts else np.empty(0, dtype=RECORD)
-    recs = recs[recs["op"] != 0]
-    return recs[np.argsort(recs["submit_ns"], kind="stable")]
+    recs = expand(recs[recs["op"] != 0])
+    return recs if in_order else recs[np.argsort(recs["submit_ns"], kind="stable")]
+
+
+def requests(recs: np.ndarray) -> np.ndarray:
+    return recs[recs["kind"] == REQUEST]
+
+
+def calls(recs: np.ndarray) -> np.ndarray:
+    return recs[recs["kind"] == CALL]
 
 
 def load_meta(trace_dir: Path) -> tuple[dict, dict[int, str]]:
@@ -51,6 +102,7 @@ def load_meta(trace_dir: Path) -> tuple[dict, dict[int, str]]:
     if not meta_path.exists() or not files_path.exists():
         raise UserError(f"{trace_dir} is not a dbtier trace (no meta.json/files.json); record one with --trace")
     meta, table = _json(meta_path), _json(files_path)
+    check_format(meta.get("trace_format", 1) if isinstance(meta, dict) else None, meta_path)
     devices = meta.get("devices") if isinstance(meta, dict) else None
     if not isinstance(devices, list) or not all(isinstance(d, dict) and isinstance(d.get("name"), str)
                                                 for d in devices):
@@ -62,6 +114,27 @@ def load_meta(trace_dir: Path) -> tuple[dict, dict[int, str]]:
         raise UserError(f"{files_path}: not a dbtier trace's file table (a list of [index, device, path]); record "
                         "the trace again with --trace")
     return meta, {idx: path for idx, _dev, path in table}
+
+
+def load_layout(trace_dir: Path) -> dict:
+    """The file layout a replay needs (layout.json): each file's chunks on its device."""
+    path = Path(trace_dir) / "layout.json"
+    if not path.exists():
+        raise UserError(f"{trace_dir} has no layout.json (the file layout on the devices); record it again with --trace")
+    layout = _json(path)
+    if not (isinstance(layout, dict) and isinstance(layout.get("chunks"), list)
+            and isinstance(layout.get("cursors"), list) and isinstance(layout.get("chunk_bytes"), int)):
+        raise UserError(f"{path}: not a dbtier trace's file layout; record the trace again with --trace")
+    return layout
+
+
+def check_format(found, where) -> None:
+    """A trace of another record layout cannot be read as this one: refused, with what to do."""
+    from dbtier.devices.native import trace_format
+    expected = trace_format()
+    if found != expected:
+        raise UserError(f"{where}: recorded in trace format {found}, but this dbtier reads format {expected}; "
+                        "record the run again with --trace")
 
 
 def _json(path: Path):
@@ -80,6 +153,10 @@ def to_table(trace_dir: Path) -> pa.Table:
     if not len(recs):
         raise UserError(f"{trace_dir}: the trace holds no I/O (the program did none under the devices' folders "
                         "while it was traced); nothing to convert")
+    bad_kind = recs[~np.isin(recs["kind"], list(KINDS))]
+    if len(bad_kind):
+        raise UserError(f"{trace_dir}: a record has the unknown kind {int(bad_kind['kind'][0])}; the trace is "
+                        "damaged or not a dbtier trace")
     bad_op = recs[~np.isin(recs["op"], list(OPS))]
     if len(bad_op):
         raise UserError(f"{trace_dir}: a record has the unknown operation {int(bad_op['op'][0])}; the trace is "
@@ -97,8 +174,12 @@ def to_table(trace_dir: Path) -> pa.Table:
     def per_file(key):
         return [info[int(i)][key] for i in file_idx]
 
+    is_call = recs["kind"] == CALL
+    submit = recs["submit_ns"].astype(np.int64)
     columns = {
         "t_s": (recs["submit_ns"] - t0) / 1e9,
+        # a program call, or a device request one caused (a call's requests come just before it)
+        "record": pa.array([KINDS[int(k)] for k in recs["kind"]], type=pa.string()).dictionary_encode(),
         "device": pa.array([names[d] for d in recs["dev"]], type=pa.string()).dictionary_encode(),
         "op": pa.array([OPS[int(o)] for o in recs["op"]], type=pa.string()).dictionary_encode(),
         "offset": recs["offset"],
@@ -111,17 +192,24 @@ def to_table(trace_dir: Path) -> pa.Table:
         "database": pa.array(per_file("database"), type=pa.int64()),
         "relfilenode": pa.array(per_file("relfilenode"), type=pa.int64()),
         "segment": pa.array(per_file("segment"), type=pa.int64()),
-        "queue_us": (recs["start_ns"].astype(np.int64) - recs["submit_ns"].astype(np.int64)) / 1e3,
-        "latency_us": (recs["complete_ns"].astype(np.int64) - recs["submit_ns"].astype(np.int64)) / 1e3,
-        "lateness_us": (recs["end_ns"].astype(np.int64) - recs["complete_ns"].astype(np.int64)) / 1e3,
-        "host_us": recs["host_ns"] / 1e3,
+        # a request's time queued at the device; a call has none
+        "queue_us": np.where(is_call, 0, recs["start_ns"].astype(np.int64) - submit) / 1e3,
+        # modelled: a request's service with its queueing, a call's answer (0 when nothing was waited for)
+        "latency_us": (recs["complete_ns"].astype(np.int64) - submit) / 1e3,
+        # a call's return after its modelled completion, and its host call's own time; 0 for requests
+        "lateness_us": np.where(is_call, recs["end_ns"].astype(np.int64) - recs["complete_ns"].astype(np.int64),
+                                0) / 1e3,
+        "host_us": np.where(is_call, recs["start_ns"].astype(np.int64) - submit, 0) / 1e3,
         "pid": recs["pid"],
         "tid": recs["tid"],
         "submit_ns": recs["submit_ns"],
     }
     for flag, bit in FLAGS.items():
         columns[flag] = (recs["flags"] & bit) != 0
-    return pa.table(columns, metadata={"dbtier": json.dumps(meta)})
+    layout = load_layout(trace_dir)
+    table_files = [[i, p] for i, p in sorted(files.items())]
+    return pa.table(columns, metadata={"dbtier": json.dumps(meta), "dbtier_files": json.dumps(table_files),
+                                       "dbtier_layout": json.dumps(layout)})
 
 
 def convert(trace_dir: Path, out: Path) -> pa.Table:

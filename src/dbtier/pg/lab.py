@@ -88,6 +88,8 @@ class Lab:
         self.session: Session | None = None
         self.cluster: Cluster | None = None
         self.devices: list[Device] = []
+        # what a replay needs of the run's course: measured and warm intervals, cold starts (monotonic ns)
+        self.timeline: list[dict] = []
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -264,6 +266,7 @@ class Lab:
         self.session.pause()
         self.cluster.stop()
         self.session.clear_page_cache()
+        self.timeline.append({"event": "page cache emptied", "t_ns": time.monotonic_ns()})
         for dev in self.devices:  # a real device's files leave the host's own page cache
             if dev.profile.kind == "real":
                 hostfs.evict_from_page_cache(dev.directory)
@@ -273,13 +276,15 @@ class Lab:
     def warm(self):
         """An unmeasured interval with the emulation on, so that caches fill as they would."""
         self.session.pause(False)
+        t0 = time.monotonic_ns()
         try:
             yield
         finally:
             self.session.pause()
+            self.timeline.append({"event": "warm", "t0_ns": t0, "t1_ns": time.monotonic_ns()})
 
     @contextlib.contextmanager
-    def measure(self, sample_waits: bool = True):
+    def measure(self, sample_waits: bool = True, label: str = "run"):
         """The measured interval: device time is charged, counted and traced only inside it. Besides
         elapsed, CPU and per-device figures, the result has the top wait events (sampled), the
         pg_stat_io and pg_stat_wal deltas, and the I/O of every object (from the trace)."""
@@ -312,6 +317,7 @@ class Lab:
             cpu.settle(pid, resident - ({sampler.backend_pid} if sampler else set()))
             cpu1, client1, steal1 = cpu.server_cpu_s(pid), cpu.own_cpu_s(), cpu.host_steal_s()
             t1_ns = time.monotonic_ns()
+            self.timeline.append({"event": "measured", "phase": label, "t0_ns": t0_ns, "t1_ns": t1_ns})
             disks_after = {name: diskstats.read(disks[name]) for name in disks_before}
             after = self.session.snapshot()
             self.session.pause()
@@ -396,7 +402,7 @@ class Lab:
         if not self.options.trace:
             return None
         from dbtier.measure.trace import convert
-        self.session.save_trace_meta(meta)
+        self.session.save_trace_meta({**meta, "timeline": self.timeline})
         convert(self.session.trace_dir, out)
         return out
 

@@ -60,7 +60,7 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Plac
                 if phase.warm is not None:
                     with lab.warm():
                         phase.warm(db, progress)
-                with lab.measure() as m:
+                with lab.measure(label=phase.name) as m:
                     metrics = phase.run(db, progress)
                 phases.append({"phase": phase.name, **m.result, "metrics": metrics,
                                "rates": workload.rates(metrics, m.result["elapsed_s"], phase.name, m.result)})

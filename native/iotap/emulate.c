@@ -1,0 +1,174 @@
+/* The emulation core. See emulate.h. */
+#define _GNU_SOURCE
+#include "emulate.h"
+
+#include <fcntl.h>
+#include <stdatomic.h>
+
+#define ADD(field, v) atomic_fetch_add_explicit(&(field), (v), memory_order_relaxed)
+
+struct core {
+    struct dbt_state *s;
+    const struct dbt_emulate_hooks *hooks;
+};
+
+static void count_latency(struct dbt_counters *c, int op, uint64_t len, uint64_t lat, uint64_t queued) {
+    if (op == DBT_OP_READ) {
+        ADD(c->reads, 1);
+        ADD(c->read_bytes, len);
+        ADD(c->read_ns, lat);
+    } else if (op == DBT_OP_WRITE) {
+        ADD(c->writes, 1);
+        ADD(c->write_bytes, len);
+        ADD(c->write_ns, lat);
+    } else {
+        ADD(c->flushes, 1);
+        ADD(c->flush_ns, lat);
+    }
+    ADD(c->queue_ns, queued);
+}
+
+/* One request through the device's model, under its lock; keeps iostat's busy time (the union of
+ * [arrival, completion]). A `real` device's request completes when the host's call did. */
+static void model_request(struct dbt_device_slot *d, int op, uint64_t addr, uint64_t len, uint64_t arrival,
+                          uint64_t host_end, struct dbt_result *res) {
+    struct dbt_request rq = {arrival, addr, (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len), (uint8_t)op};
+    dbt_dev_lock(d);
+    if (d->kind == DBT_KIND_REAL) {
+        res->start_ns = arrival;
+        res->complete_ns = host_end;
+        res->flags = 0;
+    } else {
+        dbt_model_submit(&d->model, &rq, res);
+    }
+    uint64_t from = arrival > d->busy_mark ? arrival : d->busy_mark;
+    if (res->complete_ns > from) d->busy_ns += res->complete_ns - from;
+    if (res->complete_ns > d->busy_mark) d->busy_mark = res->complete_ns;
+    if (!d->first_ns || arrival < d->first_ns) d->first_ns = arrival;
+    if (res->complete_ns > d->last_ns) d->last_ns = res->complete_ns;
+    dbt_dev_unlock(d);
+}
+
+/* Issues, counts and reports one device request; returns its completion. Inlined: it is the
+ * interposer's hot path. */
+static inline __attribute__((always_inline)) uint64_t device_request(struct core *k, int devno, int64_t file, int op, uint64_t off, uint64_t len,
+                               uint64_t arrival, uint64_t host_end, uint8_t flags) {
+    struct dbt_device_slot *d = &k->s->dev[devno];
+    uint64_t addr = (d->kind == DBT_KIND_HDD && op != DBT_OP_FLUSH) ? dbt_state_addr(k->s, devno, file, off) : off;
+    struct dbt_result res;
+    model_request(d, op, addr, len, arrival, host_end, &res);
+    count_latency(&d->c, op, len, res.complete_ns - arrival, res.start_ns - arrival);
+    if (res.flags & DBT_RES_CACHE_HIT) {
+        ADD(d->c.cache_hits, 1);
+        flags |= DBT_TF_CACHE_HIT;
+    }
+    if (res.flags & DBT_RES_STREAM) {
+        ADD(d->c.streams, 1);
+        flags |= DBT_TF_STREAM;
+    }
+    if (k->hooks && k->hooks->request) {
+        struct dbt_request_event ev = {arrival, res.start_ns, res.complete_ns, op == DBT_OP_FLUSH ? 0 : off,
+                                       op == DBT_OP_FLUSH ? 0 : len, file, (uint8_t)op, (uint8_t)devno, flags};
+        k->hooks->request(k->hooks->ctx, &ev);
+    }
+    return res.complete_ns;
+}
+
+/* The page cache's way to the devices (called with its lock held): a miss, read-ahead or writeback. */
+static uint64_t pc_device_io(void *ctx, int op, int64_t file, uint64_t off, uint64_t len, uint64_t arrival,
+                             int async) {
+    struct core *k = ctx;
+    int devno = dbt_state_file_device(k->s, file); /* the file came from a page key in shared memory */
+    if (devno < 0) return arrival;
+    return device_request(k, devno, file, op, off, len, arrival, arrival, async ? DBT_TF_ASYNC : 0);
+}
+
+static void add_pc_stats(struct dbt_counters *c, const struct dbt_pc_stats *st) {
+    ADD(c->pc_hit_pages, st->hit_pages);
+    ADD(c->pc_miss_pages, st->miss_pages);
+    ADD(c->pc_readahead_bytes, st->readahead_bytes);
+    ADD(c->pc_writeback_bytes, st->writeback_bytes);
+}
+
+/* A buffered call through the emulated page cache: what it finds in memory costs nothing; what it
+ * must fetch, write through or write back costs the device's time. */
+static void buffered(struct core *k, struct dbt_pc *pc, const struct dbt_call *c, struct dbt_outcome *out) {
+    struct dbt_device_slot *d = &k->s->dev[c->dev];
+    struct dbt_pc_stats st = {0, 0, 0, 0};
+    int write_through = (c->flags & DBT_TF_DSYNC) || k->s->dsync_data;
+    uint64_t complete;
+    if (c->op == DBT_TOP_READ) {
+        uint64_t size = k->hooks && k->hooks->file_size ? k->hooks->file_size(k->hooks->ctx) : c->file_size;
+        complete = dbt_pc_read(pc, c->file, c->off, c->len, size, c->t0, pc_device_io, k, &st);
+    }
+    else if (c->op == DBT_TOP_WRITE)
+        complete = dbt_pc_write(pc, c->file, c->off, c->len, c->t0, write_through, pc_device_io, k, &st);
+    else /* fsync, fdatasync: the file's dirty pages, then the device's cache */
+        complete = dbt_pc_writeback(pc, c->file, 0, 0, c->t0, 1, pc_device_io, k, &st);
+    if (c->op == DBT_TOP_FLUSH || (c->op == DBT_TOP_WRITE && write_through))
+        complete = device_request(k, c->dev, c->file, DBT_OP_FLUSH, 0, 0, complete, complete, c->flags);
+    add_pc_stats(&d->c, &st);
+    out->complete = complete;
+    out->wait = complete > c->t0;
+    if (c->op == DBT_TOP_READ && !st.miss_pages) out->flags |= DBT_TF_PAGE_CACHE;
+}
+
+/* A transfer or flush that goes straight to the device: O_DIRECT, a `real` device, or no page cache. */
+static void direct(struct core *k, const struct dbt_call *c, struct dbt_outcome *out) {
+    struct dbt_device_slot *d = &k->s->dev[c->dev];
+    uint64_t complete = device_request(k, c->dev, c->file, c->op, c->off, c->len, c->t0, c->host_end, c->flags);
+    if (c->op == DBT_TOP_WRITE && (c->flags & DBT_TF_DSYNC)) /* O_DSYNC: the write carries a flush */
+        complete = device_request(k, c->dev, c->file, DBT_OP_FLUSH, 0, 0, complete, complete, c->flags);
+    out->complete = complete;
+    out->wait = d->kind != DBT_KIND_REAL; /* a real device's wait was the host call itself */
+}
+
+/* Calls that move no data: their page-cache part (advice, writeback hints, truncation), counted. */
+static void other(struct core *k, struct dbt_pc *pc, const struct dbt_call *c, struct dbt_outcome *out) {
+    struct dbt_device_slot *d = &k->s->dev[c->dev];
+    struct dbt_pc_stats st = {0, 0, 0, 0};
+    uint64_t done = c->t0;
+    if (pc && c->file >= 0 && d->kind != DBT_KIND_REAL) {
+        if (c->op == DBT_TOP_TRUNCATE) {
+            dbt_pc_drop(pc, c->file, c->off, 0, 1);
+        } else if (c->op == DBT_TOP_ADVISE && c->aux == POSIX_FADV_DONTNEED) {
+            dbt_pc_writeback(pc, c->file, c->off, c->len, c->t0, 0, pc_device_io, k, &st); /* started, as Linux */
+            dbt_pc_drop(pc, c->file, c->off, c->len, 0);
+        } else if (c->op == DBT_TOP_ADVISE && c->aux == POSIX_FADV_WILLNEED) {
+            dbt_pc_willneed(pc, c->file, c->off, c->len, c->t0, pc_device_io, k, &st);
+        } else if (c->op == DBT_TOP_SYNC_RANGE && (c->aux & SYNC_FILE_RANGE_WRITE)) {
+            done = dbt_pc_writeback(pc, c->file, c->off, c->len, c->t0, (c->aux & SYNC_FILE_RANGE_WAIT_AFTER) != 0,
+                                    pc_device_io, k, &st);
+        }
+        add_pc_stats(&d->c, &st);
+    }
+    ADD(d->c.other_ops, 1);
+    out->complete = done;
+    out->wait = done > c->t0;
+}
+
+void dbt_emulate(struct dbt_state *s, const struct dbt_call *c, const struct dbt_emulate_hooks *hooks,
+                 struct dbt_outcome *out) {
+    struct core k = {s, hooks};
+    struct dbt_device_slot *d = &s->dev[c->dev];
+    int transfer = c->op == DBT_TOP_READ || c->op == DBT_TOP_WRITE;
+    *out = (struct dbt_outcome){c->t0, 0, 0, 0};
+    /* A file gets its device space where the program first touches it, paused or not, so that the
+     * measured part finds the layout the preparation left. */
+    if (d->kind == DBT_KIND_HDD && transfer) (void)dbt_state_addr(s, c->dev, c->file, c->off);
+    if (atomic_load_explicit(&s->paused, memory_order_relaxed)) return;
+    out->charged = 1;
+    struct dbt_pc *pc = dbt_state_pc(s);
+    if (!transfer && c->op != DBT_TOP_FLUSH) {
+        other(&k, pc, c, out);
+        return;
+    }
+    if (pc && c->file >= 0 && d->kind != DBT_KIND_REAL) {
+        if (!(c->flags & DBT_TF_DIRECT)) {
+            buffered(&k, pc, c, out);
+            return;
+        }
+        if (c->op == DBT_TOP_WRITE) dbt_pc_drop(pc, c->file, c->off, c->len, 1); /* direct writes invalidate */
+    }
+    direct(&k, c, out);
+}
