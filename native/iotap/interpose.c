@@ -16,6 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -660,6 +663,89 @@ WRAP_OTHER(ftruncate64, int, (int fd, off64_t len), (fd, len), DBT_TOP_TRUNCATE,
     }
 WRAP_TRUNCATE_PATH(truncate, off_t)
 WRAP_TRUNCATE_PATH(truncate64, off64_t)
+
+/* ---- wrappers: waking and sleeping (traced only) ------------------------------------------- */
+
+/* Only while a trace records an emulated interval, and never about a process waking itself. */
+static inline int sync_traced(void) {
+    return g_state && !tl_guard && !atomic_load_explicit(&g_state->paused, memory_order_relaxed) &&
+           dbt_trace_active();
+}
+
+static void trace_sync(int op, uint8_t flags, uint64_t target, uint32_t aux, uint64_t t0, uint64_t t1, int64_t n) {
+    tl_guard++;
+    struct dbt_trace_rec *r = dbt_trace_reserve();
+    if (r) {
+        r->submit_ns = r->start_ns = t0;
+        r->complete_ns = r->end_ns = t1;
+        r->offset = target;
+        r->len = n > 0 ? (uint32_t)n : 0;
+        r->file = -1;
+        r->pid = g_pid;
+        r->aux = aux;
+        r->tid = thread_id();
+        r->dev = 0;
+        r->flags = flags;
+        r->kind = DBT_TK_SYNC;
+        dbt_trace_commit(r, (uint8_t)op);
+    }
+    tl_guard--;
+}
+
+EXPORT int kill(pid_t pid, int sig) {
+    ENSURE(kill, -1);
+    if (LIKELY(pid <= 0 || (uint32_t)pid == g_pid || !sync_traced())) return real_kill(pid, sig);
+    uint64_t t0 = now_ns();
+    int r = real_kill(pid, sig);
+    int saved = errno;
+    if (r == 0) trace_sync(DBT_SYNC_WAKE, DBT_SF_KILL, (uint64_t)pid, (uint32_t)sig, t0, now_ns(), 0);
+    errno = saved;
+    return r;
+}
+
+EXPORT int sem_post(sem_t *sem) {
+    ENSURE(sem_post, -1);
+    if (LIKELY(!sync_traced())) return real_sem_post(sem);
+    uint64_t t0 = now_ns();
+    int r = real_sem_post(sem);
+    int saved = errno;
+    if (r == 0) trace_sync(DBT_SYNC_WAKE, DBT_SF_SEM, (uint64_t)(uintptr_t)sem, 0, t0, now_ns(), 0);
+    errno = saved;
+    return r;
+}
+
+EXPORT int sem_wait(sem_t *sem) {
+    ENSURE(sem_wait, -1);
+    if (LIKELY(!sync_traced())) return real_sem_wait(sem);
+    uint64_t t0 = now_ns();
+    int r = real_sem_wait(sem);
+    int saved = errno;
+    if (r == 0) trace_sync(DBT_SYNC_SLEEP, DBT_SF_SEM, (uint64_t)(uintptr_t)sem, 0, t0, now_ns(), 1);
+    errno = saved;
+    return r;
+}
+
+EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout) {
+    ENSURE(epoll_wait, -1);
+    if (LIKELY(!sync_traced())) return real_epoll_wait(epfd, events, maxevents, timeout);
+    uint64_t t0 = now_ns();
+    int r = real_epoll_wait(epfd, events, maxevents, timeout);
+    int saved = errno;
+    trace_sync(DBT_SYNC_SLEEP, DBT_SF_EPOLL, 0, 0, t0, now_ns(), r);
+    errno = saved;
+    return r;
+}
+
+EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *sigmask) {
+    ENSURE(epoll_pwait, -1);
+    if (LIKELY(!sync_traced())) return real_epoll_pwait(epfd, events, maxevents, timeout, sigmask);
+    uint64_t t0 = now_ns();
+    int r = real_epoll_pwait(epfd, events, maxevents, timeout, sigmask);
+    int saved = errno;
+    trace_sync(DBT_SYNC_SLEEP, DBT_SF_EPOLL, 0, 0, t0, now_ns(), r);
+    errno = saved;
+    return r;
+}
 
 /* ---- process life ------------------------------------------------------------------------- */
 

@@ -3,6 +3,7 @@
  * devmodel.c serves the interposer; nothing here has physics of its own. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "devmodel.h"
 #include "state.h"
+#include "replay.h"
 #include "trace.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -188,4 +190,42 @@ EXPORT int64_t dbt_bench_loop(int fd, int reading, void *buf, uint64_t bs, uint6
     *bytes = moved;
     *elapsed = now - start;
     return (int64_t)n;
+}
+
+/* ---- the offline replay (replay.c) on a state file of its own ------------------------------- */
+
+EXPORT struct dbt_state *dbt_replay_attach(const char *state_path, char *err, size_t errlen) {
+    return dbt_state_attach(state_path, err, errlen);
+}
+
+EXPORT void dbt_replay_detach(struct dbt_state *s) {
+    if (s) munmap(s, s->size);
+}
+
+/* files: (file index, device) pairs; chunks: (file index, device, chunk, address) rows. */
+EXPORT int dbt_replay_layout(struct dbt_state *s, const uint64_t *files, uint64_t nfiles, const uint64_t *chunks,
+                             uint64_t nchunks, char *err, size_t errlen) {
+    for (uint64_t i = 0; i < nfiles; i++) dbt_state_put_file(s, (int64_t)files[2 * i], (int)files[2 * i + 1]);
+    for (uint64_t i = 0; i < nchunks; i++) {
+        const uint64_t *c = &chunks[4 * i];
+        if (dbt_state_put_chunk(s, (int)c[1], (int64_t)c[0], c[2], c[3]) != 0) {
+            snprintf(err, errlen, "the file layout does not fit the replay's chunk table (%u chunks per device)",
+                     DBT_CHUNK_CAP / (s->ndev ? s->ndev : 1));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+EXPORT uint64_t dbt_replay_event_size(void) { return sizeof(struct dbt_replay_event); }
+EXPORT uint64_t dbt_replay_request_size(void) { return sizeof(struct dbt_replay_request); }
+
+EXPORT int dbt_replay_run(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t n, uint64_t recorded_from,
+                          uint64_t replay_from, double cpu_scale, uint64_t *start, uint64_t *end, uint8_t *flags,
+                          struct dbt_replay_request **requests, uint64_t *nrequests, char *err, size_t errlen) {
+    struct dbt_replay_result r = {start, end, flags, NULL, 0};
+    int rc = dbt_replay(s, ev, n, recorded_from, replay_from, cpu_scale, &r, err, errlen);
+    *requests = r.requests;
+    *nrequests = r.nrequests;
+    return rc;
 }

@@ -648,3 +648,33 @@ int64_t dbt_state_chunk_map(const char *state_path, uint64_t *out, uint64_t cap,
     munmap(s, s->size);
     return (int64_t)n;
 }
+
+void dbt_state_put_file(struct dbt_state *s, int64_t file, int dev) {
+    if (file < 0 || file >= (int64_t)DBT_FILE_CAP || dev < 0 || (uint32_t)dev >= s->ndev) return;
+    struct dbt_file_entry *e = &dbt_files(s)[file];
+    e->device = (uint32_t)dev;
+    if (!atomic_load(&e->key)) {
+        atomic_store_explicit(&e->key, mix64((uint64_t)file + 1) | 1, memory_order_release);
+        atomic_fetch_add(&s->nfiles, 1);
+    }
+}
+
+int dbt_state_put_chunk(struct dbt_state *s, int dev, int64_t file, uint64_t chunk, uint64_t addr) {
+    if (file < 0 || dev < 0 || (uint32_t)dev >= s->ndev) return -1;
+    uint64_t key = ((uint64_t)(file + 1) << 32) | (chunk & 0xffffffffu);
+    struct dbt_device_slot *d = &s->dev[dev];
+    dbt_dev_lock(d);
+    int64_t empty, found = chunk_probe(s, dev, key, &empty);
+    int rc = 0;
+    if (found >= 0) {
+        dbt_chunks(s)[found].addr = addr;
+    } else if (empty >= 0) {
+        dbt_chunks(s)[empty].addr = addr;
+        atomic_store_explicit(&dbt_chunks(s)[empty].key, key, memory_order_release);
+    } else {
+        rc = -1;
+    }
+    if (addr + DBT_CHUNK_BYTES > d->alloc_cursor) d->alloc_cursor = addr + DBT_CHUNK_BYTES;
+    dbt_dev_unlock(d);
+    return rc;
+}

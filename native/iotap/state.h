@@ -157,6 +157,12 @@ int dbt_state_clear_page_cache(const char *state_path, char *err, size_t errlen)
 int64_t dbt_state_chunk_map(const char *state_path, uint64_t *out, uint64_t cap, uint64_t *cursors, char *err,
                             size_t errlen);
 
+/* For a replay, which lays files out as the recorded run did: the file's device (the placement's),
+ * and one chunk at a given address (the device's allocation cursor moves past it). put_chunk
+ * returns -1 if the device's slice of the chunk table is full. */
+void dbt_state_put_file(struct dbt_state *s, int64_t file, int dev);
+int dbt_state_put_chunk(struct dbt_state *s, int dev, int64_t file, uint64_t chunk, uint64_t addr);
+
 /* Whole-state dump as JSON, malloc'd (caller frees). NULL on error with err set. */
 char *dbt_state_json(const char *state_path, char *err, size_t errlen);
 

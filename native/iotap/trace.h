@@ -25,7 +25,18 @@ enum dbt_trace_op {
 };
 
 /* record kinds */
-enum dbt_trace_kind { DBT_TK_REQUEST = 1, DBT_TK_CALL = 2 };
+enum dbt_trace_kind { DBT_TK_REQUEST = 1, DBT_TK_CALL = 2, DBT_TK_SYNC = 3 };
+
+/* A sync record (kind SYNC): one process woke another, or slept until woken. Never delayed; recorded
+ * so that a replay keeps the waits between processes as dependencies, not as fixed gaps.
+ *   WAKE:  submit_ns/end_ns around the call; offset: the target (a pid, or a semaphore's address);
+ *          aux: the signal (kill)
+ *   SLEEP: submit_ns: it began; end_ns: it returned; offset: the semaphore's address (sem_wait);
+ *          len: the events epoll_wait returned (0: it timed out) */
+enum dbt_sync_op { DBT_SYNC_WAKE = 1, DBT_SYNC_SLEEP = 2 };
+#define DBT_SF_KILL 0x01u  /* flags of a sync record: what it was */
+#define DBT_SF_SEM 0x02u
+#define DBT_SF_EPOLL 0x04u
 
 /* record flags */
 #define DBT_TF_DIRECT 0x01u    /* fd opened O_DIRECT */

@@ -22,6 +22,7 @@ COMMANDS = {
     "devices": ("dbtier.cli.devices", "devices"),
     "exec": ("dbtier.cli.exec_cmd", "exec_command"),
     "iobench": ("dbtier.cli.iobench", "iobench"),
+    "predict": ("dbtier.cli.predict", "predict"),
     "reproduce": ("dbtier.cli.reproduce", "reproduce"),
     "run": ("dbtier.cli.run", "run"),
     "trace": ("dbtier.cli.trace_cmd", "trace"),

@@ -20,6 +20,18 @@ ABI_VERSION = 1006002  # devmodel ops 1, state file 6, trace format 2: dbt_abi_v
 
 OP_READ, OP_WRITE, OP_FLUSH = 1, 2, 3
 
+#: struct dbt_replay_event and struct dbt_replay_request (native/iotap/replay.h); their sizes are
+#: checked against the library's when it loads
+REPLAY_EVENT = np.dtype([
+    ("t0", "<u8"), ("t1", "<u8"), ("host_ns", "<u8"), ("late_ns", "<u8"), ("off", "<u8"), ("len", "<u8"),
+    ("file_size", "<u8"), ("file", "<i8"), ("dep", "<i8"), ("stream", "<u4"), ("aux", "<u4"), ("kind", "u1"),
+    ("op", "u1"), ("dev", "u1"), ("flags", "u1"), ("pad", "<u4"),
+])
+REPLAY_REQUEST = np.dtype([
+    ("arrival", "<u8"), ("start", "<u8"), ("complete", "<u8"), ("off", "<u8"), ("len", "<u8"), ("file", "<i8"),
+    ("op", "u1"), ("dev", "u1"), ("flags", "u1"), ("pad", "V5"), ("event", "<u8"),
+])
+
 
 def native_dir() -> Path:
     """The folder holding the built libraries (DBTIER_NATIVE_DIR overrides, for a dev build)."""
@@ -72,6 +84,19 @@ def lib() -> ctypes.CDLL:
     sim.dbt_chunk_bytes.restype = u64
     sim.dbt_chunk_map.restype = ctypes.c_int64
     sim.dbt_chunk_map.argtypes = [cp, vp, u64, vp, cp, ctypes.c_size_t]
+    sim.dbt_replay_attach.restype = vp
+    sim.dbt_replay_attach.argtypes = [cp, cp, ctypes.c_size_t]
+    sim.dbt_replay_detach.argtypes = [vp]
+    sim.dbt_replay_layout.restype = c_int
+    sim.dbt_replay_layout.argtypes = [vp, vp, u64, vp, u64, cp, ctypes.c_size_t]
+    sim.dbt_replay_event_size.restype = u64
+    sim.dbt_replay_request_size.restype = u64
+    sim.dbt_replay_run.restype = c_int
+    sim.dbt_replay_run.argtypes = [vp, vp, u64, u64, u64, ctypes.c_double, vp, vp, vp, ctypes.POINTER(vp),
+                                   ctypes.POINTER(u64), cp, ctypes.c_size_t]
+    if (sim.dbt_replay_event_size() != REPLAY_EVENT.itemsize
+            or sim.dbt_replay_request_size() != REPLAY_REQUEST.itemsize):
+        raise UserError("dbtier's native library does not match this Python package; reinstall dbtier")
     sim.dbt_dump_state.restype = vp
     sim.dbt_dump_state.argtypes = [cp, cp, ctypes.c_size_t]
     return sim
@@ -194,3 +219,55 @@ class Model:
         lat = np.empty(len(offsets), dtype=np.uint64)
         lib().dbt_sim_qd1(self._h, op, offsets, len(offsets), block, base_addr, t0, gap_ns, lat)
         return lat
+
+
+class Replay:
+    """The offline replay (native/iotap/replay.c) on a state file made for it: lay the files out, then
+    replay streams of events through the emulation core in simulated time."""
+
+    def __init__(self, state_path: Path):
+        err = ctypes.create_string_buffer(1024)
+        self.state_path = state_path
+        self._h = lib().dbt_replay_attach(str(state_path).encode(), err, len(err))
+        if not self._h:
+            raise UserError(err.value.decode())
+
+    def close(self) -> None:
+        if getattr(self, "_h", None):
+            lib().dbt_replay_detach(self._h)
+            self._h = None
+
+    __del__ = close
+
+    def layout(self, files: np.ndarray, chunks: np.ndarray) -> None:
+        """files: rows of (file index, device); chunks: rows of (file index, device, chunk, address)."""
+        files = np.ascontiguousarray(files, dtype=np.uint64)
+        chunks = np.ascontiguousarray(chunks, dtype=np.uint64)
+        err = ctypes.create_string_buffer(1024)
+        if lib().dbt_replay_layout(self._h, files.ctypes.data, len(files), chunks.ctypes.data, len(chunks), err,
+                                   len(err)) != 0:
+            raise UserError(err.value.decode())
+
+    def run(self, events: np.ndarray, recorded_from: int, replay_from: int, cpu_scale: float = 1.0
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Replays the events (REPLAY_EVENT, grouped by stream) of an interval recorded from
+        `recorded_from`, starting the replay at `replay_from`; returns each event's replayed start,
+        end and outcome flags, and the device requests issued (REPLAY_REQUEST)."""
+        events = np.ascontiguousarray(events, dtype=REPLAY_EVENT)
+        start, end = np.zeros(len(events), dtype=np.uint64), np.zeros(len(events), dtype=np.uint64)
+        flags = np.zeros(len(events), dtype=np.uint8)
+        reqs, nreqs = ctypes.c_void_p(), ctypes.c_uint64()
+        err = ctypes.create_string_buffer(1024)
+        rc = lib().dbt_replay_run(self._h, events.ctypes.data, len(events), recorded_from, replay_from, cpu_scale,
+                                  start.ctypes.data, end.ctypes.data, flags.ctypes.data, ctypes.byref(reqs),
+                                  ctypes.byref(nreqs), err, len(err))
+        try:
+            if rc != 0:
+                raise UserError(err.value.decode())
+            out = np.empty(nreqs.value, dtype=REPLAY_REQUEST)
+            if nreqs.value:
+                ctypes.memmove(out.ctypes.data, reqs.value, nreqs.value * REPLAY_REQUEST.itemsize)
+        finally:
+            if reqs.value:
+                lib().dbt_free(reqs.value)
+        return start, end, flags, out

@@ -23,8 +23,9 @@ RECORD = np.dtype([
     ("tid", "<u4"), ("op", "u1"), ("dev", "u1"), ("flags", "u1"), ("kind", "u1"),
 ])
 assert RECORD.itemsize == 64
-REQUEST, CALL = 1, 2  # enum dbt_trace_kind
-KINDS = {REQUEST: "request", CALL: "call"}
+REQUEST, CALL, SYNC = 1, 2, 3  # enum dbt_trace_kind
+KINDS = {REQUEST: "request", CALL: "call", SYNC: "sync"}
+SYNC_OPS = {1: "wake", 2: "sleep"}  # enum dbt_sync_op
 
 OPS = {1: "read", 2: "write", 3: "flush", 4: "sync_file_range", 5: "allocate", 6: "truncate", 7: "fadvise"}
 FLAGS = {"direct": 0x01, "dsync": 0x02, "cache_hit": 0x04, "stream": 0x08, "page_cache": 0x10, "async": 0x20}
@@ -157,7 +158,8 @@ def to_table(trace_dir: Path) -> pa.Table:
     if len(bad_kind):
         raise UserError(f"{trace_dir}: a record has the unknown kind {int(bad_kind['kind'][0])}; the trace is "
                         "damaged or not a dbtier trace")
-    bad_op = recs[~np.isin(recs["op"], list(OPS))]
+    is_sync = recs["kind"] == SYNC
+    bad_op = recs[(~is_sync & ~np.isin(recs["op"], list(OPS))) | (is_sync & ~np.isin(recs["op"], list(SYNC_OPS)))]
     if len(bad_op):
         raise UserError(f"{trace_dir}: a record has the unknown operation {int(bad_op['op'][0])}; the trace is "
                         "damaged or not a dbtier trace")
@@ -167,49 +169,96 @@ def to_table(trace_dir: Path) -> pa.Table:
                         f"{len(names)} device(s); its meta.json is not this trace's")
     t0 = int(recs["submit_ns"][0]) if len(recs) else 0
     file_idx = recs["file"]
-    uniq = np.unique(file_idx)
-    info = {int(i): classify(files.get(int(i), "")) for i in uniq}
-    path_of = {int(i): files.get(int(i), "") for i in uniq}
+    uniq, which = np.unique(file_idx, return_inverse=True)
+    info = [classify(files.get(int(i), "")) for i in uniq]
 
-    def per_file(key):
-        return [info[int(i)][key] for i in file_idx]
+    def per_file(values, type_=pa.string()):  # one value per distinct file, spread over the records
+        return pa.array(values, type=type_).take(pa.array(which)).dictionary_encode()
 
-    is_call = recs["kind"] == CALL
+    def per_file_int(key):
+        return pa.array(np.array([-1 if x[key] is None else x[key] for x in info], dtype=np.int64)[which],
+                        mask=np.array([x[key] is None for x in info], dtype=bool)[which])
+
+    is_call, is_sync = recs["kind"] == CALL, recs["kind"] == SYNC
     submit = recs["submit_ns"].astype(np.int64)
+    op_labels = [OPS.get(i, "?") for i in range(8)] + [SYNC_OPS.get(i, "?") for i in range(8)]
+    op_code = (recs["op"].astype(np.int32) & 7) + np.where(is_sync, 8, 0).astype(np.int32)
+    kind_labels = [KINDS.get(i, "?") for i in range(4)]
     columns = {
         "t_s": (recs["submit_ns"] - t0) / 1e9,
-        # a program call, or a device request one caused (a call's requests come just before it)
-        "record": pa.array([KINDS[int(k)] for k in recs["kind"]], type=pa.string()).dictionary_encode(),
-        "device": pa.array([names[d] for d in recs["dev"]], type=pa.string()).dictionary_encode(),
-        "op": pa.array([OPS[int(o)] for o in recs["op"]], type=pa.string()).dictionary_encode(),
+        # a program call, a device request one caused (a call's requests come just before it), or a sync
+        # (a process woke another: offset is the target pid or semaphore; or slept until woken)
+        "record": pa.DictionaryArray.from_arrays(pa.array(recs["kind"].astype(np.int32)), pa.array(kind_labels)),
+        "device": pa.DictionaryArray.from_arrays(pa.array(recs["dev"].astype(np.int32)), pa.array(names)),
+        "op": pa.DictionaryArray.from_arrays(pa.array(op_code), pa.array(op_labels)),
         "offset": recs["offset"],
         "len": recs["len"],
         "file": file_idx,
-        "path": pa.array([path_of[int(i)] for i in file_idx], type=pa.string()).dictionary_encode(),
-        "path_class": pa.array(per_file("class"), type=pa.string()).dictionary_encode(),
+        "path": per_file([files.get(int(i), "") for i in uniq]),
+        "path_class": per_file([x["class"] for x in info]),
         # pg_global, pg_default or a tablespace's oid; none for a file outside PostgreSQL's layout
-        "tablespace": pa.array(per_file("tablespace"), type=pa.string()).dictionary_encode(),
-        "database": pa.array(per_file("database"), type=pa.int64()),
-        "relfilenode": pa.array(per_file("relfilenode"), type=pa.int64()),
-        "segment": pa.array(per_file("segment"), type=pa.int64()),
+        "tablespace": per_file([x["tablespace"] for x in info]),
+        "database": per_file_int("database"),
+        "relfilenode": per_file_int("relfilenode"),
+        "segment": per_file_int("segment"),
         # a request's time queued at the device; a call has none
-        "queue_us": np.where(is_call, 0, recs["start_ns"].astype(np.int64) - submit) / 1e3,
+        "queue_us": np.where(is_call | is_sync, 0, recs["start_ns"].astype(np.int64) - submit) / 1e3,
         # modelled: a request's service with its queueing, a call's answer (0 when nothing was waited for)
-        "latency_us": (recs["complete_ns"].astype(np.int64) - submit) / 1e3,
-        # a call's return after its modelled completion, and its host call's own time; 0 for requests
+        "latency_us": np.where(is_sync, 0, recs["complete_ns"].astype(np.int64) - submit) / 1e3,
+        # a call's return after its modelled completion, and its host call's own time; 0 for the rest
         "lateness_us": np.where(is_call, recs["end_ns"].astype(np.int64) - recs["complete_ns"].astype(np.int64),
                                 0) / 1e3,
         "host_us": np.where(is_call, recs["start_ns"].astype(np.int64) - submit, 0) / 1e3,
         "pid": recs["pid"],
         "tid": recs["tid"],
+        # the record as written (trace.h), for a replay: every time in ns, the raw flags and aux
         "submit_ns": recs["submit_ns"],
+        "start_ns": recs["start_ns"],
+        "complete_ns": recs["complete_ns"],
+        "end_ns": recs["end_ns"],
+        "aux": recs["aux"],
+        "flags": recs["flags"],
     }
-    for flag, bit in FLAGS.items():
-        columns[flag] = (recs["flags"] & bit) != 0
+    for flag, bit in FLAGS.items():  # a sync record's flags say something else (trace.h)
+        columns[flag] = ((recs["flags"] & bit) != 0) & ~is_sync
     layout = load_layout(trace_dir)
     table_files = [[i, p] for i, p in sorted(files.items())]
     return pa.table(columns, metadata={"dbtier": json.dumps(meta), "dbtier_files": json.dumps(table_files),
                                        "dbtier_layout": json.dumps(layout)})
+
+
+def from_table(table: pa.Table) -> np.ndarray:
+    """The records a Parquet trace holds, as read_records gave them (what a replay starts from)."""
+    meta = json.loads(table.schema.metadata[b"dbtier"])
+    names = [d["name"] for d in meta["devices"]]
+    recs = np.zeros(table.num_rows, dtype=RECORD)
+    for col in ("submit_ns", "start_ns", "complete_ns", "end_ns", "offset", "len", "file", "pid", "aux", "tid",
+                "flags"):
+        recs[col] = table[col].to_numpy()
+    kind_of = {v: k for k, v in KINDS.items()}
+    recs["kind"] = _codes(table["record"], kind_of)
+    recs["dev"] = _codes(table["device"], {n: i for i, n in enumerate(names)})
+    sync_of, op_of = {v: k for k, v in SYNC_OPS.items()}, {v: k for k, v in OPS.items()}
+    is_sync = recs["kind"] == SYNC
+    recs["op"] = np.where(is_sync, _codes(table["op"], sync_of, 0), _codes(table["op"], op_of, 0))
+    return recs
+
+
+def _codes(column, mapping: dict, missing: int | None = None) -> np.ndarray:
+    """A dictionary-encoded text column as the numbers the mapping gives its words (a word no row uses
+    may be anything)."""
+    col = column.combine_chunks() if hasattr(column, "combine_chunks") else column
+    if not pa.types.is_dictionary(col.type):
+        col = col.dictionary_encode()
+    words = col.dictionary.to_pylist()
+    lookup = np.array([mapping.get(w, -1) for w in words], dtype=np.int64)
+    codes = lookup[col.indices.to_numpy(zero_copy_only=False)]
+    if missing is not None:
+        return np.where(codes < 0, missing, codes)
+    if (codes < 0).any():
+        word = words[int(col.indices.to_numpy(zero_copy_only=False)[np.argmax(codes < 0)])]
+        raise UserError(f"the trace names '{word}', which it does not describe; it is damaged or not a dbtier trace")
+    return codes
 
 
 def convert(trace_dir: Path, out: Path) -> pa.Table:

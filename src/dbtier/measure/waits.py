@@ -52,6 +52,7 @@ class WaitSampler:
         self.waits: dict[str, int] = defaultdict(int)
         self.who: dict[str, set[str]] = defaultdict(set)
         self.rounds = 0
+        self.processes: dict[int, str] = {}  # every server process seen: pid -> backend_type
         self.error: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -80,6 +81,7 @@ class WaitSampler:
             while not self._stop.wait(self.interval_s):
                 now: dict[int, str] = {}
                 for pid, btype, wtype, wevent, state in self.conn.execute(QUERY).fetchall():
+                    self.processes[pid] = btype
                     event = classify(btype, wtype, wevent, state)
                     if event is None:
                         continue
@@ -109,6 +111,7 @@ class WaitSampler:
                   for name, n in self.samples.items()]
         events.sort(key=lambda e: -e["samples"])
         return {"interval_s": tick, "rounds": self.rounds, "events": events, "error": self.error,
+                "processes": dict(self.processes),
                 "sampler_server_cpu_s": backend_cpu, "sampler_client_cpu_s": self._thread_cpu_s}
 
 

@@ -90,6 +90,7 @@ class Lab:
         self.devices: list[Device] = []
         # what a replay needs of the run's course: measured and warm intervals, cold starts (monotonic ns)
         self.timeline: list[dict] = []
+        self.names: dict = {}  # (database oid, relfilenode) -> (name, kind), for a replay's per-object figures
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -313,11 +314,12 @@ class Lab:
         finally:
             elapsed = time.monotonic() - t0
             sampled = sampler.stop() if sampler else {"events": [], "sampler_server_cpu_s": 0.0,
-                                                      "sampler_client_cpu_s": 0.0}
+                                                      "sampler_client_cpu_s": 0.0, "processes": {}}
             cpu.settle(pid, resident - ({sampler.backend_pid} if sampler else set()))
             cpu1, client1, steal1 = cpu.server_cpu_s(pid), cpu.own_cpu_s(), cpu.host_steal_s()
             t1_ns = time.monotonic_ns()
-            self.timeline.append({"event": "measured", "phase": label, "t0_ns": t0_ns, "t1_ns": t1_ns})
+            interval = {"event": "measured", "phase": label, "t0_ns": t0_ns, "t1_ns": t1_ns}
+            self.timeline.append(interval)
             disks_after = {name: diskstats.read(disks[name]) for name in disks_before}
             after = self.session.snapshot()
             self.session.pause()
@@ -332,8 +334,16 @@ class Lab:
                                                         elapsed)}
         spin = device_figures.spin_s(rows)
         names.update(objects.cluster_names(self.connect, DATABASE))
+        self.names.update(names)
         with self.connect() as conn:
             stats = pgstats.delta(stats_before, pgstats.snapshot(conn))
+            alive = dict(conn.execute("SELECT pid, backend_type FROM pg_stat_activity").fetchall())
+        # which process was which, for a replay: its clients' backends decide when the interval ends
+        seen = {**sampled.pop("processes", {}), **alive}
+        seen[pid] = "postmaster"
+        if sampler:
+            seen[sampler.backend_pid] = "dbtier wait sampler"
+        interval["processes"] = {str(pid): kind for pid, kind in seen.items()}
         server_cpu = max(0.0, cpu1 - cpu0 - spin - sampled["sampler_server_cpu_s"])
         m.result = {
             "elapsed_s": elapsed,
@@ -402,7 +412,8 @@ class Lab:
         if not self.options.trace:
             return None
         from dbtier.measure.trace import convert
-        self.session.save_trace_meta({**meta, "timeline": self.timeline})
+        self.session.save_trace_meta({**meta, "timeline": self.timeline,
+                                      "names": [[db, node, name, kind] for (db, node), (name, kind) in self.names.items()]})
         convert(self.session.trace_dir, out)
         return out
 

@@ -1,0 +1,196 @@
+/* Offline replay through the emulation core. See replay.h. */
+#define _GNU_SOURCE
+#include "replay.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct heap_item {
+    uint64_t ready;
+    uint32_t stream;
+};
+
+struct heap {
+    struct heap_item *a;
+    uint32_t n;
+};
+
+static int before(const struct heap_item *x, const struct heap_item *y) {
+    return x->ready < y->ready || (x->ready == y->ready && x->stream < y->stream);
+}
+
+static void heap_push(struct heap *h, uint64_t ready, uint32_t stream) {
+    uint32_t i = h->n++;
+    h->a[i] = (struct heap_item){ready, stream};
+    while (i && before(&h->a[i], &h->a[(i - 1) / 2])) {
+        struct heap_item t = h->a[i];
+        h->a[i] = h->a[(i - 1) / 2];
+        h->a[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static struct heap_item heap_pop(struct heap *h) {
+    struct heap_item top = h->a[0];
+    h->a[0] = h->a[--h->n];
+    for (uint32_t i = 0;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < h->n && before(&h->a[l], &h->a[m])) m = l;
+        if (r < h->n && before(&h->a[r], &h->a[m])) m = r;
+        if (m == i) break;
+        struct heap_item t = h->a[i];
+        h->a[i] = h->a[m];
+        h->a[m] = t;
+        i = m;
+    }
+    return top;
+}
+
+struct collector {
+    struct dbt_replay_request *buf;
+    uint64_t n, cap;
+    uint64_t event;
+    int oom;
+};
+
+static void collect(void *ctx, const struct dbt_request_event *ev) {
+    struct collector *c = ctx;
+    if (c->n == c->cap) {
+        uint64_t cap = c->cap ? 2 * c->cap : 4096;
+        void *p = realloc(c->buf, cap * sizeof *c->buf);
+        if (!p) {
+            c->oom = 1;
+            return;
+        }
+        c->buf = p;
+        c->cap = cap;
+    }
+    c->buf[c->n++] = (struct dbt_replay_request){*ev, c->event};
+}
+
+static uint64_t scaled(uint64_t gap, double k) { return k == 1.0 ? gap : (uint64_t)((double)gap * k + 0.5); }
+
+/* The gap the process spent between its previous event and this one (its own CPU time). */
+static uint64_t gap_before(const struct dbt_replay_event *ev, uint64_t i, uint64_t first, uint64_t origin) {
+    uint64_t prev_end = i == first ? origin : ev[i - 1].t1;
+    return ev[i].t0 > prev_end ? ev[i].t0 - prev_end : 0;
+}
+
+int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t n, uint64_t recorded_from,
+               uint64_t replay_from, double cpu_scale, struct dbt_replay_result *out, char *err, size_t errlen) {
+    out->requests = NULL;
+    out->nrequests = 0;
+    if (!(cpu_scale > 0)) {
+        snprintf(err, errlen, "the CPU scale must be above 0");
+        return -1;
+    }
+    /* streams are contiguous runs of one stream id */
+    uint32_t nstreams = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (i == 0 || ev[i].stream != ev[i - 1].stream) nstreams++;
+        if (ev[i].kind == DBT_TK_CALL && ev[i].dev >= s->ndev) {
+            snprintf(err, errlen, "event %llu names device %u; the replay has %u", (unsigned long long)i, ev[i].dev,
+                     s->ndev);
+            return -1;
+        }
+        if (ev[i].dep >= (int64_t)n || (ev[i].dep >= 0 && (ev[ev[i].dep].kind != DBT_TK_SYNC ||
+                                                          ev[ev[i].dep].op != DBT_SYNC_WAKE ||
+                                                          ev[ev[i].dep].stream == ev[i].stream))) {
+            snprintf(err, errlen, "event %llu depends on event %lld, which is not another process's wake",
+                     (unsigned long long)i, (long long)ev[i].dep);
+            return -1;
+        }
+    }
+    uint64_t *first = calloc(nstreams + 1, sizeof *first), *next = calloc(nstreams + 1, sizeof *next);
+    uint64_t *ready = calloc(nstreams + 1, sizeof *ready);
+    uint32_t *parked_next = calloc(nstreams + 1, sizeof *parked_next);
+    uint32_t *parked_head = calloc(n + 1, sizeof *parked_head); /* per wake: the first parked stream + 1 */
+    uint8_t *done = calloc(n + 1, 1);
+    struct heap h = {calloc(nstreams + 1, sizeof(struct heap_item)), 0};
+    struct collector col = {NULL, 0, 0, 0, 0};
+    int rc = -1;
+    if (!first || !next || !ready || !parked_next || !parked_head || !done || !h.a) {
+        snprintf(err, errlen, "out of memory for %llu events", (unsigned long long)n);
+        goto out;
+    }
+    {
+        uint32_t k = 0;
+        for (uint64_t i = 0; i < n; i++)
+            if (i == 0 || ev[i].stream != ev[i - 1].stream) first[k++] = i;
+        first[nstreams] = n;
+        for (uint32_t st = 0; st < nstreams; st++) {
+            next[st] = first[st];
+            ready[st] = replay_from + gap_before(ev, first[st], first[st], recorded_from);
+            heap_push(&h, ready[st], st);
+        }
+    }
+    struct dbt_emulate_hooks hooks = {collect, NULL, &col};
+    uint64_t handled = 0;
+    while (h.n) {
+        struct heap_item it = heap_pop(&h);
+        uint32_t st = it.stream;
+        uint64_t i = next[st];
+        const struct dbt_replay_event *e = &ev[i];
+        uint64_t start = it.ready, end;
+        uint8_t flags = 0;
+        if (e->kind == DBT_TK_SYNC && e->op == DBT_SYNC_SLEEP && e->dep >= 0 && !done[e->dep]) {
+            parked_next[st] = parked_head[e->dep]; /* wait for the waker to get there */
+            parked_head[e->dep] = st + 1;
+            continue;
+        }
+        if (e->kind == DBT_TK_CALL) {
+            struct dbt_call c = {start, start + e->host_ns, e->off, e->len, e->file_size, e->file, e->aux, e->op,
+                                 e->dev, e->flags};
+            struct dbt_outcome o;
+            col.event = i;
+            dbt_emulate(s, &c, &hooks, &o);
+            end = start + e->host_ns;
+            if (o.wait && o.complete > end) end = o.complete;
+            end += e->late_ns;
+            flags = o.flags;
+        } else if (e->op == DBT_SYNC_SLEEP && e->dep >= 0) {
+            /* woken by another process: at its wake in the replay, plus the recorded wake-up delay */
+            const struct dbt_replay_event *w = &ev[e->dep];
+            uint64_t delay = e->t1 > w->t0 ? e->t1 - w->t0 : 0;
+            end = out->start[e->dep] + delay;
+            if (end < start) end = start;
+        } else {
+            end = start + (e->t1 > e->t0 ? e->t1 - e->t0 : 0);
+        }
+        out->start[i] = start;
+        out->end[i] = end;
+        if (out->flags) out->flags[i] = flags;
+        done[i] = 1;
+        handled++;
+        for (uint32_t p = parked_head[i]; p; p = parked_next[p - 1]) heap_push(&h, ready[p - 1], p - 1);
+        parked_head[i] = 0;
+        if (++next[st] < first[st + 1]) {
+            ready[st] = end + scaled(gap_before(ev, next[st], first[st], recorded_from), cpu_scale);
+            heap_push(&h, ready[st], st);
+        }
+    }
+    if (col.oom) {
+        snprintf(err, errlen, "out of memory for the replay's device requests");
+        goto out;
+    }
+    if (handled != n) { /* only a wake that never came could leave a process parked */
+        snprintf(err, errlen, "%llu events could not be replayed: a process waits for a wake that never comes",
+                 (unsigned long long)(n - handled));
+        goto out;
+    }
+    out->requests = col.buf;
+    out->nrequests = col.n;
+    col.buf = NULL;
+    rc = 0;
+out:
+    free(col.buf);
+    free(first);
+    free(next);
+    free(ready);
+    free(parked_next);
+    free(parked_head);
+    free(done);
+    free(h.a);
+    return rc;
+}

@@ -1,0 +1,58 @@
+/* Offline replay of a recorded trace through the emulation core, in simulated time.
+ *
+ * Each process (a stream of events, in the order it made them) replays as a closed loop: an event
+ * starts when its process's previous event ended plus the gap recorded between them (the process's
+ * own CPU time; scaled by cpu_scale). A call goes through dbt_emulate exactly as the interposer
+ * sends it, so its device requests, counters and completion come from the same code. A sleep that a
+ * wake from another process ended (a latch set by kill, a semaphore posted) ends when that wake
+ * happens in the replay, plus the recorded wake-up delay: the waits between processes are kept as
+ * dependencies, so a faster I/O worker or WAL flush shortens the wait of the process behind it.
+ * A sleep nobody in the trace ended (a timeout, a client's next query) keeps its recorded length.
+ * Processes are advanced in the order of their events' replayed start times (a discrete-event
+ * simulation), so each device sees its requests as the live run would have issued them. */
+#ifndef DBT_REPLAY_H
+#define DBT_REPLAY_H
+
+#include <stdint.h>
+
+#include "emulate.h"
+
+/* One event of a process's stream, as the caller prepares it from the trace. */
+struct dbt_replay_event {
+    uint64_t t0, t1;   /* recorded: began; ended (a call: returned to the program) */
+    uint64_t host_ns;  /* a call: the host call's own time, paid on any device */
+    uint64_t late_ns;  /* a call: how late the live emulation returned it (part of what a live run costs) */
+    uint64_t off, len; /* a call: its bytes */
+    uint64_t file_size; /* a read call: the file's size (UINT64_MAX unknown) */
+    int64_t file;
+    int64_t dep;       /* a sleep: the index of the wake that ended it, or -1 */
+    uint32_t stream;   /* the process */
+    uint32_t aux;      /* a call: advice, sync_file_range flags */
+    uint8_t kind;      /* DBT_TK_CALL or DBT_TK_SYNC */
+    uint8_t op;        /* a call: enum dbt_trace_op; a sync: enum dbt_sync_op */
+    uint8_t dev;       /* a call: the device its file is on in the replayed placement */
+    uint8_t flags;     /* a call: DBT_TF_DIRECT, DBT_TF_DSYNC */
+    uint32_t pad;
+};
+
+/* One device request the replay issued, and the event that caused it. */
+struct dbt_replay_request {
+    struct dbt_request_event ev;
+    uint64_t event;
+};
+
+struct dbt_replay_result {
+    uint64_t *start, *end; /* per event, replayed (caller's arrays of n) */
+    uint8_t *flags;        /* per event: a call's outcome flags (DBT_TF_PAGE_CACHE) */
+    struct dbt_replay_request *requests; /* malloc'd; the caller frees with free() */
+    uint64_t nrequests;
+};
+
+/* Replays n events (grouped by stream, each stream in order) on state s. The recorded interval began
+ * at `recorded_from`; its replay begins at `replay_from` (a stream's first event comes as long after
+ * it as it came after the recorded start). Returns 0, or -1 with a message in err (a malformed event
+ * array). */
+int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t n, uint64_t recorded_from,
+               uint64_t replay_from, double cpu_scale, struct dbt_replay_result *out, char *err, size_t errlen);
+
+#endif

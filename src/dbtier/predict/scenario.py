@@ -1,0 +1,109 @@
+"""The question a prediction answers: which devices (profiles swapped or added with -d), where each
+object goes (--place, read as `dbtier run --place` reads it: a whole placement, whose unnamed roles
+follow `data`, and `data` the first device), the page cache's size, the server's CPU speed. Without
+--place every file stays where it was. What a replay cannot change is refused, with the reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dbtier.devices import profile as profiles
+from dbtier.devices import spec as device_spec
+from dbtier.devices.profile import Profile
+from dbtier.errors import UserError
+from dbtier.pg import placement as placement_mod
+from dbtier.pg.paths import classify
+from dbtier.predict.recording import Recording
+
+
+@dataclass
+class Scenario:
+    devices: list[tuple[str, Profile]]        # in order: the recorded ones (maybe swapped), then added ones
+    placement: placement_mod.Placement | None = None  # None: every file where the recorded run had it
+    page_cache_bytes: int | None = None       # None: as recorded
+    cpu_scale: float = 1.0
+
+    @property
+    def names(self) -> list[str]:
+        return [n for n, _ in self.devices]
+
+
+def _recorded_profile(dev: dict) -> Profile:
+    return Profile(dev["profile"], dev["kind"], "", dict(dev["params"]), "the recorded run")
+
+
+def objects_of(rec: Recording) -> dict[str, str]:
+    """The tables, indexes and materialized views --place may name: every object the run's catalogs
+    named, under the name the run's reports use."""
+    kinds = {"table": "table", "index": "index", "matview": "materialized view"}
+    out = {name: kinds[kind] for (_db, _node), (name, kind) in rec.names.items() if kind in kinds}
+    for o in rec.result.get("objects", []):
+        out.setdefault(o["object"], o["kind"])
+    return out
+
+
+def build(rec: Recording, device_texts: tuple[str, ...], place_texts: tuple[str, ...], page_cache: str | None,
+          cpu_scale: float) -> Scenario:
+    devices = []
+    for dev in rec.devices:
+        if dev["kind"] == "real":
+            raise UserError(f"device {dev['name']} was a real device in the recorded run: its times are the host's "
+                            "own, which a replay cannot take apart from the program's; record the run on a modelled "
+                            "profile")
+        devices.append((dev["name"], _recorded_profile(dev)))
+    for text in device_texts:
+        name, sep, spec = text.partition("=")
+        name, spec = name.strip(), spec.strip()
+        if not sep or not name or not spec:
+            raise UserError(f"-d {text!r}: expected NAME=PROFILE, for example -d ssd=nvme-gen4 (a device of the run "
+                            "gets that profile; a new name adds a device)")
+        if ":" in spec:
+            raise UserError(f"-d {text!r}: a prediction makes no files, so a device takes no folder; give NAME=PROFILE")
+        if not device_spec.NAME.match(name):
+            raise UserError(f"-d {text!r}: a device name is a letter, then up to 30 letters, digits, - or _")
+        prof = profiles.load(spec)
+        if prof.kind == "real":
+            raise UserError(f"-d {text!r}: a real device has no model to predict with; choose a modelled profile "
+                            "('dbtier devices' lists them)")
+        names = [n for n, _ in devices]
+        if name in names:
+            devices[names.index(name)] = (name, prof)
+        else:
+            devices.append((name, prof))
+    scenario = Scenario(devices, cpu_scale=cpu_scale)
+    if not (cpu_scale > 0) or cpu_scale > 1000:
+        raise UserError(f"--cpu-scale {cpu_scale}: give a factor above 0 (2 = a server twice as slow)")
+    if place_texts:
+        scenario.placement = placement_mod.parse(list(place_texts), scenario.names)
+        scenario.placement.check_objects(objects_of(rec), "the recorded run")
+    if page_cache is not None:
+        from dbtier.pg.capacity import check_page_cache
+        if rec.result["lab"].get("io_mode") == "direct":
+            raise UserError("--page-cache: the recorded run used direct I/O, so no data file went through the page "
+                            "cache and its size changes nothing; record a buffered run to ask this")
+        scenario.page_cache_bytes = check_page_cache(page_cache)
+    return scenario
+
+
+def file_devices(rec: Recording, scenario: Scenario, recorded: dict[int, int]) -> dict[int, int]:
+    """Each file's device (an index into scenario.devices) in the predicted placement. recorded: each
+    file's device in the recorded run (an index into the recorded devices, which keep their places)."""
+    if scenario.placement is None:
+        return dict(recorded)
+    index = {n: i for i, n in enumerate(scenario.names)}
+    roles, objects = scenario.placement.roles, scenario.placement.objects
+    out = {}
+    for f in recorded:
+        info = classify(rec.files.get(f, ""))
+        if info["class"] in ("wal", "temp"):
+            out[f] = index[roles[info["class"]]]
+            continue
+        name, kind = None, None
+        if info["relfilenode"] is not None:
+            db = 0 if info["tablespace"] == "pg_global" else info["database"]
+            name, kind = rec.names.get((db, info["relfilenode"]), (None, None))
+        if name in objects:
+            out[f] = index[objects[name]]
+        else:
+            out[f] = index[roles["indexes" if kind == "index" else "data"]]
+    return out
