@@ -725,27 +725,22 @@ EXPORT int sem_wait(sem_t *sem) {
     return r;
 }
 
-EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout) {
-    ENSURE(epoll_wait, -1);
-    if (LIKELY(!sync_traced())) return real_epoll_wait(epfd, events, maxevents, timeout);
-    uint64_t t0 = now_ns();
-    int r = real_epoll_wait(epfd, events, maxevents, timeout);
-    int saved = errno;
-    trace_sync(DBT_SYNC_SLEEP, DBT_SF_EPOLL, 0, 0, t0, now_ns(), r);
-    errno = saved;
-    return r;
-}
-
-EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *sigmask) {
-    ENSURE(epoll_pwait, -1);
-    if (LIKELY(!sync_traced())) return real_epoll_pwait(epfd, events, maxevents, timeout, sigmask);
-    uint64_t t0 = now_ns();
-    int r = real_epoll_pwait(epfd, events, maxevents, timeout, sigmask);
-    int saved = errno;
-    trace_sync(DBT_SYNC_SLEEP, DBT_SF_EPOLL, 0, 0, t0, now_ns(), r);
-    errno = saved;
-    return r;
-}
+/* epoll_wait and epoll_pwait: a sleep, with the events it returned (0: it timed out). */
+#define WRAP_EPOLL(name, params, args)                                                             \
+    EXPORT int name params {                                                                       \
+        ENSURE(name, -1);                                                                          \
+        if (LIKELY(!sync_traced())) return real_##name args;                                       \
+        uint64_t t0 = now_ns();                                                                    \
+        int r = real_##name args;                                                                  \
+        int saved = errno;                                                                         \
+        trace_sync(DBT_SYNC_SLEEP, DBT_SF_EPOLL, 0, 0, t0, now_ns(), r);                           \
+        errno = saved;                                                                             \
+        return r;                                                                                  \
+    }
+WRAP_EPOLL(epoll_wait, (int epfd, struct epoll_event *events, int maxevents, int timeout),
+           (epfd, events, maxevents, timeout))
+WRAP_EPOLL(epoll_pwait, (int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *sigmask),
+           (epfd, events, maxevents, timeout, sigmask))
 
 /* ---- process life ------------------------------------------------------------------------- */
 
