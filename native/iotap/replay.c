@@ -94,6 +94,11 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
                      s->ndev);
             return -1;
         }
+        if (ev[i].guard >= (int64_t)n || (ev[i].guard >= 0 && ev[i].dep < 0)) {
+            snprintf(err, errlen, "event %llu has a guard %lld beyond the events, or without a dependency",
+                     (unsigned long long)i, (long long)ev[i].guard);
+            return -1;
+        }
         if (ev[i].dep >= (int64_t)n || (ev[i].dep >= 0 && (ev[ev[i].dep].kind != DBT_TK_SYNC ||
                                                           ev[ev[i].dep].op != DBT_SYNC_WAKE ||
                                                           ev[ev[i].dep].stream == ev[i].stream))) {
@@ -121,7 +126,11 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
         first[nstreams] = n;
         for (uint32_t st = 0; st < nstreams; st++) {
             next[st] = first[st];
-            ready[st] = replay_from + gap_before(ev, first[st], first[st], recorded_from);
+            /* a process that begins asleep, waiting for another, begins when the interval does: when
+             * it wakes depends only on that other process (its recorded start is the interval's edge) */
+            const struct dbt_replay_event *e0 = &ev[first[st]];
+            int waits = e0->kind == DBT_TK_SYNC && e0->op == DBT_SYNC_SLEEP && e0->dep >= 0;
+            ready[st] = replay_from + (waits ? 0 : gap_before(ev, first[st], first[st], recorded_from));
             heap_push(&h, ready[st], st);
         }
     }
@@ -134,7 +143,10 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
         const struct dbt_replay_event *e = &ev[i];
         uint64_t start = it.ready, end;
         uint8_t flags = 0;
-        if (e->kind == DBT_TK_SYNC && e->op == DBT_SYNC_SLEEP && e->dep >= 0 && !done[e->dep]) {
+        /* the waker was still asleep when this process came (it pops first: nothing earlier is left) */
+        int unheld = e->kind == DBT_TK_SYNC && e->op == DBT_SYNC_SLEEP && e->dep >= 0 && e->guard >= 0 &&
+                     (!done[e->guard] || out->end[e->guard] > start);
+        if (e->kind == DBT_TK_SYNC && e->op == DBT_SYNC_SLEEP && e->dep >= 0 && !unheld && !done[e->dep]) {
             parked_next[st] = parked_head[e->dep]; /* wait for the waker to get there */
             parked_head[e->dep] = st + 1;
             continue;
@@ -149,6 +161,8 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
             if (o.wait && o.complete > end) end = o.complete;
             end += e->late_ns;
             flags = o.flags;
+        } else if (e->op == DBT_SYNC_SLEEP && e->dep >= 0 && unheld) {
+            end = start;
         } else if (e->op == DBT_SYNC_SLEEP && e->dep >= 0) {
             /* woken by another process: at its wake in the replay, plus the recorded wake-up delay */
             const struct dbt_replay_event *w = &ev[e->dep];

@@ -8,6 +8,8 @@
  * happens in the replay, plus the recorded wake-up delay: the waits between processes are kept as
  * dependencies, so a faster I/O worker or WAL flush shortens the wait of the process behind it.
  * A sleep nobody in the trace ended (a timeout, a client's next query) keeps its recorded length.
+ * A dependency holds only if the sleeper comes after the waker took what it waits for: a backend that,
+ * faster in the replay, reaches a lock before its recorded holder woke up does not wait for it.
  * Processes are advanced in the order of their events' replayed start times (a discrete-event
  * simulation), so each device sees its requests as the live run would have issued them. */
 #ifndef DBT_REPLAY_H
@@ -26,6 +28,10 @@ struct dbt_replay_event {
     uint64_t file_size; /* a read call: the file's size (UINT64_MAX unknown) */
     int64_t file;
     int64_t dep;       /* a sleep: the index of the wake that ended it, or -1 */
+    int64_t guard;     /* a sleep with a dep: the waker's sleep before its wake (-1: none). The waker has
+                          been awake since then (holding what the sleeper waits for: a lock, its I/O); a
+                          sleeper that comes before that, in the replay, finds nothing held and waits
+                          for nothing */
     uint32_t stream;   /* the process */
     uint32_t aux;      /* a call: advice, sync_file_range flags */
     uint8_t kind;      /* DBT_TK_CALL or DBT_TK_SYNC */

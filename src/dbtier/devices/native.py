@@ -24,7 +24,7 @@ OP_READ, OP_WRITE, OP_FLUSH = 1, 2, 3
 #: checked against the library's when it loads
 REPLAY_EVENT = np.dtype([
     ("t0", "<u8"), ("t1", "<u8"), ("host_ns", "<u8"), ("late_ns", "<u8"), ("off", "<u8"), ("len", "<u8"),
-    ("file_size", "<u8"), ("file", "<i8"), ("dep", "<i8"), ("stream", "<u4"), ("aux", "<u4"), ("kind", "u1"),
+    ("file_size", "<u8"), ("file", "<i8"), ("dep", "<i8"), ("guard", "<i8"), ("stream", "<u4"), ("aux", "<u4"), ("kind", "u1"),
     ("op", "u1"), ("dev", "u1"), ("flags", "u1"), ("pad", "<u4"),
 ])
 REPLAY_REQUEST = np.dtype([

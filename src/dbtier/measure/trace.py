@@ -222,7 +222,7 @@ def to_table(trace_dir: Path) -> pa.Table:
     for flag, bit in FLAGS.items():  # a sync record's flags say something else (trace.h)
         columns[flag] = ((recs["flags"] & bit) != 0) & ~is_sync
     layout = load_layout(trace_dir)
-    table_files = [[i, p] for i, p in sorted(files.items())]
+    table_files = _json(Path(trace_dir) / "files.json")  # [index, device, path]: every file laid out
     return pa.table(columns, metadata={"dbtier": json.dumps(meta), "dbtier_files": json.dumps(table_files),
                                        "dbtier_layout": json.dumps(layout)})
 

@@ -39,7 +39,8 @@ from dbtier.devices.session import Device, Session, host_floor_warnings
 from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
 from dbtier.measure import cpu, diskstats, objects, pgstats, waits
-from dbtier.measure import devices as device_figures
+from dbtier.measure import emulated
+from dbtier.measure.result import PhaseResult
 from dbtier.measure.trace import read_records
 from dbtier.pg import binaries, capacity, osuser, settings
 from dbtier.pg.cluster import Cluster, Seed
@@ -326,15 +327,18 @@ class Lab:
         gaps = self.session.gaps(after, before)
         if gaps:
             raise UserError(f"the measurement would be incomplete: {'; '.join(gaps)} (the server log says more)")
-        rows = device_figures.rows(self.devices, after, elapsed, before)
+        names.update(objects.cluster_names(self.connect, DATABASE))
+        self.names.update(names)
+        recs = read_records(self.session.trace_dir)
+        recs = recs[(recs["submit_ns"] >= t0_ns) & (recs["submit_ns"] <= t1_ns)]
+        emu = emulated.figures(self.devices, before, after, elapsed, recs,
+                               {int(idx): path for idx, _dev, path in after["files"]}, names)
+        rows = emu.devices
         for row in rows:  # the kernel's view of a real device, beside the interposer's
             if row["device"] in disks_before:
                 row["diskstats"] = {"block_device": disks[row["device"]],
                                     **diskstats.figures(disks_before[row["device"]], disks_after[row["device"]],
                                                         elapsed)}
-        spin = device_figures.spin_s(rows)
-        names.update(objects.cluster_names(self.connect, DATABASE))
-        self.names.update(names)
         with self.connect() as conn:
             stats = pgstats.delta(stats_before, pgstats.snapshot(conn))
             alive = dict(conn.execute("SELECT pid, backend_type FROM pg_stat_activity").fetchall())
@@ -344,27 +348,14 @@ class Lab:
         if sampler:
             seen[sampler.backend_pid] = "dbtier wait sampler"
         interval["processes"] = {str(pid): kind for pid, kind in seen.items()}
-        server_cpu = max(0.0, cpu1 - cpu0 - spin - sampled["sampler_server_cpu_s"])
-        m.result = {
-            "elapsed_s": elapsed,
-            "server_cpu_s": server_cpu,
-            "emulation_spin_s": spin,
-            "io_wait_s": device_figures.wait_s(rows),
-            "client_cpu_s": max(0.0, client1 - client0 - sampled["sampler_client_cpu_s"]),
-            "host_steal_s": steal1 - steal0,
-            "devices": rows,
-            "wait_events": sampled,
-            "top_events": waits.top_events(sampled, server_cpu, elapsed, stats["io"]),
-            "pg_stat_io": stats["io"],
-            "pg_stat_wal": stats["wal"],
-            "object_io": self._object_io(after, t0_ns, t1_ns, names),
-        }
-
-    def _object_io(self, state: dict, t0_ns: int, t1_ns: int, names: dict) -> list[dict]:
-        recs = read_records(self.session.trace_dir)
-        recs = recs[(recs["submit_ns"] >= t0_ns) & (recs["submit_ns"] <= t1_ns)]
-        files = {int(idx): path for idx, _dev, path in state["files"]}
-        return objects.object_io(recs, files, [d.name for d in self.devices], names)
+        server_cpu = max(0.0, cpu1 - cpu0 - emu.spin_s - sampled["sampler_server_cpu_s"])
+        m.result = PhaseResult(
+            elapsed_s=elapsed, server_cpu_s=server_cpu, io_wait_s=emu.io_wait_s, devices=rows,
+            object_io=emu.object_io, emulation_spin_s=emu.spin_s,
+            client_cpu_s=max(0.0, client1 - client0 - sampled["sampler_client_cpu_s"]),
+            host_steal_s=steal1 - steal0, wait_events=sampled,
+            top_events=waits.top_events(sampled, server_cpu, elapsed, stats["io"]),
+            pg_stat_io=stats["io"], pg_stat_wal=stats["wal"]).to_dict()
 
     def object_placement(self, names: list[str]) -> list[dict]:
         """Where each named table or index is (pg_relation_filepath, mapped to its device)."""

@@ -16,7 +16,8 @@ from dbtier.devices.native import REPLAY_EVENT
 from dbtier.measure import trace
 
 WAKE, SLEEP = 1, 2  # enum dbt_sync_op
-KILL, SEM = 0x01, 0x02  # sync record flags
+KILL, SEM, EPOLL = 0x01, 0x02, 0x04  # sync record flags
+CLIENT = 0x80  # not recorded: the client's next connection came after the last one finished (see _client_order)
 WAKE_WINDOW_NS = 5_000_000
 PAGE = 4096
 
@@ -25,7 +26,7 @@ PAGE = 4096
 class Streams:
     events: np.ndarray        # REPLAY_EVENT, grouped by stream, each in order
     pids: np.ndarray          # per stream: its process id
-    record_index: np.ndarray  # per event: the index of its record in the interval's records
+    records: np.ndarray       # per event: its record (trace.RECORD), in the events' order
 
 
 def interval_records(records: np.ndarray, t0_ns: int, t1_ns: int) -> np.ndarray:
@@ -34,8 +35,12 @@ def interval_records(records: np.ndarray, t0_ns: int, t1_ns: int) -> np.ndarray:
     return records[keep]
 
 
-def build(recs: np.ndarray, file_device: dict[int, int]) -> Streams:
-    """recs: one interval's calls and syncs (interval_records), sorted by submit time."""
+def build(recs: np.ndarray, file_device: dict[int, int], foreground: set[int] | None = None) -> Streams:
+    """recs: one interval's calls and syncs (interval_records), sorted by submit time. foreground: the
+    pids that served the workload's client (its backends), whose connections the client made one after
+    another when none overlapped."""
+    if foreground:
+        recs = np.concatenate([recs, _client_order(recs, foreground)])
     key = recs["pid"].astype(np.uint64) << np.uint64(32) | recs["tid"].astype(np.uint64)
     order = np.lexsort((recs["submit_ns"], key))  # by stream, each in time order
     recs, key = recs[order], key[order]
@@ -59,16 +64,66 @@ def build(recs: np.ndarray, file_device: dict[int, int]) -> Streams:
         if len(recs) else np.zeros(0, dtype=np.uint8)
     ev["dev"] = np.where(is_call, devs, 0)
     ev["dep"] = _dependencies(recs, stream)
+    ev["guard"] = _guards(recs, stream, ev["dep"])
     pids = np.zeros(stream.max() + 1 if len(stream) else 0, dtype=np.int64)
     pids[stream] = recs["pid"]
-    return Streams(ev, pids, order)
+    return Streams(ev, pids, recs)
+
+
+def _client_order(recs: np.ndarray, foreground: set[int]) -> np.ndarray:
+    """The client is not traced, but when its backends come one after another (no other of them busy
+    when the next one starts), the next one started because the client had its last answer: tied here
+    as a wake at the end of the last one and a sleep at the start of the next, so that a faster
+    replay brings the next connection forward with it."""
+    out = []
+    fg = [p for p in np.unique(recs["pid"]) if int(p) in foreground]
+    span = {}
+    for p in fg:
+        r = recs[recs["pid"] == p]
+        span[int(p)] = (int(r["submit_ns"].min()), int(np.maximum(r["end_ns"], r["submit_ns"]).max()), int(r["tid"][0]))
+    for p, (first, _last, tid) in span.items():
+        busy = [q for q, (f, l, _t) in span.items() if q != p and f < first < l]
+        before = [(l, q) for q, (f, l, _t) in span.items() if q != p and l <= first]
+        if busy or not before:
+            continue
+        ended, q = max(before)
+        wake = np.zeros(2, dtype=trace.RECORD)
+        wake["kind"], wake["file"] = trace.SYNC, -1
+        wake[0]["pid"], wake[0]["tid"], wake[0]["op"], wake[0]["offset"] = q, span[q][2], WAKE, p
+        wake[1]["pid"], wake[1]["tid"], wake[1]["op"] = p, tid, SLEEP
+        wake["flags"] = CLIENT
+        wake["submit_ns"] = wake["start_ns"] = ended
+        wake[0]["end_ns"] = wake[0]["complete_ns"] = ended
+        wake[1]["end_ns"] = wake[1]["complete_ns"] = first
+        out.append(wake)
+    return np.concatenate(out) if out else np.zeros(0, dtype=trace.RECORD)
+
+
+def _guards(recs: np.ndarray, stream: np.ndarray, dep: np.ndarray) -> np.ndarray:
+    """For each sleep tied to a wake: the waker's own last sleep before that wake (it has been awake,
+    holding what the sleeper waits for, since that sleep ended), or -1."""
+    guard = np.full(len(recs), -1, dtype=np.int64)
+    sleeping = (recs["kind"] == trace.SYNC) & (recs["op"] == SLEEP)
+    # per event: the index of its stream's latest sleep at or before it (events are grouped by stream)
+    idx = np.where(sleeping, np.arange(len(recs)), -1)
+    starts = np.r_[0, np.flatnonzero(np.diff(stream)) + 1]
+    latest = np.empty(len(recs), dtype=np.int64)
+    for a, b in zip(starts, np.r_[starts[1:], len(recs)]):
+        latest[a:b] = np.maximum.accumulate(idx[a:b])
+    tied = np.flatnonzero((dep >= 0) & ((recs["flags"] & CLIENT) == 0))  # a client's order holds always
+    guard[tied] = latest[dep[tied]]
+    return guard
 
 
 def _dependencies(recs: np.ndarray, stream: np.ndarray) -> np.ndarray:
     dep = np.full(len(recs), -1, dtype=np.int64)
     is_sync = recs["kind"] == trace.SYNC
-    wakes = np.flatnonzero(is_sync & (recs["op"] == WAKE))
-    sleeps = np.flatnonzero(is_sync & (recs["op"] == SLEEP))
+    client = (recs["flags"] & CLIENT) != 0
+    for i in np.flatnonzero(is_sync & client & (recs["op"] == SLEEP)):
+        w = np.flatnonzero(is_sync & client & (recs["op"] == WAKE) & (recs["offset"] == recs["pid"][i]))
+        dep[i] = w[0]
+    wakes = np.flatnonzero(is_sync & ~client & (recs["op"] == WAKE))
+    sleeps = np.flatnonzero(is_sync & ~client & (recs["op"] == SLEEP))
     if not len(wakes) or not len(sleeps):
         return dep
     # what a wake aims at, and what a sleep waits for: (kind, pid or semaphore address)

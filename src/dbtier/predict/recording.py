@@ -21,6 +21,7 @@ class Recording:
     meta: dict
     records: np.ndarray            # trace.RECORD, sorted by submit time
     files: dict[int, str]          # file index -> path
+    file_devices: dict[int, int]   # file index -> its device in the recorded run (every file laid out)
     layout: dict                   # chunk_bytes, chunks [[file, chunk, addr]], cursors
     names: dict[tuple[int, int], tuple[str, str]]  # (database oid, relfilenode) -> (name, kind)
 
@@ -62,16 +63,19 @@ def load(run_dir: Path) -> Recording:
         raise _fail(run_dir, "the run was recorded without --trace, and a prediction replays the trace; run it "
                     "again with --trace")
     try:
-        table = pq.read_table(path)
+        parquet = pq.read_table(path)
     except Exception as exc:  # pyarrow raises several kinds for a damaged file
         raise _fail(run_dir, f"trace.parquet cannot be read ({str(exc).splitlines()[0]}); it is damaged") from None
-    md = table.schema.metadata or {}
+    md = parquet.schema.metadata or {}
     if b"dbtier" not in md:
         raise _fail(run_dir, "trace.parquet was not written by dbtier (no description in it)")
     meta = json.loads(md[b"dbtier"])
     trace.check_format(meta.get("trace_format", 1), path)
     if "timeline" not in meta or b"dbtier_layout" not in md:
         raise _fail(run_dir, "the trace has no record of the run's course or file layout; record it again with --trace")
-    files = {int(i): p for i, p in json.loads(md.get(b"dbtier_files", b"[]"))}
+    table = json.loads(md.get(b"dbtier_files", b"[]"))
+    files = {int(i): p for i, _dev, p in table}
+    file_devices = {int(i): int(dev) for i, dev, _p in table}
     names = {(int(db), int(node)): (name, kind) for db, node, name, kind in meta.get("names", [])}
-    return Recording(run_dir, result, meta, trace.from_table(table), files, json.loads(md[b"dbtier_layout"]), names)
+    records = trace.from_table(parquet)
+    return Recording(run_dir, result, meta, records, files, file_devices, json.loads(md[b"dbtier_layout"]), names)

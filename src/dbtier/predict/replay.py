@@ -16,8 +16,8 @@ import numpy as np
 from dbtier.devices import native
 from dbtier.devices.pagecache import PageCache
 from dbtier.devices.session import Device, Session
-from dbtier.measure import devices as device_figures
-from dbtier.measure import objects, trace
+from dbtier.measure import emulated, trace
+from dbtier.measure.result import PhaseResult
 from dbtier.predict import events as event_streams
 from dbtier.predict.recording import Recording
 from dbtier.predict.scenario import Scenario, file_devices
@@ -31,25 +31,10 @@ _PER_ITEM = re.compile(r"^(ms|us|s)/", re.IGNORECASE)
 
 
 @dataclass
-class PhaseFigures:
-    """One measured phase, recorded or predicted: the figures both reports show."""
-    phase: str
-    elapsed_s: float
-    io_wait_s: float
-    server_cpu_s: float
-    rates: dict = field(default_factory=dict)
-    devices: list = field(default_factory=list)
-    object_io: list = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
-
-
-@dataclass
 class Prediction:
     recording: Recording
     scenario: Scenario
-    phases: list[tuple[PhaseFigures, PhaseFigures]]  # (recorded, predicted)
+    phases: list[dict]  # per measured phase: its name, its recorded figures, its predicted ones
     calls: int
     events: int
     replay_s: float
@@ -63,7 +48,7 @@ class Prediction:
             "scenario": {"devices": [{"name": n, "profile": p.name, "kind": p.kind} for n, p in s.devices],
                          "placement": s.placement.describe() if s.placement else "as recorded",
                          "page_cache_bytes": s.page_cache_bytes, "cpu_scale": s.cpu_scale},
-            "phases": [{"phase": r.phase, "recorded": r.to_dict(), "predicted": p.to_dict()} for r, p in self.phases],
+            "phases": self.phases,
             "replay": {"events": self.events, "calls": self.calls, "seconds": self.replay_s,
                        "calls_per_s": self.calls / self.replay_s if self.replay_s > 0 else None},
             "notes": self.notes,
@@ -77,24 +62,23 @@ def _recorded_file_devices(records: np.ndarray) -> dict[int, int]:
 
 
 def _layout(rec: Recording, scenario: Scenario, placed: dict[int, int], recorded: dict[int, int]):
-    """Files keep their recorded chunks where they stay; a file moved to another disk gets fresh space
-    after what that disk holds, in order, as a copy onto it would."""
+    """Where each file's chunks lie on its disk in the predicted placement. As a fresh run would have
+    laid them out: on each disk, the chunks of the files that stay keep their recorded order, closed
+    up where files moved away left space; files moved onto a disk follow, in their recorded order."""
     chunk_bytes = int(rec.layout["chunk_bytes"])
-    cursors = [int(c) for c in rec.layout["cursors"]] + [0] * len(scenario.devices)
+    cursors = [0] * len(scenario.devices)
     rows = []
-    chunks = sorted((int(f), int(c), int(a)) for f, c, a in rec.layout["chunks"])
-    for f, c, addr in chunks:
-        if f not in placed:
-            continue
-        dev = placed[f]
-        if dev == recorded.get(f, dev):
-            rows.append((f, dev, c, addr))
-            cursors[dev] = max(cursors[dev], addr + chunk_bytes)
-    for f, c, _addr in chunks:
-        if f in placed and placed[f] != recorded.get(f, placed[f]):
-            dev = placed[f]
+    chunks = sorted((int(a), int(f), int(c)) for f, c, a in rec.layout["chunks"] if int(f) in placed)
+    staying = [(a, f, c) for a, f, c in chunks if placed[f] == recorded.get(f, placed[f])]
+    moving = [(a, f, c) for a, f, c in chunks if placed[f] != recorded.get(f, placed[f])]
+    for dev in range(len(scenario.devices)):  # recorded devices keep their index
+        for _a, f, c in sorted(x for x in staying if placed[x[1]] == dev):
             rows.append((f, dev, c, cursors[dev]))
             cursors[dev] += chunk_bytes
+    for _a, f, c in sorted(moving, key=lambda x: (recorded.get(x[1], 0), x[0])):
+        dev = placed[f]
+        rows.append((f, dev, c, cursors[dev]))
+        cursors[dev] += chunk_bytes
     files = np.array(sorted(placed.items()), dtype=np.uint64).reshape(-1, 2)
     return files, np.array(rows, dtype=np.uint64).reshape(-1, 4)
 
@@ -123,7 +107,7 @@ def _scaled_rates(rates: dict, ratio: float) -> dict:
     return out
 
 
-def _requests_as_records(reqs: np.ndarray, recs: np.ndarray, flags: np.ndarray, order: np.ndarray) -> np.ndarray:
+def _requests_as_records(reqs: np.ndarray, recs: np.ndarray, flags: np.ndarray) -> np.ndarray:
     """The replay's device requests, and its page-cache hits, as trace records (for objects.object_io)."""
     out = np.zeros(len(reqs), dtype=trace.RECORD)
     out["kind"] = trace.REQUEST
@@ -132,14 +116,14 @@ def _requests_as_records(reqs: np.ndarray, recs: np.ndarray, flags: np.ndarray, 
     out["offset"], out["len"], out["file"] = reqs["off"], reqs["len"], reqs["file"]
     out["op"], out["dev"], out["flags"] = reqs["op"], reqs["dev"], reqs["flags"]
     hits = np.flatnonzero((flags & trace.FLAGS["page_cache"]) != 0)
-    cached = recs[order][hits].copy()
+    cached = recs[hits].copy()
     cached["flags"] = trace.FLAGS["page_cache"]
     return np.concatenate([out, cached])
 
 
 def predict(rec: Recording, scenario: Scenario, workdir: Path | None = None, say=lambda _line: None) -> Prediction:
     started = time.perf_counter()
-    recorded_dev = _recorded_file_devices(rec.records)
+    recorded_dev = {**rec.file_devices, **_recorded_file_devices(rec.records)}
     placed = file_devices(rec, scenario, recorded_dev)
     tmp = Path(tempfile.mkdtemp(prefix="dbtier-predict-", dir=workdir or _scratch()))
     recorded_dirs = {d["name"]: d["dir"] for d in rec.devices}
@@ -160,17 +144,19 @@ def predict(rec: Recording, scenario: Scenario, workdir: Path | None = None, say
                     session.clear_page_cache()
                     continue
                 recs = event_streams.interval_records(rec.records, step["t0_ns"], step["t1_ns"])
-                streams = event_streams.build(recs, placed)
+                procs = step.get("processes", {})
+                clients = {int(p) for p in np.unique(recs["pid"]) if procs.get(str(int(p))) not in BACKGROUND} \
+                    if step["event"] == "measured" else set()
+                streams = event_streams.build(recs, placed, clients)
                 before = session.snapshot()
                 start, end, flags, reqs = replay.run(streams.events, step["t0_ns"], step["t0_ns"] + shift,
                                                      scenario.cpu_scale)
                 after = session.snapshot()
                 calls += int(np.sum(streams.events["kind"] == trace.CALL))
                 nevents += len(streams.events)
-                step_shift = _interval_shift(streams, start, end, step.get("processes", {}), shift)
-                if step["event"] != "measured":
-                    shift += step_shift or 0
+                if step["event"] != "measured":  # warming: its clients are unknown, and it ends when the run says
                     continue
+                step_shift = _interval_shift(streams, end, step["processes"], step["t1_ns"], shift)
                 recorded_phase = next(measured)
                 phase_shift = step_shift
                 if phase_shift is None:
@@ -179,14 +165,15 @@ def predict(rec: Recording, scenario: Scenario, workdir: Path | None = None, say
                     phase_shift = 0
                 shift += phase_shift
                 elapsed = max(1e-9, recorded_phase["elapsed_s"] + phase_shift / 1e9)
-                rows = device_figures.rows(devices, after, elapsed, before)
-                io = objects.object_io(_requests_as_records(reqs, recs, flags, streams.record_index), rec.files,
-                                       scenario.names, rec.names)
+                emu = emulated.figures(devices, before, after, elapsed,
+                                       _requests_as_records(reqs, streams.records, flags), rec.files,
+                                       rec.names)
+                predicted = PhaseResult(elapsed, recorded_phase.get("server_cpu_s", 0.0) * scenario.cpu_scale,
+                                        emu.io_wait_s, emu.devices, emu.object_io)
                 ratio = elapsed / recorded_phase["elapsed_s"]
-                phases.append((_recorded(recorded_phase, step["phase"]), PhaseFigures(
-                    step["phase"], elapsed, device_figures.wait_s(rows),
-                    recorded_phase.get("server_cpu_s", 0.0) * scenario.cpu_scale,
-                    _scaled_rates(recorded_phase.get("rates"), ratio), rows, io)))
+                phases.append({"phase": step["phase"], "recorded": _recorded(recorded_phase),
+                               "predicted": {**predicted.to_dict(),
+                                             "rates": _scaled_rates(recorded_phase.get("rates"), ratio)}})
         finally:
             replay.close()
     finally:
@@ -194,29 +181,34 @@ def predict(rec: Recording, scenario: Scenario, workdir: Path | None = None, say
     return Prediction(rec, scenario, phases, calls, nevents, time.perf_counter() - started, notes)
 
 
-def _interval_shift(streams, start, end, processes: dict, shift: int) -> int | None:
-    """How much later (or earlier) the interval ends in the replay: the most any client process's last
-    event moved (its recorded end against its replayed one), beyond the shift it started with."""
+def _interval_shift(streams, end, processes: dict, t1_ns: int, shift: int) -> int | None:
+    """How much later (or earlier) the interval ends in the replay than it did recorded, beyond the
+    shift it started with. The interval ended when its client had its last answer: the client
+    processes' backends busy to the end of the recorded interval decide it (a connection that closed
+    early does not), each followed by what came after its last event; and no client process may end
+    after the predicted end."""
     ev = streams.events
     if not len(ev):
         return None
     last = np.r_[np.flatnonzero(np.diff(ev["stream"])), len(ev) - 1]
-    best = None
-    for i in last:
-        pid = int(streams.pids[ev["stream"][i]])
-        if processes.get(str(pid)) in BACKGROUND:
-            continue
-        moved = int(end[i]) - int(ev["t1"][i]) - shift
-        best = moved if best is None else max(best, moved)
-    return best
+    fg = [i for i in last if processes.get(str(int(streams.pids[ev["stream"][i]]))) not in BACKGROUND]
+    if not fg:
+        return None
+    recorded_end = {i: min(int(ev["t1"][i]), t1_ns) for i in fg}
+    latest = max(recorded_end.values())
+    t0 = int(ev["t0"].min())
+    window = max(2_000_000, (t1_ns - t0) // 50)
+    ends = [int(end[i]) + (t1_ns - recorded_end[i]) for i in fg if recorded_end[i] >= latest - window]
+    ends += [int(end[i]) for i in fg]
+    return max(ends) - t1_ns - shift
 
 
-def _recorded(phase: dict, name: str) -> PhaseFigures:
-    return PhaseFigures(name, phase["elapsed_s"], phase.get("io_wait_s", 0.0), phase.get("server_cpu_s", 0.0),
-                        {k: v for k, v in (phase.get("rates") or {}).items()
-                         if isinstance(v, (int, float)) and not isinstance(v, bool)
-                         and (_PER_SECOND.search(k) or _PER_ITEM.search(k))},
-                        phase.get("devices", []), phase.get("object_io", []))
+def _recorded(phase: dict) -> dict:
+    """The recorded phase's figures that a prediction gives too."""
+    keep = ("elapsed_s", "server_cpu_s", "io_wait_s", "emulation_spin_s", "devices", "object_io")
+    return {**{k: phase[k] for k in keep if k in phase}, "rates": {
+        k: v for k, v in (phase.get("rates") or {}).items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and (_PER_SECOND.search(k) or _PER_ITEM.search(k))}}
 
 
 def _scratch() -> str | None:

@@ -1,0 +1,137 @@
+"""How well `dbtier predict` foresees a live run, and how fast it replays.
+
+Each workload is recorded once, traced, with everything on a disk (a flash device present but
+unused), then predicted on other layouts: everything on flash (another device kind), one object
+moved to flash (a mixed placement), the WAL alone on flash, and the recorded layout itself. Each
+predicted layout is then run live on the emulated devices and the two compared: elapsed (summed over
+a workload's phases), or tpm for oltp. Direct and buffered I/O both appear.
+
+Prints one row per case, the error statistics, and the replay's speed with the trace's size.
+Run: python bench/predict_accuracy.py [--only WORKLOAD ...] [--json PATH]   (about 20 minutes)"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DEVICES = ["-d", "hdd=hdd-sata-7200", "-d", "ssd=ssd-sata-mlc"]
+RECORDED = "data=hdd"
+
+#: name, workload, its parameters, the object moved in the mixed case
+WORKLOADS = [
+    ("random-index direct", "random-index", ["--rows", "3000", "--io-mode", "direct"], "t_attribute_idx"),
+    ("random-index buffered", "random-index", ["--rows", "3000", "--io-mode", "buffered"], "t"),
+    ("table-scan buffered", "table-scan", ["--rows", "6000", "--scans", "2", "--io-mode", "buffered"], "t"),
+    ("index-range direct", "index-range", ["--rows", "60000", "--io-mode", "direct"], "pob_idx"),
+    ("oltp direct", "oltp", ["--items", "5000", "--customers", "300", "--clients", "2", "--duration", "15",
+                             "--warmup", "3", "--io-mode", "direct"], "stock"),
+    ("insert-loop buffered", "insert-loop", ["--rows", "30000", "--io-mode", "buffered"], "a_perf_pkey"),
+    ("update-locality direct", "update-locality", ["--rows", "30000", "--updates", "3000", "--cache", "4MB",
+                                                   "--io-mode", "direct"], "a_perf"),
+    ("merge-join buffered", "merge-join", ["--departments", "300", "--employees", "200", "--work-mem", "1MB",
+                                           "--io-mode", "buffered"], "employee"),
+    ("io-modes direct", "io-modes", ["--orders", "4000", "--io-mode", "direct"], "lineitem"),
+]
+
+
+def targets(obj: str) -> list[tuple[str, str]]:
+    return [("as recorded", RECORDED), ("all on flash", "data=ssd"), (f"{obj} on flash", f"data=hdd,{obj}=ssd"),
+            ("WAL on flash", "data=hdd,wal=ssd")]
+
+
+def dbtier(*args: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "dbtier", *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"dbtier {' '.join(args)} failed:\n{proc.stderr}")
+
+
+def figure(workload: str) -> str:
+    """oltp: tpm (its elapsed is fixed by --duration); else the elapsed of all measured phases."""
+    return "tpm" if workload == "oltp" else "elapsed s"
+
+
+def live_headline(doc: dict, workload: str) -> float:
+    return doc["rates"]["tpm"] if workload == "oltp" else doc["elapsed_s"]
+
+
+def predicted_headline(doc: dict, workload: str) -> tuple[float, float]:
+    """(predicted, recorded) from a prediction's JSON."""
+    if workload == "oltp":
+        (ph,) = doc["phases"]
+        return ph["predicted"]["rates"]["tpm"], ph["recorded"]["rates"]["tpm"]
+    return (sum(p["predicted"]["elapsed_s"] for p in doc["phases"]),
+            sum(p["recorded"]["elapsed_s"] for p in doc["phases"]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", nargs="*", help="workload names (first column) to run")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="dbtier-predict-bench-"))
+    rows, speeds = [], []
+    try:
+        for name, workload, params, obj in WORKLOADS:
+            if args.only and name not in args.only and workload not in args.only:
+                continue
+            out = work / name.replace(" ", "-")
+            out.mkdir()
+            dbtier("run", workload, *params, *DEVICES, "--place", RECORDED, "--trace", "-q", "--output", str(out / "rec"))
+            run_dir = next((out / "rec").glob(f"{workload}-*"))
+            trace_mb = (run_dir / "trace.parquet").stat().st_size / 1e6
+            for label, place in targets(obj):
+                pj = out / f"p-{len(rows)}.json"
+                t = time.perf_counter()
+                dbtier("predict", str(run_dir), "--place", place, "--json", str(pj))
+                wall = time.perf_counter() - t
+                doc = json.loads(pj.read_text())
+                pred, rec = predicted_headline(doc, workload)
+                if place == RECORDED:
+                    live = rec
+                else:
+                    lj = out / f"l-{len(rows)}.json"
+                    dbtier("run", workload, *params, *DEVICES, "--place", place, "-q", "--output", str(out / "live"),
+                           "--json", str(lj))
+                    live = live_headline(json.loads(lj.read_text()), workload)
+                err = 100.0 * (pred - live) / live
+                rows.append({"workload": name, "layout": label, "figure": figure(workload), "recorded": rec, "predicted": pred, "live": live,
+                             "error%": err, "calls": doc["replay"]["calls"], "replay_s": doc["replay"]["seconds"],
+                             "predict_wall_s": wall, "trace_MB": trace_mb})
+                speeds.append((doc["replay"]["calls"], doc["replay"]["seconds"]))
+                print(f"{name:24} {label:26} {rows[-1]['figure']:9} rec {rec:10.3f} pred {pred:10.3f} "
+                      f"live {live:10.3f} err {err:+6.1f}%", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    moved = [abs(r["error%"]) for r in rows if r["layout"] != "as recorded"]
+    same = [abs(r["error%"]) for r in rows if r["layout"] == "as recorded"]
+    print()
+    print("| workload | layout | figure | recorded | predicted | live | error |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['workload']} | {r['layout']} | {r['figure']} | {r['recorded']:.3f} | {r['predicted']:.3f} | "
+              f"{r['live']:.3f} | {r['error%']:+.1f}% |")
+    if moved:
+        ordered = sorted(moved)
+        p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+        print(f"\nother layouts: {len(moved)} cases, median |error| {statistics.median(moved):.1f}%, "
+              f"p95 {p95:.1f}%, max {max(moved):.1f}%")
+    if same:
+        print(f"the recorded layout: {len(same)} cases, max |error| {max(same):.2f}%")
+    calls = sum(c for c, _ in speeds)
+    secs = sum(s for _, s in speeds)
+    if secs:
+        print(f"replay: {calls:,} calls in {secs:.2f} s of prediction, {calls / secs / 1e6:.2f} M calls/s "
+              f"(traces {min(r['trace_MB'] for r in rows):.1f}-{max(r['trace_MB'] for r in rows):.1f} MB)")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

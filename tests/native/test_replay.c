@@ -1,0 +1,225 @@
+/* The offline replay (replay.c) drives the emulation core as the interposer does.
+ *
+ * 1. Same requests live and offline: a sequence of calls (buffered and direct reads and writes,
+ *    fsync, fadvise, truncate, on two files of a disk with a page cache) is emulated call by call as
+ *    the interposer would (each call when the previous one returned plus a gap), its device
+ *    requests collected; the same calls, as recorded events, are replayed on a fresh state with the
+ *    same file layout. Every device request must be the same: op, file, offset, length, arrival,
+ *    start and completion.
+ * 2. A hand-computed replay: process A reads (direct) then wakes B; B slept until A's wake. On a RAM
+ *    device of latency L, B's last call ends at a time worked out by hand; with 2L, later by the
+ *    two reads' difference only (B's wait follows A's read; the recorded gaps stay).
+ *
+ *   test_replay [WORKDIR]  (default: a fresh folder under /tmp, removed at the end) */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "emulate.h"
+#include "replay.h"
+#include "state.h"
+
+static char work[512];
+
+static struct dbt_state *make_state(const char *name, const char *map_text) {
+    char map[700], state[700], err[512];
+    snprintf(map, sizeof map, "%s/%s.map", work, name);
+    snprintf(state, sizeof state, "%s/%s.state", work, name);
+    FILE *f = fopen(map, "w");
+    fputs(map_text, f);
+    fclose(f);
+    if (dbt_state_create(map, state, err, sizeof err) != 0) {
+        printf("cannot create %s: %s\n", state, err);
+        exit(1);
+    }
+    struct dbt_state *s = dbt_state_attach(state, err, sizeof err);
+    if (!s) {
+        printf("cannot attach %s: %s\n", state, err);
+        exit(1);
+    }
+    return s;
+}
+
+struct reqs {
+    struct dbt_request_event ev[4096];
+    int n;
+};
+
+static void collect(void *ctx, const struct dbt_request_event *ev) {
+    struct reqs *r = ctx;
+    if (r->n < 4096) r->ev[r->n++] = *ev;
+}
+
+#define NCALLS 400
+
+static void same_requests_live_and_offline(void) {
+    const char *map = "disk\thdd\t/nonexistent/disk\n@pagecache\tbytes=1048576 readahead_kb=128\n";
+    struct dbt_state *live = make_state("live", map);
+    int64_t files[2];
+    files[0] = dbt_state_file_index(live, 0, 1, 100, "/nonexistent/disk/base/5/16384", 4 << 20);
+    files[1] = dbt_state_file_index(live, 0, 1, 101, "/nonexistent/disk/pg_wal/000000010000000000000001", 0);
+    CHECK(files[0] >= 0 && files[1] >= 0, "files registered: %lld %lld", (long long)files[0], (long long)files[1]);
+
+    /* the program's calls, made live: each when the previous returned plus a gap */
+    static struct dbt_replay_event ev[NCALLS];
+    struct reqs *live_reqs = calloc(1, sizeof *live_reqs);
+    struct dbt_emulate_hooks hooks = {collect, NULL, live_reqs};
+    uint64_t t = 1000000000ull, x = 42;
+    for (int i = 0; i < NCALLS; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        int which = (int)((x >> 33) % 10);
+        struct dbt_call c = {t, t, 0, 8192, 4u << 20, files[0], 0, DBT_TOP_READ, 0, 0};
+        if (which < 4) {
+            c.off = ((x >> 40) % 512) * 8192; /* random buffered read */
+        } else if (which < 6) {
+            c.off = (uint64_t)(i % 512) * 8192; /* sequential reads: read-ahead */
+        } else if (which == 6) {
+            c.op = DBT_TOP_WRITE, c.file = files[1], c.off = (uint64_t)i * 8192; /* WAL write, then its flush */
+        } else if (which == 7) {
+            c.op = DBT_TOP_FLUSH, c.file = files[1], c.len = 0;
+        } else if (which == 8) {
+            c.op = DBT_TOP_READ, c.flags = DBT_TF_DIRECT, c.off = ((x >> 20) % 512) * 8192;
+        } else {
+            c.op = DBT_TOP_ADVISE, c.aux = POSIX_FADV_DONTNEED, c.off = 0, c.len = 1 << 20;
+        }
+        c.host_end = t + 3000; /* the host's call took 3 us */
+        struct dbt_outcome o;
+        dbt_emulate(live, &c, &hooks, &o);
+        uint64_t end = c.host_end;
+        if (o.wait && o.complete > end) end = o.complete;
+        end += 700; /* woke 0.7 us late */
+        ev[i] = (struct dbt_replay_event){t, end, 3000, 700, c.off, c.len, c.file_size, c.file, -1, -1, 0, c.aux,
+                                          DBT_TK_CALL, c.op, 0, c.flags, 0};
+        t = end + 20000 + (x % 50000); /* the process's own CPU time before its next call */
+    }
+
+    /* offline: a fresh state, the files laid out where the live run put them */
+    struct dbt_state *off = make_state("offline", map);
+    for (int f = 0; f < 2; f++) {
+        dbt_state_put_file(off, files[f], 0);
+        for (uint64_t c = 0; c < 4; c++)
+            CHECK(dbt_state_put_chunk(off, 0, files[f], c, dbt_state_addr(live, 0, files[f], c * DBT_CHUNK_BYTES)) == 0,
+                  "chunk placed");
+    }
+    static uint64_t start[NCALLS], end[NCALLS];
+    struct dbt_replay_result res = {start, end, NULL, NULL, 0};
+    char err[256];
+    CHECK(dbt_replay(off, ev, NCALLS, ev[0].t0, ev[0].t0, 1.0, &res, err, sizeof err) == 0, "replay: %s", err);
+    CHECK(res.nrequests == (uint64_t)live_reqs->n, "requests: %llu offline, %d live",
+          (unsigned long long)res.nrequests, live_reqs->n);
+    int differ = 0;
+    for (int i = 0; i < live_reqs->n && (uint64_t)i < res.nrequests; i++) {
+        const struct dbt_request_event *a = &live_reqs->ev[i], *b = &res.requests[i].ev;
+        if (a->op != b->op || a->file != b->file || a->off != b->off || a->len != b->len ||
+            a->arrival != b->arrival || a->start != b->start || a->complete != b->complete || a->flags != b->flags) {
+            if (!differ++)
+                printf("request %d: live op %u file %lld off %llu len %llu at %llu..%llu; offline op %u file %lld "
+                       "off %llu len %llu at %llu..%llu\n", i, a->op, (long long)a->file, (unsigned long long)a->off,
+                       (unsigned long long)a->len, (unsigned long long)a->arrival, (unsigned long long)a->complete,
+                       b->op, (long long)b->file, (unsigned long long)b->off, (unsigned long long)b->len,
+                       (unsigned long long)b->arrival, (unsigned long long)b->complete);
+        }
+    }
+    CHECK(differ == 0, "%d device requests differ between live and offline", differ);
+    for (int i = 0; i < NCALLS; i++) CHECK(start[i] == ev[i].t0 && end[i] == ev[i].t1, "call %d keeps its times", i);
+    CHECK(live_reqs->n > NCALLS / 4, "the sequence reached the device (%d requests)", live_reqs->n);
+    free(res.requests);
+    free(live_reqs);
+    munmap(live, live->size);
+    munmap(off, off->size);
+}
+
+/* The completion of one 8 KiB read on a fresh RAM device of this latency, from the model itself. */
+static uint64_t ram_read_ns(double latency_us) {
+    struct dbt_params p;
+    dbt_params_defaults(&p, DBT_KIND_RAM);
+    p.latency_us = latency_us;
+    struct dbt_model_state m;
+    dbt_model_init(&m, DBT_KIND_RAM, &p);
+    struct dbt_request rq = {0, 0, 8192, DBT_OP_READ};
+    struct dbt_result r;
+    dbt_model_submit(&m, &rq, &r);
+    return r.complete_ns;
+}
+
+static uint64_t b_finishes(double latency_us) {
+    char map[128];
+    snprintf(map, sizeof map, "ram\tram\t/nonexistent/ram\tlatency_us=%g\n", latency_us);
+    struct dbt_state *s = make_state(latency_us < 200 ? "ram1" : "ram2", map);
+    dbt_state_put_file(s, 0, 0);
+    const uint64_t T = 5000000; /* recorded: A reads 100 us, wakes B 10 us later; B wakes 30 us after that */
+    struct dbt_replay_event ev[4] = {
+        /* A (stream 0): a direct read, then the wake */
+        {T, T + 100000, 0, 0, 0, 8192, UINT64_MAX, 0, -1, -1, 0, 0, DBT_TK_CALL, DBT_TOP_READ, 0, DBT_TF_DIRECT, 0},
+        {T + 110000, T + 111000, 0, 0, 0, 0, 0, -1, -1, -1, 0, 0, DBT_TK_SYNC, DBT_SYNC_WAKE, 0, DBT_SF_KILL, 0},
+        /* B (stream 1): asleep from T until A's wake ended it, then 5 us of CPU, then its own read */
+        {T, T + 140000, 0, 0, 0, 0, 0, -1, 1, -1, 1, 0, DBT_TK_SYNC, DBT_SYNC_SLEEP, 0, DBT_SF_EPOLL, 0},
+        {T + 145000, T + 245000, 0, 0, 8192, 8192, UINT64_MAX, 0, -1, -1, 1, 0, DBT_TK_CALL, DBT_TOP_READ, 0,
+         DBT_TF_DIRECT, 0},
+    };
+    uint64_t start[4], end[4];
+    struct dbt_replay_result res = {start, end, NULL, NULL, 0};
+    char err[256];
+    int rc = dbt_replay(s, ev, 4, T, T, 1.0, &res, err, sizeof err);
+    CHECK(rc == 0, "replay: %s", err);
+    free(res.requests);
+    munmap(s, s->size);
+    return end[3];
+}
+
+static void hand_computed(void) {
+    const uint64_t T = 5000000;
+    for (double lat = 50; lat <= 400; lat *= 8) {
+        uint64_t L = ram_read_ns(lat);
+        /* A: read [T, T+L]; wake at +10 us; B: up 30 us after the wake, 5 us of CPU, its read takes L */
+        uint64_t expected = T + L + 10000 + 30000 + 5000 + L;
+        uint64_t got = b_finishes(lat);
+        CHECK(got == expected, "latency %g us: B ends at %llu, by hand %llu", lat, (unsigned long long)got,
+              (unsigned long long)expected);
+    }
+    CHECK(b_finishes(400) - b_finishes(50) == 2 * (ram_read_ns(400) - ram_read_ns(50)),
+          "a slower device delays B by its two reads' difference: B's wait follows A's read");
+}
+
+static void refuses_bad_events(void) {
+    struct dbt_state *s = make_state("bad", "ram\tram\t/nonexistent/ram\n");
+    struct dbt_replay_event ev[2] = {
+        {0, 10, 0, 0, 0, 0, 0, -1, 1, -1, 0, 0, DBT_TK_SYNC, DBT_SYNC_SLEEP, 0, DBT_SF_EPOLL, 0},
+        {0, 10, 0, 0, 0, 0, 0, -1, -1, -1, 1, 0, DBT_TK_SYNC, DBT_SYNC_SLEEP, 0, DBT_SF_EPOLL, 0},
+    };
+    uint64_t start[2], end[2];
+    struct dbt_replay_result res = {start, end, NULL, NULL, 0};
+    char err[256] = "";
+    CHECK(dbt_replay(s, ev, 2, 0, 0, 1.0, &res, err, sizeof err) != 0 && strstr(err, "not another process's wake"),
+          "a sleep tied to something not a wake is refused: %s", err);
+    ev[0].dep = -1;
+    ev[0].kind = DBT_TK_CALL, ev[0].dev = 3;
+    CHECK(dbt_replay(s, ev, 2, 0, 0, 1.0, &res, err, sizeof err) != 0 && strstr(err, "names device 3"),
+          "a call on a device the replay lacks is refused: %s", err);
+    munmap(s, s->size);
+}
+
+int main(int argc, char **argv) {
+    int own = argc < 2;
+    if (own) {
+        snprintf(work, sizeof work, "/tmp/dbtier-test-replay-XXXXXX");
+        if (!mkdtemp(work)) return 1;
+    } else {
+        snprintf(work, sizeof work, "%s", argv[1]);
+    }
+    same_requests_live_and_offline();
+    hand_computed();
+    refuses_bad_events();
+    if (own) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", work);
+        if (system(cmd) != 0) printf("could not remove %s\n", work);
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,145 @@
+"""dbtier predict: a recorded run replayed on other devices and placements, against live runs; the
+recorded calls replayed give the recorded device requests; every bad input one line, exit 2."""
+
+import json
+import sys
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from dbtier.devices import native
+from dbtier.devices.session import Device
+from dbtier.measure import trace
+from dbtier.predict import events
+from tests.conftest import dbtier
+
+ROWS = 1500
+
+
+@pytest.fixture(scope="module")
+def recorded(module_shm_dir, tmp_path_factory):
+    """random-index on a disk, traced: every lookup one random read of the table."""
+    out = tmp_path_factory.mktemp("runs")
+    dbtier("run", "random-index", "--rows", str(ROWS), "-d", "hdd=hdd-sata-7200", "--trace", "-q",
+           "--workspace", str(module_shm_dir), "--output", str(out), check=True)
+    return next(out.glob("random-index-*"))
+
+
+def predicted(run_dir, tmp_path, *args) -> dict:
+    path = tmp_path / "p.json"
+    dbtier("predict", str(run_dir), *args, "--json", str(path), check=True)
+    return json.loads(path.read_text())
+
+
+def test_the_recorded_layout_predicts_the_recorded_run(recorded, tmp_path):
+    doc = predicted(recorded, tmp_path)
+    (phase,) = doc["phases"]
+    assert phase["predicted"]["elapsed_s"] == pytest.approx(phase["recorded"]["elapsed_s"], rel=0.02)
+    rec = {r["device"]: r for r in phase["recorded"]["devices"]}
+    for row in phase["predicted"]["devices"]:  # the same device requests, so the same iostat figures
+        assert row["iostat"]["r/s"] == pytest.approx(rec[row["device"]]["iostat"]["r/s"], rel=0.02)
+        assert row["iostat"]["r_await"] == pytest.approx(rec[row["device"]]["iostat"]["r_await"], rel=0.02)
+    table = {r["object"]: r for r in phase["predicted"]["object_io"]}
+    assert table["t"]["reads"] == ROWS  # one read per lookup, as recorded
+
+
+def test_a_flash_prediction_against_a_live_run(recorded, tmp_path, module_shm_dir):
+    """The whole database on flash, predicted from the disk's run, against the run itself (within 20%:
+    the bench measures the accuracy over many cases)."""
+    doc = predicted(recorded, tmp_path, "-d", "hdd=ssd-sata-mlc")
+    (phase,) = doc["phases"]
+    out = tmp_path / "live"
+    out.mkdir()
+    dbtier("run", "random-index", "--rows", str(ROWS), "-d", "hdd=ssd-sata-mlc", "-q", "--workspace",
+           str(module_shm_dir), "--output", str(out), "--json", str(out / "r.json"), check=True)
+    live = json.loads((out / "r.json").read_text())
+    assert phase["predicted"]["elapsed_s"] == pytest.approx(live["elapsed_s"], rel=0.2)
+    assert phase["recorded"]["elapsed_s"] / phase["predicted"]["elapsed_s"] > 8  # 4.5 ms reads become 0.22 ms
+    pred_dev, live_dev = phase["predicted"]["devices"][0], live["devices"][0]
+    assert pred_dev["iostat"]["r_await"] == pytest.approx(live_dev["iostat"]["r_await"], rel=0.05)
+
+
+def test_an_index_moved_to_flash(recorded, tmp_path):
+    doc = predicted(recorded, tmp_path, "-d", "ssd=ssd-sata-mlc", "--place", "data=hdd,t_attribute_idx=ssd")
+    (phase,) = doc["phases"]
+    where = {r["object"]: r["device"] for r in phase["predicted"]["object_io"]}
+    assert where["t"] == "hdd" and where["t_attribute_idx"] == "ssd"
+    # the table's random reads stay on the disk: the index alone on flash changes little (seed 001)
+    assert phase["predicted"]["elapsed_s"] == pytest.approx(phase["recorded"]["elapsed_s"], rel=0.05)
+
+
+def test_recorded_calls_replayed_give_the_recorded_device_requests(shm_dir, tmp_path):
+    """Live, the interposer records a program's calls and the device requests they caused; offline, the
+    calls replayed through the same core on the recorded layout give the same requests."""
+    dev = shm_dir / "disk"
+    dev.mkdir()
+    script = (
+        "import os, random\n"
+        f"d = {str(dev)!r}\n"
+        "random.seed(7)\n"
+        "fd = os.open(d + '/data', os.O_RDWR | os.O_CREAT)\n"
+        "os.pwrite(fd, b'x' * (3 << 20), 0)\n"
+        "for i in range(300): os.pread(fd, 8192, random.randrange(384) * 8192)\n"
+        "for i in range(50): os.pwrite(fd, b'y' * 8192, i * 8192)\n"
+        "os.fsync(fd)\n"
+        "w = os.open(d + '/log', os.O_RDWR | os.O_CREAT)\n"
+        "for i in range(40): os.pwrite(w, b'w' * 4096, i * 4096); os.fdatasync(w)\n"
+    )
+    trace_dir = tmp_path / "trace"
+    dbtier("exec", "-q", "-d", f"disk=hdd-sata-7200:{dev}", "--trace", str(trace_dir), "--", sys.executable, "-c",
+           script, check=True)
+    recs = trace.read_records(trace_dir)
+    meta, _files = trace.load_meta(trace_dir)
+    layout = trace.load_layout(trace_dir)
+    live = trace.requests(recs)
+    streams = events.build(recs[recs["kind"] != trace.REQUEST], {})
+    t0 = int(recs["submit_ns"][0])
+    (d,) = meta["devices"]
+    from dbtier.devices.profile import load
+    from dbtier.devices.session import Session
+    session = Session([Device("disk", dev, load(d["profile"]))], tmp_path / "replay")
+    session.create()
+    replay = native.Replay(session.state_path)
+    try:
+        files = np.unique(recs["file"][recs["file"] >= 0])
+        replay.layout(np.c_[files, np.zeros_like(files)],
+                      np.array([[f, 0, c, a] for f, c, a in layout["chunks"]], dtype=np.uint64).reshape(-1, 4))
+        _start, _end, _flags, reqs = replay.run(streams.events, t0, t0)
+    finally:
+        replay.close()
+    assert len(live) > 390 and len(reqs) == len(live)
+    for col, rcol in (("op", "op"), ("file", "file"), ("offset", "off"), ("len", "len")):
+        assert np.array_equal(live[col].astype(np.int64), reqs[rcol].astype(np.int64)), col
+    # the modelled service of each request: the same, as each call came when the recorded one did
+    assert np.array_equal(live["complete_ns"] - live["submit_ns"], reqs["complete"] - reqs["arrival"])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["{plain}"], "was recorded without --trace"),
+    (["{run}", "--place", "data=nosuch"], "no device named 'nosuch'"),
+    (["{run}", "--place", "t_attribute=hdd"], "did you mean t_attribute_idx?"),
+    (["{run}", "-d", "hdd=nosuch-profile"], "nosuch-profile"),
+    (["{run}", "-d", "ssd=ssd-sata-mlc:/tmp"], "takes no folder"),
+    (["{run}", "-d", "ssd=real"], "no model to predict with"),
+    (["{run}", "--cpu-scale", "0"], "--cpu-scale 0"),
+    (["{old}"], "recorded in trace format 1"),
+    (["{missing}"], "is not a directory"),
+    (["{tmp}"], "not a dbtier run directory"),
+])
+def test_bad_input_one_line_exit_2(recorded, tmp_path, args, message):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    result = json.loads((recorded / "result.json").read_text())
+    (plain / "result.json").write_text(json.dumps(result))
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "result.json").write_text(json.dumps(result))
+    table = pq.read_table(recorded / "trace.parquet")
+    md = dict(table.schema.metadata)
+    md[b"dbtier"] = json.dumps({**json.loads(md[b"dbtier"]), "trace_format": 1}).encode()
+    pq.write_table(table.replace_schema_metadata(md), old / "trace.parquet")
+    words = {"plain": plain, "run": recorded, "old": old, "missing": tmp_path / "missing", "tmp": tmp_path}
+    proc = dbtier("predict", *[a.format(**words) for a in args])
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
