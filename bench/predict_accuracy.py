@@ -37,7 +37,7 @@ WORKLOADS = [
                                                    "--io-mode", "direct"], "a_perf"),
     ("merge-join buffered", "merge-join", ["--departments", "300", "--employees", "200", "--work-mem", "1MB",
                                            "--io-mode", "buffered"], "employee"),
-    ("io-modes direct", "io-modes", ["--orders", "4000", "--io-mode", "direct"], "lineitem"),
+    ("io-modes direct", "io-modes", ["--orders", "4000", "--io-mode", "direct"], "tpcd.lineitem"),
 ]
 
 

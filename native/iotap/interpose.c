@@ -672,6 +672,10 @@ static inline int sync_traced(void) {
            dbt_trace_active();
 }
 
+/* A sleep is recorded if the interval is on when it ends: an idle process that fell asleep before
+ * the measurement began, and is woken inside it, is waiting for whoever woke it. */
+static inline int sleep_traceable(void) { return g_state && !tl_guard && dbt_trace_active(); }
+
 static void trace_sync(int op, uint8_t flags, uint64_t target, uint32_t aux, uint64_t t0, uint64_t t1, int64_t n) {
     tl_guard++;
     struct dbt_trace_rec *r = dbt_trace_reserve();
@@ -716,11 +720,11 @@ EXPORT int sem_post(sem_t *sem) {
 
 EXPORT int sem_wait(sem_t *sem) {
     ENSURE(sem_wait, -1);
-    if (LIKELY(!sync_traced())) return real_sem_wait(sem);
+    if (LIKELY(!sleep_traceable())) return real_sem_wait(sem);
     uint64_t t0 = now_ns();
     int r = real_sem_wait(sem);
     int saved = errno;
-    if (r == 0) trace_sync(DBT_SYNC_SLEEP, DBT_SF_SEM, (uint64_t)(uintptr_t)sem, 0, t0, now_ns(), 1);
+    if (r == 0 && sync_traced()) trace_sync(DBT_SYNC_SLEEP, DBT_SF_SEM, (uint64_t)(uintptr_t)sem, 0, t0, now_ns(), 1);
     errno = saved;
     return r;
 }
@@ -729,11 +733,11 @@ EXPORT int sem_wait(sem_t *sem) {
 #define WRAP_EPOLL(name, params, args)                                                             \
     EXPORT int name params {                                                                       \
         ENSURE(name, -1);                                                                          \
-        if (LIKELY(!sync_traced())) return real_##name args;                                       \
+        if (LIKELY(!sleep_traceable())) return real_##name args;                                   \
         uint64_t t0 = now_ns();                                                                    \
         int r = real_##name args;                                                                  \
         int saved = errno;                                                                         \
-        trace_sync(DBT_SYNC_SLEEP, DBT_SF_EPOLL, 0, 0, t0, now_ns(), r);                           \
+        if (sync_traced()) trace_sync(DBT_SYNC_SLEEP, DBT_SF_EPOLL, 0, 0, t0, now_ns(), r);        \
         errno = saved;                                                                             \
         return r;                                                                                  \
     }

@@ -69,6 +69,13 @@ static void collect(void *ctx, const struct dbt_request_event *ev) {
     c->buf[c->n++] = (struct dbt_replay_request){*ev, c->event};
 }
 
+/* When the core hears of an event that starts at `start`: a call, once its host call returned (the
+ * interposer asks the core then, for a request that arrived at the call's start), so concurrent
+ * processes reach the devices' models in the order they did live. */
+static uint64_t asked_at(const struct dbt_replay_event *e, uint64_t start) {
+    return e->kind == DBT_TK_CALL ? start + e->host_ns : start;
+}
+
 static uint64_t scaled(uint64_t gap, double k) { return k == 1.0 ? gap : (uint64_t)((double)gap * k + 0.5); }
 
 /* The gap the process spent between its previous event and this one (its own CPU time). */
@@ -131,7 +138,7 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
             const struct dbt_replay_event *e0 = &ev[first[st]];
             int waits = e0->kind == DBT_TK_SYNC && e0->op == DBT_SYNC_SLEEP && e0->dep >= 0;
             ready[st] = replay_from + (waits ? 0 : gap_before(ev, first[st], first[st], recorded_from));
-            heap_push(&h, ready[st], st);
+            heap_push(&h, asked_at(&ev[first[st]], ready[st]), st);
         }
     }
     struct dbt_emulate_hooks hooks = {collect, NULL, &col};
@@ -141,7 +148,7 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
         uint32_t st = it.stream;
         uint64_t i = next[st];
         const struct dbt_replay_event *e = &ev[i];
-        uint64_t start = it.ready, end;
+        uint64_t start = ready[st], end;
         uint8_t flags = 0;
         /* the waker was still asleep when this process came (it pops first: nothing earlier is left) */
         int unheld = e->kind == DBT_TK_SYNC && e->op == DBT_SYNC_SLEEP && e->dep >= 0 && e->guard >= 0 &&
@@ -181,7 +188,7 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
         parked_head[i] = 0;
         if (++next[st] < first[st + 1]) {
             ready[st] = end + scaled(gap_before(ev, next[st], first[st], recorded_from), cpu_scale);
-            heap_push(&h, ready[st], st);
+            heap_push(&h, asked_at(&ev[next[st]], ready[st]), st);
         }
     }
     if (col.oom) {

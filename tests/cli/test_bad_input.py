@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dbtier.devices import native
 from dbtier.errors import UserError
 from tests.conftest import dbtier
 
@@ -257,6 +258,10 @@ CASES = [
     C("trace-device-beyond-the-list", "names device 5, but the trace lists 1", "trace", "{fx}/t_dev_beyond"),
     C("trace-unknown-operation", "unknown operation 99", "trace", "{fx}/t_bad_op"),
     C("trace-no-records", "the trace holds no I/O", "trace", "{fx}/t_no_records"),
+    C("predict-missing", "is not a directory", "predict", "/nonexistent-dbtier"),
+    C("predict-a-trace-not-a-run", "not a dbtier run directory", "predict", "{fx}/t_good"),
+    C("predict-json-folder-missing", "does not exist; create it first", "predict", "{fx}/t_good", "--json",
+      "/nonexistent-dbtier/p.json"),
     C("trace-output-folder-missing", "does not exist; create it first", "trace", "{fx}/t_good", "-o",
       "/nonexistent-dbtier/t.parquet"),
     C("trace-output-is-a-folder", "a folder is there; give a file name", "trace", "{fx}/t_good", "-o", "{fx}"),
@@ -288,9 +293,10 @@ PROFILES = {
 
 
 def _trace(folder: Path, meta=None, files=None, records=None, raw: bytes | None = None) -> None:
-    from dbtier.measure.trace import RECORD
+    from dbtier.measure.trace import CALL, RECORD
 
     folder.mkdir()
+    (folder / "layout.json").write_text('{"chunk_bytes": 1048576, "chunks": [], "cursors": [0]}')
     if meta is not None:
         (folder / "meta.json").write_text(meta)
     if files is not None:
@@ -299,6 +305,7 @@ def _trace(folder: Path, meta=None, files=None, records=None, raw: bytes | None 
         recs = np.zeros(len(records), dtype=RECORD)  # (op, device index) each; file 0, 8 KiB
         recs["submit_ns"] = 1000 + np.arange(len(records))
         recs["len"] = 8192
+        recs["kind"] = CALL
         recs["op"] = [op for op, _dev in records]
         recs["dev"] = [dev for _op, dev in records]
         recs.tofile(folder / "iotap-1-0.trc")
@@ -340,10 +347,11 @@ def hostile(scratch):
         for exe in ("postgres", "initdb"):
             (fx / name / exe).write_text(text)
             (fx / name / exe).chmod(0o755)
-    meta, files = '{"devices": [{"name": "a"}]}', '[[0, 0, "/d/base/5/16384"]]'
+    fmt = native.trace_format()
+    meta, files = f'{{"trace_format": {fmt}, "devices": [{{"name": "a"}}]}}', '[[0, 0, "/d/base/5/16384"]]'
     _trace(fx / "t_empty")
     _trace(fx / "t_meta_not_json", "{devices", files, [(1, 0)])
-    _trace(fx / "t_meta_no_devices", "{}", files, [(1, 0)])
+    _trace(fx / "t_meta_no_devices", f'{{"trace_format": {fmt}}}', files, [(1, 0)])
     _trace(fx / "t_files_bad", meta, '{"0": "/d/x"}', [(1, 0)])
     _trace(fx / "t_cut", meta, files, raw=b"\x01" * 100)
     _trace(fx / "t_dev_beyond", meta, files, [(1, 0), (2, 5)])

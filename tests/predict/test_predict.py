@@ -93,7 +93,7 @@ def test_recorded_calls_replayed_give_the_recorded_device_requests(shm_dir, tmp_
     meta, _files = trace.load_meta(trace_dir)
     layout = trace.load_layout(trace_dir)
     live = trace.requests(recs)
-    streams = events.build(recs[recs["kind"] != trace.REQUEST], {})
+    streams = events.build(recs[recs["kind"] != trace.REQUEST], {}, same_devices={0})  # the device as it was
     t0 = int(recs["submit_ns"][0])
     (d,) = meta["devices"]
     from dbtier.devices.profile import load

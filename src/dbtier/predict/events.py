@@ -30,15 +30,25 @@ class Streams:
 
 
 def interval_records(records: np.ndarray, t0_ns: int, t1_ns: int) -> np.ndarray:
-    """The calls and syncs the program made in [t0, t1] (device requests are what the replay recomputes)."""
-    keep = (records["submit_ns"] >= t0_ns) & (records["submit_ns"] <= t1_ns) & (records["kind"] != trace.REQUEST)
-    return records[keep]
+    """The calls and syncs the program made in [t0, t1] (device requests are what the replay
+    recomputes), and the sleeps that began before t0 and ended in it, cut at t0: an idle process woken
+    in the interval (an I/O worker given its first read) waits for whoever woke it, not for the clock."""
+    inside = (records["submit_ns"] >= t0_ns) & (records["submit_ns"] <= t1_ns) & (records["kind"] != trace.REQUEST)
+    straddle = ((records["kind"] == trace.SYNC) & (records["op"] == SLEEP) & (records["submit_ns"] < t0_ns)
+                & (records["end_ns"] >= t0_ns) & (records["end_ns"] <= t1_ns))
+    out = records[inside | straddle]
+    cut = out["submit_ns"] < t0_ns
+    out["submit_ns"][cut] = t0_ns
+    out["start_ns"][cut] = t0_ns
+    return out[np.argsort(out["submit_ns"], kind="stable")]
 
 
-def build(recs: np.ndarray, file_device: dict[int, int], foreground: set[int] | None = None) -> Streams:
+def build(recs: np.ndarray, file_device: dict[int, int], foreground: set[int] | None = None,
+          same_devices: set[int] | None = None) -> Streams:
     """recs: one interval's calls and syncs (interval_records), sorted by submit time. foreground: the
     pids that served the workload's client (its backends), whose connections the client made one after
-    another when none overlapped."""
+    another when none overlapped. same_devices: the recorded devices the prediction keeps as they were
+    (a call that stays on one of them keeps its recorded lateness)."""
     if foreground:
         recs = np.concatenate([recs, _client_order(recs, foreground)])
     key = recs["pid"].astype(np.uint64) << np.uint64(32) | recs["tid"].astype(np.uint64)
@@ -51,8 +61,12 @@ def build(recs: np.ndarray, file_device: dict[int, int], foreground: set[int] | 
     ev["t1"] = np.maximum(recs["end_ns"], recs["submit_ns"])
     host_end = np.maximum(recs["start_ns"], recs["submit_ns"])
     ev["host_ns"] = np.where(is_call, host_end - recs["submit_ns"], 0)
-    waited_until = np.maximum(recs["complete_ns"], host_end)
-    ev["late_ns"] = np.where(is_call & (recs["end_ns"] > waited_until), recs["end_ns"] - waited_until, 0)
+    # The live emulation's lateness (its wake-up delay past the modelled completion) belongs to the
+    # emulation of that device on this host, not to the device: a call that stays on an unchanged
+    # device keeps it (as a live run of the same layout would have it); a call moved elsewhere does not.
+    host_end_ns = np.maximum(recs["start_ns"], recs["submit_ns"])
+    waited_until = np.maximum(recs["complete_ns"], host_end_ns)
+    late = np.where(is_call & (recs["end_ns"] > waited_until), recs["end_ns"] - waited_until, 0)
     ev["off"], ev["len"], ev["file"] = recs["offset"], recs["len"], recs["file"]
     size_known = is_call & (recs["op"] == 1) & (recs["aux"] != trace.SIZE_UNKNOWN)
     ev["file_size"] = np.where(size_known, recs["aux"].astype(np.uint64) * PAGE, np.uint64(2**64 - 1))
@@ -60,9 +74,12 @@ def build(recs: np.ndarray, file_device: dict[int, int], foreground: set[int] | 
     ev["stream"] = stream
     ev["kind"], ev["op"] = recs["kind"], recs["op"]
     ev["flags"] = np.where(is_call, recs["flags"] & (trace.FLAGS["direct"] | trace.FLAGS["dsync"]), recs["flags"])
-    devs = np.array([file_device.get(int(f), int(d)) for f, d in zip(recs["file"], recs["dev"])], dtype=np.uint8) \
-        if len(recs) else np.zeros(0, dtype=np.uint8)
-    ev["dev"] = np.where(is_call, devs, 0)
+    lut = np.full(max(file_device, default=0) + 2, -1, dtype=np.int64)  # file index -> placed device
+    lut[np.fromiter(file_device.keys(), dtype=np.int64)] = np.fromiter(file_device.values(), dtype=np.int64)
+    placed = lut[np.clip(recs["file"], -1, len(lut) - 2)]  # -1 (no file) reads the spare last slot: -1
+    ev["dev"] = np.where(is_call & (placed >= 0), placed, np.where(is_call, recs["dev"], 0))
+    stays = is_call & (ev["dev"] == recs["dev"]) & np.isin(recs["dev"], list(same_devices or ()))
+    ev["late_ns"] = np.where(stays, late, 0)
     ev["dep"] = _dependencies(recs, stream)
     ev["guard"] = _guards(recs, stream, ev["dep"])
     pids = np.zeros(stream.max() + 1 if len(stream) else 0, dtype=np.int64)
@@ -100,8 +117,9 @@ def _client_order(recs: np.ndarray, foreground: set[int]) -> np.ndarray:
 
 
 def _guards(recs: np.ndarray, stream: np.ndarray, dep: np.ndarray) -> np.ndarray:
-    """For each sleep tied to a wake: the waker's own last sleep before that wake (it has been awake,
-    holding what the sleeper waits for, since that sleep ended), or -1."""
+    """For each lock wait (a semaphore: an LWLock) tied to a wake: the waker's own last sleep before
+    that wake (it has been awake, holding the lock, since that sleep ended), or -1. A latch wait (for
+    work to do, an I/O's completion, a commit) always waits for its wake."""
     guard = np.full(len(recs), -1, dtype=np.int64)
     sleeping = (recs["kind"] == trace.SYNC) & (recs["op"] == SLEEP)
     # per event: the index of its stream's latest sleep at or before it (events are grouped by stream)
@@ -110,7 +128,7 @@ def _guards(recs: np.ndarray, stream: np.ndarray, dep: np.ndarray) -> np.ndarray
     latest = np.empty(len(recs), dtype=np.int64)
     for a, b in zip(starts, np.r_[starts[1:], len(recs)]):
         latest[a:b] = np.maximum.accumulate(idx[a:b])
-    tied = np.flatnonzero((dep >= 0) & ((recs["flags"] & CLIENT) == 0))  # a client's order holds always
+    tied = np.flatnonzero((dep >= 0) & ((recs["flags"] & SEM) != 0) & ((recs["flags"] & CLIENT) == 0))
     guard[tied] = latest[dep[tied]]
     return guard
 

@@ -28,6 +28,7 @@ BACKGROUND = {"postmaster", "dbtier wait sampler", "checkpointer", "background w
               "walsender", "startup", "slotsync worker"}
 _PER_SECOND = re.compile(r"(/s|tps|tpm|nopm)$", re.IGNORECASE)
 _PER_ITEM = re.compile(r"^(ms|us|s)/", re.IGNORECASE)
+_TXN_RATE = re.compile(r"^(tps|tpm|nopm)$", re.IGNORECASE)
 
 
 @dataclass
@@ -37,7 +38,8 @@ class Prediction:
     phases: list[dict]  # per measured phase: its name, its recorded figures, its predicted ones
     calls: int
     events: int
-    replay_s: float
+    replay_s: float   # the whole prediction once the trace was read: streams built, replayed, figures computed
+    engine_s: float   # the replay itself (native/iotap/replay.c)
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -50,7 +52,9 @@ class Prediction:
                          "page_cache_bytes": s.page_cache_bytes, "cpu_scale": s.cpu_scale},
             "phases": self.phases,
             "replay": {"events": self.events, "calls": self.calls, "seconds": self.replay_s,
-                       "calls_per_s": self.calls / self.replay_s if self.replay_s > 0 else None},
+                       "engine_seconds": self.engine_s,
+                       "calls_per_s": self.calls / self.replay_s if self.replay_s > 0 else None,
+                       "engine_calls_per_s": self.calls / self.engine_s if self.engine_s > 0 else None},
             "notes": self.notes,
         }
 
@@ -93,14 +97,18 @@ def _page_cache(rec: Recording, scenario: Scenario) -> PageCache | None:
                      dsync_data=bool(pc.get("dsync_data", False)))
 
 
-def _scaled_rates(rates: dict, ratio: float) -> dict:
+def _scaled_rates(rates: dict, ratio: float, span: float) -> dict:
     """A phase's rates at the predicted elapsed (ratio = predicted / recorded): per-second figures
-    divide by it, per-item times multiply; what is neither is not a prediction and is left out."""
+    divide by it, per-item times multiply; what is neither is not a prediction and is left out.
+    Transaction rates (tpm, NOPM, tps) were counted over the client's own run, not the measured
+    interval around it: they scale by the client processes' span (span = replayed / recorded)."""
     out = {}
     for key, value in (rates or {}).items():
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             continue
-        if _PER_SECOND.search(key):
+        if _TXN_RATE.search(key):
+            out[key] = value / span
+        elif _PER_SECOND.search(key):
             out[key] = value / ratio
         elif _PER_ITEM.search(key):
             out[key] = value * ratio
@@ -124,6 +132,9 @@ def _requests_as_records(reqs: np.ndarray, recs: np.ndarray, flags: np.ndarray) 
 def predict(rec: Recording, scenario: Scenario, workdir: Path | None = None, say=lambda _line: None) -> Prediction:
     started = time.perf_counter()
     recorded_dev = {**rec.file_devices, **_recorded_file_devices(rec.records)}
+    same = {i for i, d in enumerate(rec.devices)  # devices whose profile the prediction keeps
+            if i < len(scenario.devices) and scenario.devices[i][1].params == d["params"]
+            and scenario.devices[i][1].kind == d["kind"]}
     placed = file_devices(rec, scenario, recorded_dev)
     tmp = Path(tempfile.mkdtemp(prefix="dbtier-predict-", dir=workdir or _scratch()))
     recorded_dirs = {d["name"]: d["dir"] for d in rec.devices}
@@ -136,7 +147,7 @@ def predict(rec: Recording, scenario: Scenario, workdir: Path | None = None, say
         try:
             files, chunks = _layout(rec, scenario, placed, recorded_dev)
             replay.layout(files, chunks)
-            phases, calls, nevents = [], 0, 0
+            phases, calls, nevents, engine_s = [], 0, 0, 0.0
             measured = iter(rec.phases)
             shift = 0  # how far the replay runs ahead (or behind) the recorded clock
             for step in rec.meta["timeline"]:
@@ -147,10 +158,12 @@ def predict(rec: Recording, scenario: Scenario, workdir: Path | None = None, say
                 procs = step.get("processes", {})
                 clients = {int(p) for p in np.unique(recs["pid"]) if procs.get(str(int(p))) not in BACKGROUND} \
                     if step["event"] == "measured" else set()
-                streams = event_streams.build(recs, placed, clients)
+                streams = event_streams.build(recs, placed, clients, same)
                 before = session.snapshot()
+                t = time.perf_counter()
                 start, end, flags, reqs = replay.run(streams.events, step["t0_ns"], step["t0_ns"] + shift,
                                                      scenario.cpu_scale)
+                engine_s += time.perf_counter() - t
                 after = session.snapshot()
                 calls += int(np.sum(streams.events["kind"] == trace.CALL))
                 nevents += len(streams.events)
@@ -171,14 +184,15 @@ def predict(rec: Recording, scenario: Scenario, workdir: Path | None = None, say
                 predicted = PhaseResult(elapsed, recorded_phase.get("server_cpu_s", 0.0) * scenario.cpu_scale,
                                         emu.io_wait_s, emu.devices, emu.object_io)
                 ratio = elapsed / recorded_phase["elapsed_s"]
+                span = _client_span_ratio(streams, start, end, step["processes"]) or ratio
                 phases.append({"phase": step["phase"], "recorded": _recorded(recorded_phase),
                                "predicted": {**predicted.to_dict(),
-                                             "rates": _scaled_rates(recorded_phase.get("rates"), ratio)}})
+                                             "rates": _scaled_rates(recorded_phase.get("rates"), ratio, span)}})
         finally:
             replay.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return Prediction(rec, scenario, phases, calls, nevents, time.perf_counter() - started, notes)
+    return Prediction(rec, scenario, phases, calls, nevents, time.perf_counter() - started, engine_s, notes)
 
 
 def _interval_shift(streams, end, processes: dict, t1_ns: int, shift: int) -> int | None:
@@ -201,6 +215,28 @@ def _interval_shift(streams, end, processes: dict, t1_ns: int, shift: int) -> in
     ends = [int(end[i]) + (t1_ns - recorded_end[i]) for i in fg if recorded_end[i] >= latest - window]
     ends += [int(end[i]) for i in fg]
     return max(ends) - t1_ns - shift
+
+
+def _client_span_ratio(streams, start, end, processes: dict) -> float | None:
+    """How long the client's main work took replayed against recorded, from its first call to its last:
+    what a rate the workload counted over its own run (tpm) scales by. Its main work: the backends busy
+    for at least a tenth as long as the longest-busy one (not a connection that only set up or checked)."""
+    ev = streams.events
+    is_call = ev["kind"] == trace.CALL
+    busy = {}
+    for s, p in enumerate(streams.pids):
+        m = is_call & (ev["stream"] == s)
+        if m.any() and processes.get(str(int(p))) not in BACKGROUND:
+            busy[s] = int(ev["t1"][m].max()) - int(ev["t0"][m].min())
+    if not busy:
+        return None
+    longest = max(busy.values())
+    fg = np.isin(ev["stream"], [s for s, b in busy.items() if b >= longest // 10]) & is_call
+    if fg.sum() < 2:
+        return None
+    recorded = int(ev["t1"][fg].max()) - int(ev["t0"][fg].min())
+    replayed = int(end[fg].max()) - int(start[fg].min())
+    return replayed / recorded if recorded > 0 and replayed > 0 else None
 
 
 def _recorded(phase: dict) -> dict:

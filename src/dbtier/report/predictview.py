@@ -63,7 +63,8 @@ def show(doc: dict) -> None:
                       f"{fmt(before.get(r['object'], float('nan')))} / {fmt(r['device_s'])}")
         out.print(o)
     rp = doc["replay"]
-    rate = f", {rp['calls_per_s'] / 1e6:.2f} M calls/s" if rp["calls_per_s"] else ""
+    rate = (f" (the replay itself {rp['engine_seconds']:.3f} s, {rp['engine_calls_per_s'] / 1e6:.1f} M calls/s)"
+            if rp["engine_calls_per_s"] else "")
     out.print(f"replayed {rp['calls']:,} calls ({rp['events']:,} events) in {rp['seconds']:.2f} s{rate}",
               soft_wrap=True)
     for note in doc["notes"]:
