@@ -37,7 +37,7 @@ WORKLOADS = [
                                                    "--io-mode", "direct"], "a_perf"),
     ("merge-join buffered", "merge-join", ["--departments", "300", "--employees", "200", "--work-mem", "1MB",
                                            "--io-mode", "buffered"], "employee"),
-    ("io-modes direct", "io-modes", ["--orders", "4000", "--io-mode", "direct"], "tpcd.lineitem"),
+    ("io-modes direct", "io-modes", ["--orders", "4000", "--io-mode", "direct"], "lineitem"),
 ]
 
 
@@ -76,7 +76,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="dbtier-predict-bench-"))
-    rows, speeds = [], []
+    rows, speeds, latencies = [], [], []
     try:
         for name, workload, params, obj in WORKLOADS:
             if args.only and name not in args.only and workload not in args.only:
@@ -101,10 +101,19 @@ def main() -> None:
                            "--json", str(lj))
                     live = live_headline(json.loads(lj.read_text()), workload)
                 err = 100.0 * (pred - live) / live
-                rows.append({"workload": name, "layout": label, "figure": figure(workload), "recorded": rec, "predicted": pred, "live": live,
-                             "error%": err, "calls": doc["replay"]["calls"], "replay_s": doc["replay"]["seconds"],
+                rows.append({"workload": name, "layout": label, "figure": figure(workload), "recorded": rec,
+                             "predicted": pred, "live": live, "error%": err, "calls": doc["replay"]["calls"],
+                             "replay_s": doc["replay"]["seconds"], "engine_s": doc["replay"]["engine_seconds"],
                              "predict_wall_s": wall, "trace_MB": trace_mb})
-                speeds.append((doc["replay"]["calls"], doc["replay"]["seconds"]))
+                speeds.append((doc["replay"]["calls"], doc["replay"]["engine_seconds"], doc["replay"]["seconds"]))
+                if workload == "oltp" and place != RECORDED:
+                    lat = doc["phases"][0].get("latency", {})
+                    live_lat = json.loads(lj.read_text())["metrics"]["latency"]
+                    for t in ("new_order", "payment"):
+                        if t in lat:
+                            latencies.append((label, t, lat[t]["recorded"].get("p50_ms"), lat[t]["predicted"].get("p50_ms"),
+                                              live_lat[t].get("p50_ms"), lat[t]["predicted"].get("p90_ms"),
+                                              live_lat[t].get("p90_ms")))
                 print(f"{name:24} {label:26} {rows[-1]['figure']:9} rec {rec:10.3f} pred {pred:10.3f} "
                       f"live {live:10.3f} err {err:+6.1f}%", flush=True)
     finally:
@@ -124,11 +133,19 @@ def main() -> None:
               f"p95 {p95:.1f}%, max {max(moved):.1f}%")
     if same:
         print(f"the recorded layout: {len(same)} cases, max |error| {max(same):.2f}%")
-    calls = sum(c for c, _ in speeds)
-    secs = sum(s for _, s in speeds)
-    if secs:
-        print(f"replay: {calls:,} calls in {secs:.2f} s of prediction, {calls / secs / 1e6:.2f} M calls/s "
-              f"(traces {min(r['trace_MB'] for r in rows):.1f}-{max(r['trace_MB'] for r in rows):.1f} MB)")
+    if latencies:
+        print("\n| oltp layout | transaction | p50 ms recorded | p50 predicted | p50 live | p90 predicted | p90 live |")
+        print("|---|---|---|---|---|---|---|")
+        for label, t, rec50, p50, l50, p90, l90 in latencies:
+            print(f"| {label} | {t} | {rec50:.2f} | {p50:.2f} | {l50:.2f} | {p90:.2f} | {l90:.2f} |")
+    calls = sum(c for c, _, _ in speeds)
+    engine = sum(e for _, e, _ in speeds)
+    whole = sum(w for _, _, w in speeds)
+    if engine:
+        biggest = max(rows, key=lambda r: r["calls"])
+        print(f"replay engine: {calls:,} calls in {engine:.2f} s, {calls / engine / 1e6:.1f} M calls/s on one core; "
+              f"whole predictions (streams built, figures computed) {calls / whole / 1e6:.2f} M calls/s; largest "
+              f"trace {biggest['trace_MB']:.1f} MB of Parquet ({biggest['calls']:,} calls, {biggest['workload']})")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 

@@ -99,6 +99,10 @@ class LabHandle:
         """A folder for dumps on the device `dump` is placed on (made once, the servers' user's)."""
         return self._lab.dump_dir()
 
+    def note_transactions(self, script: str, clients, ends_epoch_us, latency_ms) -> None:
+        """A client's completed transactions (pgbench's log): kept beside a trace for predictions."""
+        self._lab.note_transactions(script, clients, ends_epoch_us, latency_ms)
+
     def client(self, program: str, *args: str, as_me: bool = False) -> Client:
         """A PostgreSQL client program of the lab's install, connecting to the lab's server: run as the
         servers' user (as_me: as dbtier's own, to read a file the user named), in the scratch folder, its

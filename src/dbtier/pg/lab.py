@@ -92,6 +92,7 @@ class Lab:
         # what a replay needs of the run's course: measured and warm intervals, cold starts (monotonic ns)
         self.timeline: list[dict] = []
         self.names: dict = {}  # (database oid, relfilenode) -> (name, kind), for a replay's per-object figures
+        self.transactions: list[tuple] = []  # (script, client, end monotonic ns, latency us), for a replay
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -399,9 +400,23 @@ class Lab:
         except (OSError, AttributeError):
             return ""
 
+    def note_transactions(self, script: str, clients, ends_epoch_us, latency_ms) -> None:
+        """Transactions a client timed (pgbench's log: its clock is the epoch), on the trace's clock."""
+        offset_ns = time.time_ns() - time.monotonic_ns()
+        for c, end, lat in zip(clients, ends_epoch_us, latency_ms):
+            self.transactions.append((script, int(c), int(end) * 1000 - offset_ns, int(round(lat * 1000))))
+
     def save_trace(self, out: Path, meta: dict) -> Path | None:
         if not self.options.trace:
             return None
+        if self.transactions:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+            script, client, end, lat = zip(*self.transactions)
+            tmp = out.with_name("transactions.parquet.tmp")
+            pq.write_table(pa.table({"script": pa.array(script).dictionary_encode(), "client": list(client),
+                                     "end_ns": list(end), "latency_us": list(lat)}), tmp)
+            tmp.replace(out.with_name("transactions.parquet"))
         from dbtier.measure.trace import convert
         self.session.save_trace_meta({**meta, "timeline": self.timeline,
                                       "names": [[db, node, name, kind] for (db, node), (name, kind) in self.names.items()]})

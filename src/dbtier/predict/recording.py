@@ -24,6 +24,7 @@ class Recording:
     file_devices: dict[int, int]   # file index -> its device in the recorded run (every file laid out)
     layout: dict                   # chunk_bytes, chunks [[file, chunk, addr]], cursors
     names: dict[tuple[int, int], tuple[str, str]]  # (database oid, relfilenode) -> (name, kind)
+    transactions: dict | None = None  # a client's transactions (script, client, end_ns, latency_us), if it timed them
 
     @property
     def devices(self) -> list[dict]:
@@ -78,4 +79,10 @@ def load(run_dir: Path) -> Recording:
     file_devices = {int(i): int(dev) for i, dev, _p in table}
     names = {(int(db), int(node)): (name, kind) for db, node, name, kind in meta.get("names", [])}
     records = trace.from_table(parquet)
-    return Recording(run_dir, result, meta, records, files, file_devices, json.loads(md[b"dbtier_layout"]), names)
+    txns = None
+    if (run_dir / "transactions.parquet").is_file():
+        t = pq.read_table(run_dir / "transactions.parquet")
+        txns = {"script": np.asarray(t["script"].cast("string").to_pylist(), dtype=object),
+                **{k: t[k].to_numpy() for k in ("client", "end_ns", "latency_us")}}
+    return Recording(run_dir, result, meta, records, files, file_devices, json.loads(md[b"dbtier_layout"]), names,
+                     txns)

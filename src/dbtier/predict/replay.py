@@ -19,6 +19,7 @@ from dbtier.devices.session import Device, Session
 from dbtier.measure import emulated, trace
 from dbtier.measure.result import PhaseResult
 from dbtier.predict import events as event_streams
+from dbtier.predict import latency
 from dbtier.predict.recording import Recording
 from dbtier.predict.scenario import Scenario, file_devices
 
@@ -149,7 +150,7 @@ def predict(rec: Recording, scenario: Scenario, workdir: Path | None = None, say
             replay.layout(files, chunks)
             phases, calls, nevents, engine_s = [], 0, 0, 0.0
             measured = iter(rec.phases)
-            shift = 0  # how far the replay runs ahead (or behind) the recorded clock
+            shift = 0  # how far behind the recorded clock the replay runs
             for step in rec.meta["timeline"]:
                 if step["event"] == "page cache emptied":
                     session.clear_page_cache()
@@ -169,14 +170,17 @@ def predict(rec: Recording, scenario: Scenario, workdir: Path | None = None, say
                 nevents += len(streams.events)
                 if step["event"] != "measured":  # warming: its clients are unknown, and it ends when the run says
                     continue
-                step_shift = _interval_shift(streams, end, step["processes"], step["t1_ns"], shift)
+                step_shift = _interval_shift(streams, start, end, step["processes"], step["t1_ns"], shift)
                 recorded_phase = next(measured)
                 phase_shift = step_shift
                 if phase_shift is None:
                     notes.append(f"phase {step['phase']}: no client process did anything the trace holds; its "
                                  "elapsed is given as recorded")
                     phase_shift = 0
-                shift += phase_shift
+                # A later interval starts later when this one ran longer; never earlier: the server's
+                # background processes keep their recorded pace (their I/O tail stays where it was),
+                # and the lab's own time between intervals does not shrink with the devices.
+                shift = max(0, shift + phase_shift)
                 elapsed = max(1e-9, recorded_phase["elapsed_s"] + phase_shift / 1e9)
                 emu = emulated.figures(devices, before, after, elapsed,
                                        _requests_as_records(reqs, streams.records, flags), rec.files,
@@ -185,9 +189,15 @@ def predict(rec: Recording, scenario: Scenario, workdir: Path | None = None, say
                                         emu.io_wait_s, emu.devices, emu.object_io)
                 ratio = elapsed / recorded_phase["elapsed_s"]
                 span = _client_span_ratio(streams, start, end, step["processes"]) or ratio
+                txn, unplaced = latency.predict(rec.transactions, streams, start, end, clients, step["t0_ns"],
+                                                step["t1_ns"], scenario.cpu_scale)
+                if unplaced:
+                    notes.append(f"phase {step['phase']}: {unplaced:,} transactions could not be placed on a "
+                                 "backend; their latencies are left out")
                 phases.append({"phase": step["phase"], "recorded": _recorded(recorded_phase),
                                "predicted": {**predicted.to_dict(),
-                                             "rates": _scaled_rates(recorded_phase.get("rates"), ratio, span)}})
+                                             "rates": _scaled_rates(recorded_phase.get("rates"), ratio, span)},
+                               **({"latency": txn} if txn else {})})
         finally:
             replay.close()
     finally:
@@ -195,7 +205,7 @@ def predict(rec: Recording, scenario: Scenario, workdir: Path | None = None, say
     return Prediction(rec, scenario, phases, calls, nevents, time.perf_counter() - started, engine_s, notes)
 
 
-def _interval_shift(streams, end, processes: dict, t1_ns: int, shift: int) -> int | None:
+def _interval_shift(streams, start, end, processes: dict, t1_ns: int, shift: int) -> int | None:
     """How much later (or earlier) the interval ends in the replay than it did recorded, beyond the
     shift it started with. The interval ended when its client had its last answer: the client
     processes' backends busy to the end of the recorded interval decide it (a connection that closed
@@ -208,12 +218,15 @@ def _interval_shift(streams, end, processes: dict, t1_ns: int, shift: int) -> in
     fg = [i for i in last if processes.get(str(int(streams.pids[ev["stream"][i]]))) not in BACKGROUND]
     if not fg:
         return None
+    # a last event that runs past the interval (an idle wait for the next query) counts up to its edge
     recorded_end = {i: min(int(ev["t1"][i]), t1_ns) for i in fg}
+    replayed_end = {i: int(end[i]) if int(ev["t1"][i]) <= t1_ns else int(start[i]) + (t1_ns - int(ev["t0"][i]))
+                    for i in fg}
     latest = max(recorded_end.values())
     t0 = int(ev["t0"].min())
     window = max(2_000_000, (t1_ns - t0) // 50)
-    ends = [int(end[i]) + (t1_ns - recorded_end[i]) for i in fg if recorded_end[i] >= latest - window]
-    ends += [int(end[i]) for i in fg]
+    ends = [replayed_end[i] + (t1_ns - recorded_end[i]) for i in fg if recorded_end[i] >= latest - window]
+    ends += [replayed_end[i] for i in fg]
     return max(ends) - t1_ns - shift
 
 

@@ -90,6 +90,11 @@ def file_devices(rec: Recording, scenario: Scenario, recorded: dict[int, int]) -
     file's device in the recorded run (an index into the recorded devices, which keep their places)."""
     if scenario.placement is None:
         return dict(recorded)
+    run_names = {}  # (database, relfilenode) -> the name the run's --place used, from where each object lay
+    for o in rec.result.get("objects", []):
+        parts = str(o.get("path") or "").split("/")
+        if len(parts) >= 2 and parts[-1].isdigit() and parts[-2].isdigit():
+            run_names[(int(parts[-2]), int(parts[-1]))] = o["object"]
     index = {n: i for i, n in enumerate(scenario.names)}
     roles, objects = scenario.placement.roles, scenario.placement.objects
     out = {}
@@ -102,6 +107,9 @@ def file_devices(rec: Recording, scenario: Scenario, recorded: dict[int, int]) -
         if info["relfilenode"] is not None:
             db = 0 if info["tablespace"] == "pg_global" else info["database"]
             name, kind = rec.names.get((db, info["relfilenode"]), (None, None))
+            name = run_names.get((db, info["relfilenode"]), name)
+        if name is not None and name not in objects and "." in name:
+            name = name.split(".", 1)[1]  # another database's object, as the run's --place names it
         if name in objects:
             out[f] = index[objects[name]]
         else:

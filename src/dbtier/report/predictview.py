@@ -62,6 +62,18 @@ def show(doc: dict) -> None:
             o.add_row(r["object"], r["device"], f"{r['reads']:,}", f"{r['writes']:,}",
                       f"{fmt(before.get(r['object'], float('nan')))} / {fmt(r['device_s'])}")
         out.print(o)
+        if ph.get("latency"):
+            lt = Table(title="transaction latency ms (pgbench's log, each transaction replayed on its backend)",
+                       title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+            for col in ("script", "count", "p50 rec/pred", "p90 rec/pred", "p99 rec/pred"):
+                lt.add_column(col, justify="left" if col == "script" else "right")
+            for name, both in ph["latency"].items():
+                r, p = both["recorded"], both["predicted"]
+
+                def q(key):
+                    return f"{fmt(r[key])} / {fmt(p[key])}" if key in r and key in p else "-"
+                lt.add_row(name, f"{r['count']:,}", q("p50_ms"), q("p90_ms"), q("p99_ms"))
+            out.print(lt)
     rp = doc["replay"]
     rate = (f" (the replay itself {rp['engine_seconds']:.3f} s, {rp['engine_calls_per_s'] / 1e6:.1f} M calls/s)"
             if rp["engine_calls_per_s"] else "")

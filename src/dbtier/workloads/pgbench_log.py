@@ -20,6 +20,9 @@ class ScriptLog:
     skipped: int = 0
     failed: int = 0
     late: int = 0  # over --latency-limit (counted by the caller, who knows the limit)
+    # per completed transaction, beside latency_ms: its client and when it ended (epoch, us)
+    clients: list[int] = field(default_factory=list)
+    ends_us: list[int] = field(default_factory=list)
 
 
 def read(prefix: Path, remove: bool = True) -> dict[int, ScriptLog]:
@@ -37,9 +40,21 @@ def read(prefix: Path, remove: bool = True) -> dict[int, ScriptLog]:
                 log.failed += 1
             elif parts[2].isdigit():
                 log.latency_ms.append(int(parts[2]) / 1e3)
+                if len(parts) >= 6 and parts[0].isdigit() and parts[4].isdigit() and parts[5].isdigit():
+                    log.clients.append(int(parts[0]))
+                    log.ends_us.append(int(parts[4]) * 1_000_000 + int(parts[5]))
         if remove:
             path.unlink()
     return out
+
+
+def note_transactions(db, logs: dict[int, ScriptLog], names: list[str]) -> None:
+    """Hands each completed transaction (script, client, end, latency) to the lab, which keeps them
+    beside a trace: a prediction replays each one's time on its backend."""
+    for i, name in enumerate(names):
+        log = logs.get(i)
+        if log and len(log.ends_us) == len(log.latency_ms):
+            db.note_transactions(name, log.clients, log.ends_us, log.latency_ms)
 
 
 def summary(log: ScriptLog, quantiles=PERCENTILES) -> dict:

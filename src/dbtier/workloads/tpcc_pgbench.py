@@ -59,9 +59,12 @@ def _new_orders(lab) -> int:
         return int(conn.execute("SELECT sum(d_next_o_id) FROM district").fetchone()[0])
 
 
-def read_logs(prefix: Path) -> dict[str, list[float]]:
-    """Latencies (ms) by transaction type, from pgbench's per-transaction log."""
+def read_logs(prefix: Path, lab=None) -> dict[str, list[float]]:
+    """Latencies (ms) by transaction type, from pgbench's per-transaction log (each transaction also
+    handed to the lab, if given)."""
     logs = pgbench_log.read(prefix)
+    if lab is not None:
+        pgbench_log.note_transactions(lab, logs, list(TYPES))
     return {t: logs[i].latency_ms if i in logs else [] for i, t in enumerate(TYPES)}
 
 
@@ -93,7 +96,7 @@ def drive(lab, clients: int, seconds: int, warehouses: int, items: int, customer
     if proc.returncode != 0:
         raise WorkloadError(f"pgbench failed ({proc.returncode}): {' / '.join(err.strip().splitlines()[-3:])}")
     committed_new = _new_orders(lab) - before
-    latencies = read_logs(prefix)
+    latencies = read_logs(prefix, lab)
     retried = sum(int(line.split()[-1]) for line in out.splitlines() if line.startswith("number of retried"))
     return summarize(latencies, committed_new, retried, seconds)
 

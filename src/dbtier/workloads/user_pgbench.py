@@ -166,6 +166,7 @@ class UserPgbench(restore.UserWorkload):
             pgbench_log.read(prefix)  # its partial logs go
             raise WorkloadError(f"pgbench failed ({proc.returncode}): {_last_line(err)}")
         logs = pgbench_log.read(prefix)
+        pgbench_log.note_transactions(db, logs, [name for name, _args, _weight in self.scripts])
         scripts = {}
         for i, (name, _args, weight) in enumerate(self.scripts):
             log = logs.get(i, pgbench_log.ScriptLog())
