@@ -43,6 +43,7 @@ bench: setup
 	$(PY) bench/lateness.py
 	$(PY) bench/oltp_driver.py
 	$(PY) bench/sql_overhead.py
+	$(PY) bench/predict_accuracy.py
 
 clean:
 	rm -rf $(VENV) build

@@ -37,6 +37,9 @@ def objects_of(rec: Recording) -> dict[str, str]:
     named, under the name the run's reports use."""
     kinds = {"table": "table", "index": "index", "matview": "materialized view"}
     out = {name: kinds[kind] for (_db, _node), (name, kind) in rec.names.items() if kind in kinds}
+    for name, kind in list(out.items()):  # another database's objects: also by their own name, as run takes them
+        if "." in name:
+            out.setdefault(name.split(".", 1)[1], kind)
     for o in rec.result.get("objects", []):
         out.setdefault(o["object"], o["kind"])
     return out
