@@ -1,6 +1,6 @@
 """A prediction: the recorded run's course replayed, interval by interval, on a state of its own
 (the scenario's devices and page cache, the recorded file layout), and each measured phase's figures
-computed by the same code a live run uses (measure.devices, measure.objects)."""
+computed by the same code a live run uses (measure.emulated), in the same shape (measure.result)."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ from dbtier.predict.recording import Recording
 from dbtier.predict.scenario import Scenario, file_devices
 
 #: processes whose work does not decide when a measured interval ends (the clients' backends do)
-BACKGROUND = {"postmaster", "dbtier wait sampler", "checkpointer", "background writer", "walwriter", "io worker", "autovacuum launcher",
-              "autovacuum worker", "logical replication launcher", "archiver", "walsummarizer", "walreceiver",
-              "walsender", "startup", "slotsync worker"}
+BACKGROUND = {"postmaster", "dbtier wait sampler", "checkpointer", "background writer", "walwriter", "io worker",
+              "autovacuum launcher", "autovacuum worker", "logical replication launcher", "archiver",
+              "walsummarizer", "walreceiver", "walsender", "startup", "slotsync worker"}
 _PER_SECOND = re.compile(r"(/s|tps|tpm|nopm)$", re.IGNORECASE)
 _PER_ITEM = re.compile(r"^(ms|us|s)/", re.IGNORECASE)
 _TXN_RATE = re.compile(r"^(tps|tpm|nopm)$", re.IGNORECASE)
