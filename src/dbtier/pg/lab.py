@@ -38,10 +38,8 @@ from dbtier.devices.pagecache import PageCache
 from dbtier.devices.session import Device, Session, host_floor_warnings
 from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
-from dbtier.measure import cpu, diskstats, objects, pgstats, waits
-from dbtier.measure import emulated
+from dbtier.measure import collectors, objects, waits
 from dbtier.measure.result import PhaseResult
-from dbtier.measure.trace import read_records
 from dbtier.pg import binaries, capacity, osuser, settings
 from dbtier.pg.cluster import Cluster, Seed
 from dbtier.pg.handle import LabHandle
@@ -294,69 +292,52 @@ class Lab:
         m = Measurement()
         pid = self.cluster.server_pid()
         names = objects.cluster_names(self.connect, DATABASE)  # before the clock: catalog reads cost no device time
-        with self.connect() as conn:
-            stats_before = pgstats.snapshot(conn)
-        sampler = waits.WaitSampler(self.connect) if sample_waits else None
-        if sampler:
-            sampler.start()
+        stats = collectors.ServerStats(self.connect)
+        sampled = collectors.WaitEvents(self.connect, sample_waits)
+        emulation = collectors.Emulation(self.session, self.devices)
+        disks, server = collectors.RealDisks(self.devices), collectors.ServerCpu(pid)
+        sampled.start()
         try:  # the sampler's thread and connection end whatever happens from here
-            self.session.pause(False)
-            before = self.session.snapshot()
-            disks = {d.name: diskstats.block_device(d.directory) for d in self.devices if d.profile.kind == "real"}
-            disks_before = {name: diskstats.read(bd) for name, bd in disks.items() if bd}
-            resident = cpu.children(pid)
+            emulation.start()
+            disks.start()
+            server.prepare()
         except BaseException:
-            if sampler:
-                sampler.stop()
+            sampled.stop()
             raise
         t0_ns = time.monotonic_ns()
-        cpu0, client0, steal0, t0 = cpu.server_cpu_s(pid), cpu.own_cpu_s(), cpu.host_steal_s(), time.monotonic()
+        server.start()
+        t0 = time.monotonic()
         try:
             yield m
         finally:
             elapsed = time.monotonic() - t0
-            sampled = sampler.stop() if sampler else {"events": [], "sampler_server_cpu_s": 0.0,
-                                                      "sampler_client_cpu_s": 0.0, "processes": {}}
-            cpu.settle(pid, resident - ({sampler.backend_pid} if sampler else set()))
-            cpu1, client1, steal1 = cpu.server_cpu_s(pid), cpu.own_cpu_s(), cpu.host_steal_s()
+            sampled.stop()
+            server.stop(not_ours={sampled.backend_pid} - {None})
             t1_ns = time.monotonic_ns()
             interval = {"event": "measured", "phase": label, "t0_ns": t0_ns, "t1_ns": t1_ns}
             self.timeline.append(interval)
-            disks_after = {name: diskstats.read(disks[name]) for name in disks_before}
-            after = self.session.snapshot()
-            self.session.pause()
-        gaps = self.session.gaps(after, before)
+            disks.stop()
+            emulation.stop()
+        gaps = emulation.gaps()
         if gaps:
             raise UserError(f"the measurement would be incomplete: {'; '.join(gaps)} (the server log says more)")
         names.update(objects.cluster_names(self.connect, DATABASE))
         self.names.update(names)
-        recs = read_records(self.session.trace_dir)
-        recs = recs[(recs["submit_ns"] >= t0_ns) & (recs["submit_ns"] <= t1_ns)]
-        emu = emulated.figures(self.devices, before, after, elapsed, recs,
-                               {int(idx): path for idx, _dev, path in after["files"]}, names)
-        rows = emu.devices
-        for row in rows:  # the kernel's view of a real device, beside the interposer's
-            if row["device"] in disks_before:
-                row["diskstats"] = {"block_device": disks[row["device"]],
-                                    **diskstats.figures(disks_before[row["device"]], disks_after[row["device"]],
-                                                        elapsed)}
-        with self.connect() as conn:
-            stats = pgstats.delta(stats_before, pgstats.snapshot(conn))
-            alive = dict(conn.execute("SELECT pid, backend_type FROM pg_stat_activity").fetchall())
+        emu = emulation.figures(elapsed, t0_ns, t1_ns, names)
+        disks.annotate(emu.devices, elapsed)
+        stats.stop()
+        waited = sampled.sampled
         # which process was which, for a replay: its clients' backends decide when the interval ends
-        seen = {**sampled.pop("processes", {}), **alive}
-        seen[pid] = "postmaster"
-        if sampler:
-            seen[sampler.backend_pid] = "dbtier wait sampler"
-        interval["processes"] = {str(pid): kind for pid, kind in seen.items()}
-        server_cpu = max(0.0, cpu1 - cpu0 - emu.spin_s - sampled["sampler_server_cpu_s"])
+        seen = {**waited.pop("processes", {}), **stats.backend_types, pid: "postmaster"}
+        if sampled.backend_pid is not None:
+            seen[sampled.backend_pid] = "dbtier wait sampler"
+        interval["processes"] = {str(p): kind for p, kind in seen.items()}
+        cpu_figures = server.figures(emu.spin_s, waited)
         m.result = PhaseResult(
-            elapsed_s=elapsed, server_cpu_s=server_cpu, io_wait_s=emu.io_wait_s, devices=rows,
-            object_io=emu.object_io, emulation_spin_s=emu.spin_s,
-            client_cpu_s=max(0.0, client1 - client0 - sampled["sampler_client_cpu_s"]),
-            host_steal_s=steal1 - steal0, wait_events=sampled,
-            top_events=waits.top_events(sampled, server_cpu, elapsed, stats["io"]),
-            pg_stat_io=stats["io"], pg_stat_wal=stats["wal"]).to_dict()
+            elapsed_s=elapsed, io_wait_s=emu.io_wait_s, devices=emu.devices, object_io=emu.object_io,
+            emulation_spin_s=emu.spin_s, **cpu_figures, wait_events=waited,
+            top_events=waits.top_events(waited, cpu_figures["server_cpu_s"], elapsed, stats.delta["io"]),
+            pg_stat_io=stats.delta["io"], pg_stat_wal=stats.delta["wal"]).to_dict()
 
     def object_placement(self, names: list[str]) -> list[dict]:
         """Where each named table or index is (pg_relation_filepath, mapped to its device)."""
