@@ -1,5 +1,6 @@
-"""Transaction latencies, predicted: each transaction a client timed (pgbench's log, kept beside the
-trace) is found on its backend's stream and its start and end carried through the replay.
+"""Transaction latencies, predicted: each transaction a client timed (pgbench's log, or the OLTP
+driver's own terminals; kept beside the trace) is found on its backend's stream and its start and end
+carried through the replay.
 
 The client is not traced, so which backend served which client is inferred: the backend whose
 events end just before that client's transactions end (a transaction ends when the backend has

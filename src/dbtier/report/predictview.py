@@ -63,7 +63,7 @@ def show(doc: dict) -> None:
                       f"{fmt(before.get(r['object'], float('nan')))} / {fmt(r['device_s'])}")
         out.print(o)
         if ph.get("latency"):
-            lt = Table(title="transaction latency ms (pgbench's log, each transaction replayed on its backend)",
+            lt = Table(title="transaction latency ms (each one the client timed, replayed on its backend)",
                        title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
             for col in ("script", "count", "p50 rec/pred", "p90 rec/pred", "p99 rec/pred"):
                 lt.add_column(col, justify="left" if col == "script" else "right")

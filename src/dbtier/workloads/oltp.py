@@ -115,6 +115,7 @@ class Oltp(Workload):
                                   self.p["customers"], self.p["data_seed"], progress)
         if tally.errors:
             raise WorkloadError(f"{len(tally.errors)} terminal(s) failed: {tally.errors[0]}")
+        tpcc_driver.note_transactions(lab, tally)
         return tpcc_driver.summary(tally, seconds)
 
     def run(self, lab, progress) -> dict:

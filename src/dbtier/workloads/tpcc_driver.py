@@ -36,10 +36,13 @@ class Tally:
     rolled_back: int = 0   # New-Orders with the unknown item: rolled back, as specified
     retried: int = 0       # deadlocks and serialization failures, tried again
     errors: list[str] = field(default_factory=list)
+    # each committed transaction: (type, terminal, end on the epoch clock in us, latency ms)
+    transactions: list[tuple[str, int, int, float]] = field(default_factory=list)
 
     def merge(self, other: "Tally") -> None:
         for t in TYPES:
             self.latencies_ms[t] += other.latencies_ms[t]
+        self.transactions += other.transactions
         self.rolled_back += other.rolled_back
         self.retried += other.retried
         self.errors += other.errors
@@ -48,6 +51,7 @@ class Tally:
 class Terminal:
     def __init__(self, connect, number: int, warehouses: int, items: int, customers: int, seed: int):
         self.connect = connect
+        self.number = number
         self.rng = random.Random(seed * 1000003 + number)
         self.w = number % warehouses + 1
         self.d = number // warehouses % 10 + 1  # the terminal's own district, for Stock-Level
@@ -102,7 +106,9 @@ class Terminal:
                     while True:
                         try:
                             cur.execute(query, args, prepare=True)
-                            self.tally.latencies_ms[kind].append(1e3 * (time.perf_counter() - t0))
+                            latency_ms = 1e3 * (time.perf_counter() - t0)
+                            self.tally.latencies_ms[kind].append(latency_ms)
+                            self.tally.transactions.append((kind, self.number, time.time_ns() // 1000, latency_ms))
                             break
                         except psycopg.errors.RaiseException:
                             self.tally.rolled_back += 1
@@ -136,6 +142,15 @@ def drive(connect, clients: int, seconds: float, warehouses: int, items: int, cu
     for t in terminals:
         total.merge(t.tally)
     return total
+
+
+def note_transactions(db, tally: Tally) -> None:
+    """Hands each committed transaction to the lab, which keeps them beside a trace (as pgbench's are)."""
+    for t in TYPES:
+        mine = [(c, end, lat) for kind, c, end, lat in tally.transactions if kind == t]
+        if mine:
+            clients, ends, lats = zip(*mine)
+            db.note_transactions(t, clients, ends, lats)
 
 
 def summary(tally: Tally, elapsed_s: float) -> dict:
