@@ -696,27 +696,21 @@ static void trace_sync(int op, uint8_t flags, uint64_t target, uint32_t aux, uin
     tl_guard--;
 }
 
-EXPORT int kill(pid_t pid, int sig) {
-    ENSURE(kill, -1);
-    if (LIKELY(pid <= 0 || (uint32_t)pid == g_pid || !sync_traced())) return real_kill(pid, sig);
-    uint64_t t0 = now_ns();
-    int r = real_kill(pid, sig);
-    int saved = errno;
-    if (r == 0) trace_sync(DBT_SYNC_WAKE, DBT_SF_KILL, (uint64_t)pid, (uint32_t)sig, t0, now_ns(), 0);
-    errno = saved;
-    return r;
-}
-
-EXPORT int sem_post(sem_t *sem) {
-    ENSURE(sem_post, -1);
-    if (LIKELY(!sync_traced())) return real_sem_post(sem);
-    uint64_t t0 = now_ns();
-    int r = real_sem_post(sem);
-    int saved = errno;
-    if (r == 0) trace_sync(DBT_SYNC_WAKE, DBT_SF_SEM, (uint64_t)(uintptr_t)sem, 0, t0, now_ns(), 0);
-    errno = saved;
-    return r;
-}
+/* kill (SetLatch's SIGURG) and sem_post (an LWLock released): a wake aimed at `target`. A process
+ * signalling itself, or a process group, wakes nobody else. */
+#define WRAP_WAKE(name, params, args, skip, flags, target, aux)                                    \
+    EXPORT int name params {                                                                       \
+        ENSURE(name, -1);                                                                          \
+        if (LIKELY((skip) || !sync_traced())) return real_##name args;                             \
+        uint64_t t0 = now_ns();                                                                    \
+        int r = real_##name args;                                                                  \
+        int saved = errno;                                                                         \
+        if (r == 0) trace_sync(DBT_SYNC_WAKE, flags, (uint64_t)(target), (uint32_t)(aux), t0, now_ns(), 0); \
+        errno = saved;                                                                             \
+        return r;                                                                                  \
+    }
+WRAP_WAKE(kill, (pid_t pid, int sig), (pid, sig), pid <= 0 || (uint32_t)pid == g_pid, DBT_SF_KILL, pid, sig)
+WRAP_WAKE(sem_post, (sem_t *sem), (sem), 0, DBT_SF_SEM, (uintptr_t)sem, 0)
 
 EXPORT int sem_wait(sem_t *sem) {
     ENSURE(sem_wait, -1);

@@ -10,11 +10,11 @@ from collections import defaultdict
 
 import numpy as np
 
+from dbtier.measure import trace
 from dbtier.pg.paths import classify
 
 READ, WRITE, FLUSH = 1, 2, 3
 PAGE_CACHE, ASYNC = 0x10, 0x20
-REQUEST, CALL = 1, 2  # measure.trace's record kinds
 
 NAMES_QUERY = """
 SELECT (SELECT oid FROM pg_database WHERE datname = current_database()),
@@ -97,7 +97,7 @@ def object_io(records: np.ndarray, files: dict[int, str], devices: list[str],
             row = rows.setdefault((name, device), {
                 "object": name, "kind": kind, "device": device, "reads": 0, "read_bytes": 0, "writes": 0,
                 "write_bytes": 0, "flushes": 0, "cached_reads": 0, "sequential": 0, "async": 0, "device_s": 0.0})
-            req = r[r["kind"] == REQUEST]  # what reached the device
+            req = r[r["kind"] == trace.REQUEST]  # what reached the device
             op, flags = req["op"], req["flags"]
             transfer = (op == READ) | (op == WRITE)
             row["reads"] += int(np.sum(op == READ))
@@ -105,7 +105,7 @@ def object_io(records: np.ndarray, files: dict[int, str], devices: list[str],
             row["writes"] += int(np.sum(op == WRITE))
             row["write_bytes"] += int(np.sum(req["len"][op == WRITE]))
             row["flushes"] += int(np.sum(op == FLUSH))  # an O_DSYNC write's flush is a request of its own
-            call = r[r["kind"] == CALL]  # a buffered read that found all it needed in memory
+            call = r[r["kind"] == trace.CALL]  # a buffered read that found all it needed in memory
             row["cached_reads"] += int(np.sum((call["op"] == READ) & ((call["flags"] & PAGE_CACHE) != 0)))
             row["async"] += int(np.sum(transfer & ((flags & ASYNC) != 0)))
             t = req[transfer]

@@ -26,6 +26,8 @@ assert RECORD.itemsize == 64
 REQUEST, CALL, SYNC = 1, 2, 3  # enum dbt_trace_kind
 KINDS = {REQUEST: "request", CALL: "call", SYNC: "sync"}
 SYNC_OPS = {1: "wake", 2: "sleep"}  # enum dbt_sync_op
+WAKE, SLEEP = 1, 2
+SYNC_KILL, SYNC_SEM, SYNC_EPOLL = 0x01, 0x02, 0x04  # a sync record's flags: what it was
 
 OPS = {1: "read", 2: "write", 3: "flush", 4: "sync_file_range", 5: "allocate", 6: "truncate", 7: "fadvise"}
 FLAGS = {"direct": 0x01, "dsync": 0x02, "cache_hit": 0x04, "stream": 0x08, "page_cache": 0x10, "async": 0x20}

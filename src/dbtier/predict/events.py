@@ -15,8 +15,7 @@ import numpy as np
 from dbtier.devices.native import REPLAY_EVENT
 from dbtier.measure import trace
 
-WAKE, SLEEP = 1, 2  # enum dbt_sync_op
-KILL, SEM, EPOLL = 0x01, 0x02, 0x04  # sync record flags
+WAKE, SLEEP, SEM = trace.WAKE, trace.SLEEP, trace.SYNC_SEM
 CLIENT = 0x80  # not recorded: the client's next connection came after the last one finished (see _client_order)
 WAKE_WINDOW_NS = 5_000_000
 PAGE = 4096

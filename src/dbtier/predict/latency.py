@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from dbtier.measure import trace
-from dbtier.workloads.pgbench_log import PERCENTILES
+from dbtier.workloads import pgbench_log
 
 MATCH_NS = 3_000_000  # a transaction's end follows its backend's last answer within this
 
@@ -30,9 +30,7 @@ def _warp(t0, t1, s, e, x, cpu_scale):
 
 
 def _summary(lat_ms: np.ndarray) -> dict:
-    return {"count": int(lat_ms.size),
-            **({"mean_ms": float(lat_ms.mean()), **{f"p{q:g}_ms": float(np.percentile(lat_ms, q)) for q in PERCENTILES}}
-               if lat_ms.size else {})}
+    return pgbench_log.summary(pgbench_log.ScriptLog(list(lat_ms)))
 
 
 def predict(txns: dict | None, streams, start, end, clients: set[int], t0_ns: int, t1_ns: int,
