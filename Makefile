@@ -44,6 +44,7 @@ bench: setup
 	$(PY) bench/oltp_driver.py
 	$(PY) bench/sql_overhead.py
 	$(PY) bench/predict_accuracy.py
+	$(PY) bench/advise_quality.py
 
 clean:
 	rm -rf $(VENV) build

@@ -164,3 +164,24 @@ def test_transaction_latencies_of_a_pgbench_run(module_shm_dir, tmp_path):
     assert pred["p50_ms"] == pytest.approx(rec["p50_ms"], rel=0.05)
     flash = predicted(run_dir, tmp_path, "--place", "data=ssd")["phases"][0]["latency"][script]["predicted"]
     assert flash["p50_ms"] < 0.5 * rec["p50_ms"]  # a disk's milliseconds per read and flush, against flash's
+
+
+def test_transaction_latencies_of_the_python_oltp_driver(module_shm_dir, tmp_path):
+    """dbtier's own OLTP terminals hand each transaction to the lab as pgbench's log does: every type
+    comes back as recorded, and on flash its disk reads and WAL flushes shrink."""
+    out = tmp_path / "runs"
+    out.mkdir()
+    dbtier("run", "oltp", "--warehouses", "1", "--items", "2000", "--customers", "300", "--clients", "2",
+           "--duration", "3", "--warmup", "1", "--driver", "python", "-d", "hdd=hdd-sata-7200",
+           "-d", "ssd=ssd-sata-mlc", "--place", "data=hdd", "--trace", "-q", "--workspace", str(module_shm_dir),
+           "--output", str(out), check=True)
+    run_dir = next(out.glob("oltp-*"))
+    same = predicted(run_dir, tmp_path)["phases"][0]["latency"]
+    assert {"new_order", "payment"} <= set(same)
+    for kind in ("new_order", "payment"):
+        rec, pred = same[kind]["recorded"], same[kind]["predicted"]
+        assert rec["count"] == pred["count"] > 10
+        assert pred["p50_ms"] == pytest.approx(rec["p50_ms"], rel=0.05)
+    flash = predicted(run_dir, tmp_path, "--place", "data=ssd")["phases"][0]["latency"]
+    for kind in ("new_order", "payment"):  # each commit waits for a WAL flush: a disk's ms against flash's
+        assert flash[kind]["predicted"]["p50_ms"] < 0.5 * same[kind]["recorded"]["p50_ms"]

@@ -17,6 +17,7 @@ from dbtier.errors import UserError
 #: numpy, pyarrow, matplotlib) is loaded only when that command runs, so a command, and above all one
 #: refusing a bad input, starts in a fraction of the time.
 COMMANDS = {
+    "advise": ("dbtier.cli.advise", "advise"),
     "compare": ("dbtier.cli.compare", "compare"),
     "demo": ("dbtier.cli.demo", "demo"),
     "devices": ("dbtier.cli.devices", "devices"),
@@ -56,6 +57,8 @@ def cli() -> None:
       dbtier run sql --setup schema.sql --run work.sql -d hdd=hdd-sata-7200   your own SQL
       dbtier run pgbench -i -s 10 -T 60 -d hdd=hdd-sata-7200 -d ssd=ssd-sata-mlc --place wal=ssd
       dbtier compare pgbench -i -T 60 --experiment layouts.toml     several layouts side by side
+      dbtier predict RUN_DIR --place data=hdd,wal=ssd     a traced run on another layout, predicted
+      dbtier advise RUN_DIR --fast ssd=ssd-sata-mlc --budget 1GB   where the fast storage should go
       dbtier devices                       the device profiles
       dbtier devices show hdd-sata-7200    one profile and its expected latencies
       dbtier exec -d d=ssd-sata-mlc:/dev/shm/d -- fio ...    any program on a device

@@ -15,11 +15,13 @@ from dbtier.pg.paths import classify
 
 READ, WRITE, FLUSH = 1, 2, 3
 PAGE_CACHE, ASYNC = 0x10, 0x20
+#: a TOAST relation (and its index) is named after the table that owns it, with this after the name
+TOAST_SUFFIX = " (TOAST)"
 
-NAMES_QUERY = """
+NAMES_QUERY = f"""
 SELECT (SELECT oid FROM pg_database WHERE datname = current_database()),
        pg_relation_filenode(c.oid), c.relisshared,
-       CASE WHEN n.nspname = 'pg_toast' THEN coalesce(owner.relname, c.relname) || ' (TOAST)'
+       CASE WHEN n.nspname = 'pg_toast' THEN coalesce(owner.relname, c.relname) || '{TOAST_SUFFIX}'
             ELSE c.relname END,
        CASE WHEN n.nspname IN ('pg_catalog', 'information_schema') THEN 'catalog'
             WHEN n.nspname = 'pg_toast' THEN 'toast'

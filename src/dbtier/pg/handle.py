@@ -51,6 +51,7 @@ class DbObject:
     device: str | None  # None: a tablespace that is no device's (pg_global)
     path: str          # pg_relation_filepath, relative to the data directory
     table: str | None = None  # an index's table
+    total_bytes: int | None = None  # every fork, and a table's TOAST: what moving it moves (pg_table_size)
 
     @property
     def qualified(self) -> str:
@@ -58,7 +59,8 @@ class DbObject:
 
     def describe(self) -> dict:
         return {"object": self.qualified, "kind": self.kind, "tablespace": self.tablespace, "device": self.device,
-                "path": self.path, "bytes": self.bytes, **({"table": self.table} if self.table else {})}
+                "path": self.path, "bytes": self.bytes, "total_bytes": self.total_bytes,
+                **({"table": self.table} if self.table else {})}
 
 
 class LabHandle:
@@ -121,7 +123,7 @@ class LabHandle:
         devices = self._lab.tablespace_devices()
         with self.connect(dbname) as conn:
             rows = conn.execute(
-                "SELECT n.nspname, c.relname, c.relkind, pg_relation_size(c.oid), "
+                "SELECT n.nspname, c.relname, c.relkind, pg_relation_size(c.oid), pg_table_size(c.oid), "
                 "       coalesce(t.spcname, dt.spcname), coalesce(pg_relation_filepath(c.oid), ''), "
                 "       (SELECT tc.relname FROM pg_index x JOIN pg_class tc ON tc.oid = x.indrelid "
                 "        WHERE x.indexrelid = c.oid) "
@@ -133,5 +135,5 @@ class LabHandle:
                 "  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%%' "
                 "  AND n.nspname NOT LIKE 'pg_temp%%' "
                 "ORDER BY n.nspname, c.relname").fetchall()
-        return [DbObject(schema, name, RELKINDS[kind], size, space, devices.get(space), path, table)
-                for schema, name, kind, size, space, path, table in rows]
+        return [DbObject(schema, name, RELKINDS[kind], size, space, devices.get(space), path, table, total)
+                for schema, name, kind, size, total, space, path, table in rows]

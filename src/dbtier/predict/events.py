@@ -48,6 +48,12 @@ def build(recs: np.ndarray, file_device: dict[int, int], foreground: set[int] | 
     pids that served the workload's client (its backends), whose connections the client made one after
     another when none overlapped. same_devices: the recorded devices the prediction keeps as they were
     (a call that stays on one of them keeps its recorded lateness)."""
+    return place(prepare(recs, foreground), file_device, same_devices)
+
+
+def prepare(recs: np.ndarray, foreground: set[int] | None = None) -> Streams:
+    """The streams of one interval, every event but its device (see place): what does not depend on
+    the placement, computed once however many placements are replayed."""
     if foreground:
         recs = np.concatenate([recs, _client_order(recs, foreground)])
     key = recs["pid"].astype(np.uint64) << np.uint64(32) | recs["tid"].astype(np.uint64)
@@ -60,12 +66,6 @@ def build(recs: np.ndarray, file_device: dict[int, int], foreground: set[int] | 
     ev["t1"] = np.maximum(recs["end_ns"], recs["submit_ns"])
     host_end = np.maximum(recs["start_ns"], recs["submit_ns"])
     ev["host_ns"] = np.where(is_call, host_end - recs["submit_ns"], 0)
-    # The live emulation's lateness (its wake-up delay past the modelled completion) belongs to the
-    # emulation of that device on this host, not to the device: a call that stays on an unchanged
-    # device keeps it (as a live run of the same layout would have it); a call moved elsewhere does not.
-    host_end_ns = np.maximum(recs["start_ns"], recs["submit_ns"])
-    waited_until = np.maximum(recs["complete_ns"], host_end_ns)
-    late = np.where(is_call & (recs["end_ns"] > waited_until), recs["end_ns"] - waited_until, 0)
     ev["off"], ev["len"], ev["file"] = recs["offset"], recs["len"], recs["file"]
     size_known = is_call & (recs["op"] == 1) & (recs["aux"] != trace.SIZE_UNKNOWN)
     ev["file_size"] = np.where(size_known, recs["aux"].astype(np.uint64) * PAGE, np.uint64(2**64 - 1))
@@ -73,17 +73,31 @@ def build(recs: np.ndarray, file_device: dict[int, int], foreground: set[int] | 
     ev["stream"] = stream
     ev["kind"], ev["op"] = recs["kind"], recs["op"]
     ev["flags"] = np.where(is_call, recs["flags"] & (trace.FLAGS["direct"] | trace.FLAGS["dsync"]), recs["flags"])
-    lut = np.full(max(file_device, default=0) + 2, -1, dtype=np.int64)  # file index -> placed device
-    lut[np.fromiter(file_device.keys(), dtype=np.int64)] = np.fromiter(file_device.values(), dtype=np.int64)
-    placed = lut[np.clip(recs["file"], -1, len(lut) - 2)]  # -1 (no file) reads the spare last slot: -1
-    ev["dev"] = np.where(is_call & (placed >= 0), placed, np.where(is_call, recs["dev"], 0))
-    stays = is_call & (ev["dev"] == recs["dev"]) & np.isin(recs["dev"], list(same_devices or ()))
-    ev["late_ns"] = np.where(stays, late, 0)
     ev["dep"] = _dependencies(recs, stream)
     ev["guard"] = _guards(recs, stream, ev["dep"])
     pids = np.zeros(stream.max() + 1 if len(stream) else 0, dtype=np.int64)
     pids[stream] = recs["pid"]
     return Streams(ev, pids, recs)
+
+
+def place(streams: Streams, file_device: dict[int, int], same_devices: set[int] | None = None) -> Streams:
+    """The prepared streams with each call on its file's device in the placement (file index ->
+    device index), and the recorded lateness kept where it still belongs."""
+    recs, ev = streams.records, streams.events.copy()
+    is_call = recs["kind"] == trace.CALL
+    lut = np.full(max(file_device, default=0) + 2, -1, dtype=np.int64)  # file index -> placed device
+    lut[np.fromiter(file_device.keys(), dtype=np.int64)] = np.fromiter(file_device.values(), dtype=np.int64)
+    placed = lut[np.clip(recs["file"], -1, len(lut) - 2)]  # -1 (no file) reads the spare last slot: -1
+    ev["dev"] = np.where(is_call & (placed >= 0), placed, np.where(is_call, recs["dev"], 0))
+    # The live emulation's lateness (its wake-up delay past the modelled completion) belongs to the
+    # emulation of that device on this host, not to the device: a call that stays on an unchanged
+    # device keeps it (as a live run of the same layout would have it); a call moved elsewhere does not.
+    host_end_ns = np.maximum(recs["start_ns"], recs["submit_ns"])
+    waited_until = np.maximum(recs["complete_ns"], host_end_ns)
+    late = np.where(is_call & (recs["end_ns"] > waited_until), recs["end_ns"] - waited_until, 0)
+    stays = is_call & (ev["dev"] == recs["dev"]) & np.isin(recs["dev"], list(same_devices or ()))
+    ev["late_ns"] = np.where(stays, late, 0)
+    return Streams(ev, streams.pids, recs)
 
 
 def _client_order(recs: np.ndarray, foreground: set[int]) -> np.ndarray:

@@ -21,7 +21,7 @@ from dbtier.measure.result import PhaseResult
 from dbtier.predict import events as event_streams
 from dbtier.predict import latency
 from dbtier.predict.recording import Recording
-from dbtier.predict.scenario import Scenario, file_devices
+from dbtier.predict.scenario import Scenario, file_devices, file_identities
 
 #: processes whose work does not decide when a measured interval ends (the clients' backends do)
 BACKGROUND = {"postmaster", "dbtier wait sampler", "checkpointer", "background writer", "walwriter", "io worker",
@@ -130,79 +130,112 @@ def _requests_as_records(reqs: np.ndarray, recs: np.ndarray, flags: np.ndarray) 
     return np.concatenate([out, cached])
 
 
-def predict(rec: Recording, scenario: Scenario, workdir: Path | None = None, say=lambda _line: None) -> Prediction:
-    started = time.perf_counter()
-    recorded_dev = {**rec.file_devices, **_recorded_file_devices(rec.records)}
-    same = {i for i, d in enumerate(rec.devices)  # devices whose profile the prediction keeps
-            if i < len(scenario.devices) and scenario.devices[i][1].params == d["params"]
-            and scenario.devices[i][1].kind == d["kind"]}
-    placed = file_devices(rec, scenario, recorded_dev)
-    tmp = Path(tempfile.mkdtemp(prefix="dbtier-predict-", dir=workdir or _scratch()))
-    recorded_dirs = {d["name"]: d["dir"] for d in rec.devices}
-    devices = [Device(n, Path(recorded_dirs.get(n, tmp / "devices" / n)), p) for n, p in scenario.devices]
-    notes: list[str] = []
-    try:
-        session = Session(devices, tmp, page_cache=_page_cache(rec, scenario))
-        session.create()
-        replay = native.Replay(session.state_path)
+@dataclass
+class _Interval:
+    step: dict                         # the timeline's entry
+    clients: set[int]                  # a measured interval's client backends
+    streams: event_streams.Streams     # prepared once, placed per prediction
+
+
+class Predictor:
+    """A recording made ready for many questions: its intervals' event streams are prepared once,
+    and each prediction places them and replays (advise asks hundreds)."""
+
+    def __init__(self, rec: Recording):
+        self.rec = rec
+        self.recorded_dev = {**rec.file_devices, **_recorded_file_devices(rec.records)}
+        self.identities = file_identities(rec, self.recorded_dev)
+        self.timeline: list[_Interval | dict] = []
+        for step in rec.meta["timeline"]:
+            if step["event"] == "page cache emptied":
+                self.timeline.append(step)
+                continue
+            recs = event_streams.interval_records(rec.records, step["t0_ns"], step["t1_ns"])
+            procs = step.get("processes", {})
+            clients = {int(p) for p in np.unique(recs["pid"]) if procs.get(str(int(p))) not in BACKGROUND} \
+                if step["event"] == "measured" else set()
+            self.timeline.append(_Interval(step, clients, event_streams.prepare(recs, clients)))
+
+    def predict(self, scenario: Scenario, workdir: Path | None = None, figures: bool = True) -> Prediction:
+        """figures=False: elapsed and rates only (no per-device, per-object or latency figures)."""
+        rec = self.rec
+        started = time.perf_counter()
+        same = {i for i, d in enumerate(rec.devices)  # devices whose profile the prediction keeps
+                if i < len(scenario.devices) and scenario.devices[i][1].params == d["params"]
+                and scenario.devices[i][1].kind == d["kind"]}
+        placed = file_devices(rec, scenario, self.recorded_dev, self.identities)
+        tmp = Path(tempfile.mkdtemp(prefix="dbtier-predict-", dir=workdir or _scratch()))
+        recorded_dirs = {d["name"]: d["dir"] for d in rec.devices}
+        devices = [Device(n, Path(recorded_dirs.get(n, tmp / "devices" / n)), p) for n, p in scenario.devices]
+        notes: list[str] = []
         try:
-            files, chunks = _layout(rec, scenario, placed, recorded_dev)
-            replay.layout(files, chunks)
-            phases, calls, nevents, engine_s = [], 0, 0, 0.0
-            measured = iter(rec.phases)
-            shift = 0  # how far behind the recorded clock the replay runs
-            for step in rec.meta["timeline"]:
-                if step["event"] == "page cache emptied":
-                    session.clear_page_cache()
-                    continue
-                recs = event_streams.interval_records(rec.records, step["t0_ns"], step["t1_ns"])
-                procs = step.get("processes", {})
-                clients = {int(p) for p in np.unique(recs["pid"]) if procs.get(str(int(p))) not in BACKGROUND} \
-                    if step["event"] == "measured" else set()
-                streams = event_streams.build(recs, placed, clients, same)
-                before = session.snapshot()
-                t = time.perf_counter()
-                start, end, flags, reqs = replay.run(streams.events, step["t0_ns"], step["t0_ns"] + shift,
-                                                     scenario.cpu_scale)
-                engine_s += time.perf_counter() - t
-                after = session.snapshot()
-                calls += int(np.sum(streams.events["kind"] == trace.CALL))
-                nevents += len(streams.events)
-                if step["event"] != "measured":  # warming: its clients are unknown, and it ends when the run says
-                    continue
-                step_shift = _interval_shift(streams, start, end, step["processes"], step["t1_ns"], shift)
-                recorded_phase = next(measured)
-                phase_shift = step_shift
-                if phase_shift is None:
-                    notes.append(f"phase {step['phase']}: no client process did anything the trace holds; its "
-                                 "elapsed is given as recorded")
-                    phase_shift = 0
-                # A later interval starts later when this one ran longer; never earlier: the server's
-                # background processes keep their recorded pace (their I/O tail stays where it was),
-                # and the lab's own time between intervals does not shrink with the devices.
-                shift = max(0, shift + phase_shift)
-                elapsed = max(1e-9, recorded_phase["elapsed_s"] + phase_shift / 1e9)
-                emu = emulated.figures(devices, before, after, elapsed,
-                                       _requests_as_records(reqs, streams.records, flags), rec.files,
-                                       rec.names)
-                predicted = PhaseResult(elapsed, recorded_phase.get("server_cpu_s", 0.0) * scenario.cpu_scale,
-                                        emu.io_wait_s, emu.devices, emu.object_io)
-                ratio = elapsed / recorded_phase["elapsed_s"]
-                span = _client_span_ratio(streams, start, end, step["processes"]) or ratio
-                txn, unplaced = latency.predict(rec.transactions, streams, start, end, clients, step["t0_ns"],
-                                                step["t1_ns"], scenario.cpu_scale)
-                if unplaced:
-                    notes.append(f"phase {step['phase']}: {unplaced:,} transactions could not be placed on a "
-                                 "backend; their latencies are left out")
-                phases.append({"phase": step["phase"], "recorded": _recorded(recorded_phase),
-                               "predicted": {**predicted.to_dict(),
-                                             "rates": _scaled_rates(recorded_phase.get("rates"), ratio, span)},
-                               **({"latency": txn} if txn else {})})
+            session = Session(devices, tmp, page_cache=_page_cache(rec, scenario))
+            session.create()
+            replay = native.Replay(session.state_path)
+            try:
+                files, chunks = _layout(rec, scenario, placed, self.recorded_dev)
+                replay.layout(files, chunks)
+                phases, calls, nevents, engine_s = [], 0, 0, 0.0
+                measured = iter(rec.phases)
+                shift = 0  # how far behind the recorded clock the replay runs
+                for item in self.timeline:
+                    if not isinstance(item, _Interval):  # the page cache emptied
+                        session.clear_page_cache()
+                        continue
+                    step = item.step
+                    streams = event_streams.place(item.streams, placed, same)
+                    before = session.snapshot() if figures and step["event"] == "measured" else None
+                    t = time.perf_counter()
+                    start, end, flags, reqs = replay.run(streams.events, step["t0_ns"], step["t0_ns"] + shift,
+                                                         scenario.cpu_scale)
+                    engine_s += time.perf_counter() - t
+                    calls += int(np.sum(streams.events["kind"] == trace.CALL))
+                    nevents += len(streams.events)
+                    if step["event"] != "measured":  # warming: its clients are unknown, and it ends when the run says
+                        continue
+                    after = session.snapshot() if figures else None
+                    step_shift = _interval_shift(streams, start, end, step["processes"], step["t1_ns"], shift)
+                    recorded_phase = next(measured)
+                    phase_shift = step_shift
+                    if phase_shift is None:
+                        notes.append(f"phase {step['phase']}: no client process did anything the trace holds; its "
+                                     "elapsed is given as recorded")
+                        phase_shift = 0
+                    # A later interval starts later when this one ran longer; never earlier: the server's
+                    # background processes keep their recorded pace (their I/O tail stays where it was),
+                    # and the lab's own time between intervals does not shrink with the devices.
+                    shift = max(0, shift + phase_shift)
+                    elapsed = max(1e-9, recorded_phase["elapsed_s"] + phase_shift / 1e9)
+                    ratio = elapsed / recorded_phase["elapsed_s"]
+                    span = _client_span_ratio(streams, start, end, step["processes"]) or ratio
+                    rates = _scaled_rates(recorded_phase.get("rates"), ratio, span)
+                    cpu_s = recorded_phase.get("server_cpu_s", 0.0) * scenario.cpu_scale
+                    if not figures:
+                        phases.append({"phase": step["phase"], "recorded": _recorded(recorded_phase),
+                                       "predicted": {"elapsed_s": elapsed, "server_cpu_s": cpu_s, "rates": rates}})
+                        continue
+                    emu = emulated.figures(devices, before, after, elapsed,
+                                           _requests_as_records(reqs, streams.records, flags), rec.files,
+                                           rec.names)
+                    predicted = PhaseResult(elapsed, cpu_s, emu.io_wait_s, emu.devices, emu.object_io)
+                    txn, unplaced = latency.predict(rec.transactions, streams, start, end, item.clients,
+                                                    step["t0_ns"], step["t1_ns"], scenario.cpu_scale)
+                    if unplaced:
+                        notes.append(f"phase {step['phase']}: {unplaced:,} transactions could not be placed on a "
+                                     "backend; their latencies are left out")
+                    phases.append({"phase": step["phase"], "recorded": _recorded(recorded_phase),
+                                   "predicted": {**predicted.to_dict(), "rates": rates},
+                                   **({"latency": txn} if txn else {})})
+            finally:
+                replay.close()
         finally:
-            replay.close()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return Prediction(rec, scenario, phases, calls, nevents, time.perf_counter() - started, engine_s, notes)
+            shutil.rmtree(tmp, ignore_errors=True)
+        return Prediction(rec, scenario, phases, calls, nevents, time.perf_counter() - started, engine_s, notes)
+
+
+def predict(rec: Recording, scenario: Scenario, workdir: Path | None = None, say=lambda _line: None) -> Prediction:
+    """One question of one recording (Predictor, for many)."""
+    return Predictor(rec).predict(scenario, workdir)
 
 
 def _interval_shift(streams, start, end, processes: dict, t1_ns: int, shift: int) -> int | None:

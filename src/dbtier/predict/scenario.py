@@ -11,6 +11,7 @@ from dbtier.devices import profile as profiles
 from dbtier.devices import spec as device_spec
 from dbtier.devices.profile import Profile
 from dbtier.errors import UserError
+from dbtier.measure.objects import TOAST_SUFFIX
 from dbtier.pg import placement as placement_mod
 from dbtier.pg.paths import classify
 from dbtier.predict.recording import Recording
@@ -88,29 +89,45 @@ def build(rec: Recording, device_texts: tuple[str, ...], place_texts: tuple[str,
     return scenario
 
 
-def file_devices(rec: Recording, scenario: Scenario, recorded: dict[int, int]) -> dict[int, int]:
-    """Each file's device (an index into scenario.devices) in the predicted placement. recorded: each
-    file's device in the recorded run (an index into the recorded devices, which keep their places)."""
-    if scenario.placement is None:
-        return dict(recorded)
+def file_identities(rec: Recording, files) -> dict[int, tuple[str, str | None, str | None]]:
+    """Each file's class (wal, temp, or a relation's), and for a relation the name --place knows it
+    by and its kind: what a placement decides a file's device from."""
     run_names = {}  # (database, relfilenode) -> the name the run's --place used, from where each object lay
     for o in rec.result.get("objects", []):
         parts = str(o.get("path") or "").split("/")
         if len(parts) >= 2 and parts[-1].isdigit() and parts[-2].isdigit():
             run_names[(int(parts[-2]), int(parts[-1]))] = o["object"]
+    out = {}
+    for f in files:
+        info = classify(rec.files.get(f, ""))
+        name, kind = None, None
+        if info["class"] not in ("wal", "temp") and info["relfilenode"] is not None:
+            db = 0 if info["tablespace"] == "pg_global" else info["database"]
+            name, kind = rec.names.get((db, info["relfilenode"]), (None, None))
+            name = run_names.get((db, info["relfilenode"]), name)
+        out[f] = (info["class"], name, kind)
+    return out
+
+
+def file_devices(rec: Recording, scenario: Scenario, recorded: dict[int, int],
+                 identities: dict[int, tuple[str, str | None, str | None]] | None = None) -> dict[int, int]:
+    """Each file's device (an index into scenario.devices) in the predicted placement. recorded: each
+    file's device in the recorded run (an index into the recorded devices, which keep their places).
+    identities: file_identities of those files, if already known."""
+    if scenario.placement is None:
+        return dict(recorded)
+    if identities is None:
+        identities = file_identities(rec, recorded)
     index = {n: i for i, n in enumerate(scenario.names)}
     roles, objects = scenario.placement.roles, scenario.placement.objects
     out = {}
     for f in recorded:
-        info = classify(rec.files.get(f, ""))
-        if info["class"] in ("wal", "temp"):
-            out[f] = index[roles[info["class"]]]
+        cls, name, kind = identities[f]
+        if cls in ("wal", "temp"):
+            out[f] = index[roles[cls]]
             continue
-        name, kind = None, None
-        if info["relfilenode"] is not None:
-            db = 0 if info["tablespace"] == "pg_global" else info["database"]
-            name, kind = rec.names.get((db, info["relfilenode"]), (None, None))
-            name = run_names.get((db, info["relfilenode"]), name)
+        if kind == "toast" and name and name.endswith(TOAST_SUFFIX):
+            name = name[:-len(TOAST_SUFFIX)]  # a table's TOAST (and its index) moves with the table
         if name is not None and name not in objects and "." in name:
             name = name.split(".", 1)[1]  # another database's object, as the run's --place names it
         if name in objects:

@@ -53,3 +53,25 @@ def time_split(runs: list[str], cpu: list[float], wait: list[float], elapsed: li
                         "% of elapsed", title,
                         labels={"server CPU": [f"{v:.0f}%" for v in cpu_pct],
                                 "I/O wait (sum over processes)": [f"{v:.0f}%" for v in wait_pct]})
+
+
+def budget_curve(fast_mb: list[float], speedup: list[float], budget_mb: float, chosen: tuple[float, float],
+                 title: str) -> str:
+    """The best speed-up found at each amount of fast storage, a step that holds until the next point
+    (linear axes, 1x marked), the budget as a line and the recommendation as a dot."""
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    ax.step(fast_mb, speedup, where="post", color=COLORS[1], label="best predicted placement")
+    ax.plot(fast_mb, speedup, "o", color=COLORS[1], markersize=3)
+    ax.axhline(1.0, color="#888888", linewidth=0.8)
+    ax.annotate("1x: everything on the slow device", (0, 1.0), xytext=(2, 3), textcoords="offset points", fontsize=8,
+                color="#666666")
+    ax.axvline(budget_mb, color=COLORS[0], linestyle="--", linewidth=1, label="the budget")
+    ax.plot([chosen[0]], [chosen[1]], "o", color=COLORS[0], markersize=7, label="the advice")
+    ax.set_xlabel("fast storage used, MB")
+    ax.set_ylabel("speed-up (x)")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.set_title(title, fontsize=11)
+    ax.legend(frameon=False, fontsize=9, loc="lower right")
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig)

@@ -66,12 +66,14 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Plac
                                "rates": workload.rates(metrics, m.result["elapsed_s"], phase.name, m.result)})
             progress.phase("checking the result")
             checks = workload.verify(db)
+            # what pg_wal holds at the end (a device given the WAL needs this much, and room up to max_wal_size)
+            wal_bytes = int(db.execute("SELECT coalesce(sum(size), 0) FROM pg_ls_waldir()")[0][0])
             result = {
                 "kind": "run", "workload": workload.name, "seed": workload.seed, "params": _plain(workload.p),
                 "cache_state": cache_state, "started": started, "lab": lab.describe(),
                 "objects": ([o.describe() for o in db.objects()] if workload.user_objects
                             else lab.object_placement(list(workload.objects))),
-                "checks": checks, **({"moved": moved} if moved else {}),
+                "checks": checks, "wal_bytes": wal_bytes, **({"moved": moved} if moved else {}),
                 **({"notes": workload.notes()} if workload.notes() else {}),
             }
             if len(phases) == 1:

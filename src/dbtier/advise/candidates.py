@@ -1,0 +1,122 @@
+"""What can go on the fast device: every table (its TOAST, free space and visibility maps with it),
+index and materialized view of the run, the WAL and temp files; each with the bytes it takes and what
+the recorded run measured of it (the reasons an object matters)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dbtier.measure.objects import TOAST_SUFFIX
+from dbtier.predict.recording import Recording
+from dbtier.predict.scenario import file_identities
+
+#: the roles a placement names instead of an object
+WAL, TEMP = "wal", "temp"
+
+
+@dataclass
+class Candidate:
+    name: str          # as --place names it: a table or index, or the role wal / temp
+    kind: str          # table, index, materialized view, wal, temp
+    bytes: int         # what it takes on a device at the end of the run (see sized_by)
+    sized_by: str      # where that size comes from
+    reads: int = 0     # device reads in the measured intervals (recorded)
+    random_reads: int = 0
+    read_bytes: int = 0
+    writes: int = 0
+    flushes: int = 0   # fsync / fdatasync / O_DSYNC writes: what a commit or checkpoint waits for
+    cached_reads: int = 0
+    device_s: float = 0.0  # the device's busy time for it
+    table: str | None = None  # an index's table
+
+    @property
+    def active(self) -> bool:
+        """It reached a device in a measured interval: moving it can change the answer."""
+        return self.reads + self.writes + self.flushes > 0
+
+    def reason(self) -> str:
+        """What the recorded run measured of it, in a DBA's words."""
+        parts = []
+        if self.reads:
+            share = self.random_reads / self.reads
+            parts.append(f"{self.reads:,} reads ({share:.0%} random)")
+        if self.writes:
+            parts.append(f"{self.writes:,} writes")
+        if self.flushes:
+            parts.append(f"{self.flushes:,} flushes waited for")
+        if not parts:
+            return "no device I/O while measured"
+        return ", ".join(parts) + f"; {self.device_s:.3g} s of device time"
+
+
+def _measured_io(rec: Recording) -> dict[str, dict]:
+    """Per object, its recorded device I/O summed over the measured phases; a TOAST relation's under its table."""
+    out: dict[str, dict] = {}
+    for phase in rec.phases:
+        for row in phase.get("object_io", []):
+            name, kind = row["object"], row["kind"]
+            if kind == "toast" and name.endswith(TOAST_SUFFIX):
+                name = name[:-len(TOAST_SUFFIX)]
+            elif kind == "wal":
+                name = WAL
+            elif kind == "temp":
+                name = TEMP
+            acc = out.setdefault(name, {"kind": kind, "reads": 0, "random_reads": 0, "read_bytes": 0, "writes": 0, "flushes": 0,
+                                        "cached_reads": 0, "device_s": 0.0})
+            reads = int(row.get("reads", 0))
+            acc["reads"] += reads
+            seq = float(row.get("sequential%", 0.0)) / 100
+            acc["random_reads"] += round(reads * (1 - seq))
+            for k in ("read_bytes", "writes", "flushes", "cached_reads"):
+                acc[k] += int(row.get(k, 0))
+            acc["device_s"] += float(row.get("device_s", 0.0))
+    return out
+
+
+def _laid_out_bytes(rec: Recording) -> dict[str, int]:
+    """Bytes by where the run laid them out on its devices (the layout's chunks): the WAL (every segment
+    it wrote), temp (every temp file) and each named relation file: room a device must have for them."""
+    ids = file_identities(rec, {int(f): 0 for f, _c, _a in rec.layout["chunks"]})
+    chunk = int(rec.layout["chunk_bytes"])
+    out = {WAL: 0, TEMP: 0}
+    for f, _c, _a in rec.layout["chunks"]:
+        cls, name, kind = ids[int(f)]
+        key = cls if cls in (WAL, TEMP) else name
+        if kind == "toast" and name and name.endswith(TOAST_SUFFIX):
+            key = name[:-len(TOAST_SUFFIX)]
+        if key:
+            out[key] = out.get(key, 0) + chunk
+    return out
+
+
+def candidates(rec: Recording) -> list[Candidate]:
+    """Every object the run named (tables, indexes, materialized views), the WAL and temp, largest
+    device time first."""
+    io = _measured_io(rec)
+    laid = _laid_out_bytes(rec)
+
+    def measured(name: str) -> dict:
+        return {k: v for k, v in io.get(name, {}).items() if k != "kind"}
+
+    out = []
+    for o in rec.result.get("objects", []):
+        if o["kind"] not in ("table", "index", "materialized view"):
+            continue
+        total = o.get("total_bytes")
+        out.append(Candidate(o["object"], o["kind"], int(total if total is not None else o["bytes"]),
+                             "pg_table_size at the end of the run" if total is not None
+                             else "pg_relation_size at the end of the run", table=o.get("table"),
+                             **measured(o["object"])))
+    named = {c.name for c in out}
+    for name, row in io.items():  # an object the run's list left out, but its I/O named
+        if row["kind"] in ("table", "index") and name not in named and name not in (WAL, TEMP):
+            out.append(Candidate(name, "index" if row["kind"] == "index" else "table", laid.get(name, 0),
+                                 "the run's file layout (1 MiB chunks)", **measured(name)))
+    wal = rec.result.get("wal_bytes")
+    out.append(Candidate(WAL, "wal", int(wal) if wal is not None else laid[WAL],
+                         "pg_wal at the end of the run" if wal is not None else "every WAL segment the run wrote",
+                         **measured(WAL)))
+    if laid[TEMP] or TEMP in io:
+        out.append(Candidate(TEMP, "temp", laid[TEMP], "the temp files the run wrote, all of them at once",
+                             **measured(TEMP)))
+    return sorted(out, key=lambda c: (-c.device_s, -c.bytes, c.name))

@@ -1,0 +1,252 @@
+"""The search for the placement: every candidate placement that fits is predicted when there are few
+candidates; beyond that a MILP (HiGHS, through scipy) picks from the predicted benefit of each object
+alone and of each table with its index together, and the predictor refines around its answer. Every
+placement the advice names was predicted whole, so objects that interact (a table and its index
+seeking between each other on one disk) are judged by the replay, never by adding benefits up."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from dbtier.advise.budget import Budget
+from dbtier.advise.candidates import TEMP, WAL, Candidate
+from dbtier.pg.placement import ROLES, Placement
+from dbtier.predict.replay import Predictor
+from dbtier.predict.scenario import Scenario
+
+#: up to this many candidates with I/O, every placement that fits is predicted (2^12 = 4,096)
+ENUMERATE_MAX = 12
+#: the solver's alternatives predicted whole, and the neighbours of a placement tried per refining round
+SOLVER_ALTERNATIVES = 6
+NEIGHBOURS_PER_ROUND = 12
+REFINE_ROUNDS = 8
+#: predicted speed-ups this close are a tie (the replay's own spread is larger): the smaller placement wins
+TIE = 0.01
+
+
+@dataclass(frozen=True)
+class Option:
+    """One placement, predicted."""
+    fast: frozenset[str]   # the candidates on the fast device
+    fast_bytes: int
+    value: float           # the headline figure predicted (elapsed s, or tps / tpm)
+    speedup: float         # against everything on the slow device
+    place: str             # the --place text that makes it
+
+
+@dataclass
+class Search:
+    """What the search found and how: the options it predicted, in the order it predicted them."""
+    options: dict[frozenset, Option] = field(default_factory=dict)
+    method: str = ""
+    seconds: float = 0.0
+
+    def best(self, fast_bytes: int, n: int = 1) -> list[Option]:
+        """The best that fit, best first; predictions within TIE of the best are a tie, which the one
+        using the least fast storage wins."""
+        fits = sorted((o for o in self.options.values() if o.fast_bytes <= fast_bytes),
+                      key=lambda o: (-o.speedup, o.fast_bytes, sorted(o.fast)))
+        if not fits:
+            return []
+        ties = [o for o in fits if o.speedup >= fits[0].speedup * (1 - TIE)]
+        first = min(ties, key=lambda o: (o.fast_bytes, -o.speedup, sorted(o.fast)))
+        return [first] + [o for o in fits if o is not first][:n - 1]
+
+    def frontier(self) -> list[Option]:
+        """The best speed-up found at each amount of fast storage: each point needs more bytes than the
+        one before and gives more."""
+        out: list[Option] = []
+        for o in sorted(self.options.values(), key=lambda o: (o.fast_bytes, -o.speedup)):
+            if not out or o.speedup > out[-1].speedup * (1 + 1e-9):
+                out.append(o)
+        return out
+
+
+def placement_for(fast: frozenset[str], slow_device: str, fast_device: str) -> Placement:
+    """The candidates in `fast` on the fast device (the WAL and temp by their roles), all else on the slow."""
+    roles = {r: slow_device for r in ROLES}
+    for role in (WAL, TEMP):
+        if role in fast:
+            roles[role] = fast_device
+    return Placement(roles, {n: fast_device for n in sorted(fast) if n not in (WAL, TEMP)})
+
+
+def headline(phases: list[dict], side: str = "predicted") -> tuple[str, float, bool]:
+    """The figure a placement is judged by: the transaction rate of a one-phase run that has one
+    (higher is better), else the elapsed time over every phase (lower is better)."""
+    if len(phases) == 1:
+        rates = phases[0][side].get("rates") or {}
+        for key in ("tps", "tpm"):
+            if key in rates:
+                return key, float(rates[key]), True
+    return "elapsed s", float(sum(ph[side]["elapsed_s"] for ph in phases)), False
+
+
+class Advisor:
+    """Predicts placements of the candidates on a slow and a fast device (one prediction per
+    placement, remembered)."""
+
+    def __init__(self, predictor: Predictor, candidates: list[Candidate], devices: list, slow: str, fast: str,
+                 progress=lambda _done, _what: None):
+        self.predictor = predictor
+        self.candidates = {c.name: c for c in candidates}
+        self.devices, self.slow, self.fast = devices, slow, fast
+        self.progress = progress
+        self.predictions = 0
+        self.search = Search()
+        base = self._predict(frozenset())
+        self.metric, self.base_value, self.higher = base
+
+    # -- one placement ----------------------------------------------------------------------------
+
+    def placement(self, fast: frozenset[str]) -> Placement:
+        return placement_for(fast, self.slow, self.fast)
+
+    def place_text(self, fast: frozenset[str]) -> str:
+        parts = [f"data={self.slow}"] + [f"{n}={self.fast}" for n in sorted(fast, key=self._order)]
+        return ",".join(parts)
+
+    def _order(self, name: str) -> tuple:
+        return (name not in (WAL, TEMP), name)
+
+    def _predict(self, fast: frozenset[str]) -> tuple[str, float, bool]:
+        scenario = Scenario(self.devices, self.placement(fast))
+        prediction = self.predictor.predict(scenario, figures=False)
+        self.predictions += 1
+        return headline(prediction.phases)
+
+    def evaluate(self, fast) -> Option:
+        fast = frozenset(fast)
+        known = self.search.options.get(fast)
+        if known is not None:
+            return known
+        _metric, value, higher = self._predict(fast) if fast else (self.metric, self.base_value, self.higher)
+        speedup = (value / self.base_value if higher else self.base_value / value) if value > 0 else float("inf")
+        option = Option(fast, self.bytes(fast), value, speedup, self.place_text(fast))
+        self.search.options[fast] = option
+        self.progress(self.predictions, option.place)
+        return option
+
+    def bytes(self, fast) -> int:
+        return sum(self.candidates[n].bytes for n in fast)
+
+    # -- the search -------------------------------------------------------------------------------
+
+    def run(self, budget: Budget) -> Search:
+        started = time.perf_counter()
+        self.evaluate(frozenset())
+        active = [c.name for c in self.candidates.values() if c.active]
+        if len(active) <= ENUMERATE_MAX:
+            self.search.method = f"every placement of the {len(active)} objects with I/O that fits, predicted"
+            for k in range(1, len(active) + 1):
+                for combo in itertools.combinations(active, k):
+                    if self.bytes(combo) <= budget.fast_bytes:
+                        self.evaluate(combo)
+        else:
+            self.search.method = (f"{len(active)} objects with I/O: a MILP (HiGHS) on each one's predicted benefit "
+                                  "(and each table's with its index), its best answers predicted whole and refined")
+            self._solve(active, budget.fast_bytes)
+        self._curve(active)
+        self.search.seconds = time.perf_counter() - started
+        return self.search
+
+    def _cost(self, option: Option) -> float:
+        """Lower is better, in the figure's own terms: elapsed, or time per transaction."""
+        return 1.0 / option.value if self.higher else option.value
+
+    def _solve(self, active: list[str], capacity: int) -> None:
+        base = self._cost(self.evaluate(frozenset()))
+        gain = {n: base - self._cost(self.evaluate({n})) for n in active if self.candidates[n].bytes <= capacity}
+        pairs = {}
+        for n in gain:  # an index and its table: predicted together, for what they do to each other
+            table = self._table_of(n)
+            if table in gain and self.candidates[n].bytes + self.candidates[table].bytes <= capacity:
+                both = base - self._cost(self.evaluate({n, table}))
+                pairs[(table, n)] = both - gain[n] - gain[table]
+        names = list(gain)
+        seen: list[frozenset] = []
+        for _ in range(SOLVER_ALTERNATIVES):
+            chosen = _knapsack(names, gain, pairs, {n: self.candidates[n].bytes for n in names}, capacity, seen)
+            if chosen is None:
+                break
+            seen.append(chosen)
+            self.evaluate(chosen)
+        best = self.search.best(capacity)[0]
+        self._refine(best, names, gain, pairs, capacity)
+
+    def _refine(self, start: Option, names: list[str], gain: dict, pairs: dict, capacity: int) -> None:
+        """Local search with the predictor: add one, drop one, or swap one for another, the neighbours
+        the solver's estimate ranks first, until no neighbour predicts better."""
+        current = start
+        for _ in range(REFINE_ROUNDS):
+            inside, outside = sorted(current.fast & set(names)), [n for n in names if n not in current.fast]
+            moves = [current.fast | {o} for o in outside] + [current.fast - {i} for i in inside]
+            moves += [(current.fast - {i}) | {o} for i in inside for o in outside]
+            moves = [m for m in moves if self.bytes(m) <= capacity and m not in self.search.options]
+
+            def estimate(fast):
+                return sum(gain.get(n, 0.0) for n in fast) + sum(v for (a, b), v in pairs.items() if a in fast and b in fast)
+            moves.sort(key=estimate, reverse=True)
+            for m in moves[:NEIGHBOURS_PER_ROUND]:
+                self.evaluate(m)
+            best = self.search.best(capacity)[0]
+            if best.speedup <= current.speedup * (1 + 1e-9):
+                return
+            current = best
+
+    def _table_of(self, name: str) -> str | None:
+        return self.candidates[name].table
+
+    def _curve(self, active: list[str]) -> None:
+        """Beyond the budget too, so the curve shows where more fast storage stops paying: from nothing,
+        add whichever object predicts the best gain per byte, until everything with I/O is fast."""
+        current = self.evaluate(frozenset())
+        while True:
+            outside = [n for n in active if n not in current.fast]
+            if not outside:
+                return
+            steps = [self.evaluate(current.fast | {n}) for n in outside]
+            current = max(steps, key=lambda o: ((o.speedup - current.speedup) / max(1, o.fast_bytes - current.fast_bytes),
+                                                 o.speedup))
+
+
+def _knapsack(names: list[str], gain: dict[str, float], pairs: dict[tuple[str, str], float], size: dict[str, int],
+              capacity: int, exclude: list[frozenset]) -> frozenset | None:
+    """max sum gain_i x_i + sum pair_ij y_ij  s.t.  sum size_i x_i <= capacity, y_ij = x_i AND x_j,
+    and none of the excluded answers again (a no-good cut each)."""
+    n, pair_list = len(names), list(pairs)
+    if not n:
+        return None
+    col = {nm: i for i, nm in enumerate(names)}
+    nv = n + len(pair_list)
+    c = np.zeros(nv)
+    for nm, g in gain.items():
+        c[col[nm]] = -g
+    rows, lo, hi = [], [], []
+    row = np.zeros(nv)
+    row[:n] = [size[nm] for nm in names]
+    rows.append(row), lo.append(-np.inf), hi.append(float(capacity))
+    for k, (a, b) in enumerate(pair_list):
+        c[n + k] = -pairs[(a, b)]
+        for one in (a, b):  # y <= x_a, y <= x_b
+            r = np.zeros(nv)
+            r[n + k], r[col[one]] = 1, -1
+            rows.append(r), lo.append(-np.inf), hi.append(0.0)
+        r = np.zeros(nv)  # y >= x_a + x_b - 1
+        r[n + k], r[col[a]], r[col[b]] = 1, -1, -1
+        rows.append(r), lo.append(-1.0), hi.append(np.inf)
+    for ex in exclude:
+        r = np.zeros(nv)
+        for nm in names:
+            r[col[nm]] = 1 if nm in ex else -1
+        rows.append(r), lo.append(-np.inf), hi.append(len(ex & set(names)) - 1.0)
+    res = milp(c, integrality=np.ones(nv), bounds=Bounds(0, 1),
+               constraints=LinearConstraint(np.array(rows), np.array(lo), np.array(hi)))
+    if res.status != 0 or res.x is None:
+        return None
+    return frozenset(nm for nm in names if res.x[col[nm]] > 0.5)

@@ -1,0 +1,105 @@
+"""`dbtier advise RUN_DIR`: where limited fast storage should go, predicted, and verified on request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from dbtier.errors import UserError
+from dbtier.report import jsonout, outputs
+
+#: at most this many placements run live by --verify
+VERIFY_MAX = 10
+
+
+@click.command(context_settings={"max_content_width": 100})
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--fast", required=True, metavar="NAME=PROFILE",
+              help="the fast device: a profile from 'dbtier devices' (a device of the run, or a new one)")
+@click.option("--slow", metavar="NAME=PROFILE",
+              help="the slow device (default: the device the run's data was on, with its profile)")
+@click.option("--budget", metavar="SIZE", help="how much the fast device holds for this database, e.g. 2GB")
+@click.option("--cost", metavar="fast=$/GB,slow=$/GB", help="the two devices' prices per GiB (with --max-cost)")
+@click.option("--max-cost", type=float, metavar="$", help="what the storage may cost in all (with --cost)")
+@click.option("--verify", type=int, default=0, show_default=True, metavar="K",
+              help="run the K best placements live on the emulated devices, beside their predictions")
+@click.option("--workspace", type=click.Path(path_type=Path),
+              help="with --verify: a folder in which dbtier makes its own, for clusters and devices "
+                   "(default: /dev/shm)")
+@click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
+              help="where the advice's directory (result.json, report.html) is written")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), help="also write the advice as JSON here")
+@click.option("-q", "--quiet", is_flag=True, help="print only errors and the advice's directory")
+def advise(run_dir: Path, fast, slow, budget, cost, max_cost, verify, workspace, output, json_path, quiet) -> None:
+    """Where should limited fast storage go? Advice from a recorded run, predicted and verified.
+
+    \b
+    Examples:
+      dbtier run oltp -d hdd=hdd-sata-7200 --trace                 # record once, on the slow device
+      dbtier advise RUN_DIR --fast ssd=ssd-sata-mlc --budget 200MB
+      dbtier advise RUN_DIR --fast nvme=nvme-gen4 --cost fast=0.10,slow=0.02 --max-cost 5 --verify 2
+
+    The candidates are the run's tables (each with its TOAST), indexes, materialized views, the WAL
+    and temp files, sized as they were at the end of the run. Each placement of them on the slow and
+    the fast device that fits the budget is predicted by replaying the run's trace ('dbtier
+    predict'): with up to 12 objects that did I/O, every one; beyond that a MILP (HiGHS) picks from
+    each object's predicted benefit, and the best answers are predicted whole and refined. Objects
+    that interact (a table and its index on one disk) are judged by the replay, not by adding up.
+
+    \b
+    It prints the placement to use (and its --place text), the next best ones, the speed-up against
+    fast storage curve (where the next gigabyte stops paying), and the objects that matter with what
+    the run measured of them. --verify K runs the K best live and prints predicted beside measured.
+    A prediction keeps what the run decided: its database cache, plans and data (see 'dbtier
+    predict --help')."""
+    if verify < 0 or verify > VERIFY_MAX:
+        raise UserError(f"--verify {verify}: give 0 (none) to {VERIFY_MAX} placements to run live")
+    outputs.check_dir(output, "--output")
+    if json_path is not None:
+        json_path = outputs.check_file(json_path, "--json")
+    from dbtier.advise import advice as advice_mod
+    from dbtier.predict import recording
+    from dbtier.report.terminal import console
+
+    out = console()
+    rec = recording.load(run_dir)
+    q = advice_mod.question(rec, fast, slow, budget, cost, max_cost)
+    specs = None
+    if verify:
+        from dbtier.advise import verify as verify_mod
+        specs = advice_mod.device_specs(q)
+        verify_mod.check(rec, specs, advice_mod.extreme_placements(q), workspace)
+    from dbtier.cli.progress import progress_for
+    from dbtier.workspace import Workspace
+
+    say = (lambda _line: None) if quiet else (lambda line: out.print(line, markup=False))
+    with progress_for(out, quiet) as progress:
+        progress.phase("predicting placements")
+        doc, advisor = advice_mod.advise(
+            q, lambda n, _what: n % 25 == 0 and progress.phase(f"predicting placements: {n:,} so far"))
+    ws = Workspace.open(workspace)
+    if verify:
+        placements = [("advised", doc["recommended"])] + [(f"alt{i + 2}", o) for i, o in enumerate(doc["alternatives"])]
+        placements = placements[:verify]
+
+        def progress_at(prefix):
+            return progress_for(out, quiet, prefix=prefix)
+        runs = verify_mod.run(rec, specs, [(label, advisor.placement(frozenset(o["fast"]))) for label, o in placements],
+                              output, workspace, ws, say, progress_at)
+        doc["verify"] = [{**r, "place": o["place"], "predicted": o["value"]} for (_l, o), r in zip(placements, runs)]
+    from dbtier.report import adviseview, html
+    from dbtier.report.rundir import run_dir as make_run_dir
+
+    with make_run_dir(output, f"advise-{doc['workload']}", ws) as folder:
+        jsonout.write(folder.path / "result.json", doc)
+        html.write(folder.path / "report.html", f"dbtier advise {doc['workload']}", doc["run_dir"],
+                   adviseview.sections(doc))
+    if json_path is not None:
+        jsonout.write(json_path, {**doc, "advice_dir": str(folder.final)})
+    if quiet:
+        out.print(str(folder.final), markup=False)
+        return
+    adviseview.show(out, doc)
+    out.print(f"advice: {folder.final} (result.json, report.html)", markup=False, soft_wrap=True)
+

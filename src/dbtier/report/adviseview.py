@@ -1,0 +1,151 @@
+"""How advice reads: the placement to use and what it gains first, then the alternatives, the speed-up
+against fast-storage curve, the objects that matter and why, and the verifying runs."""
+
+from __future__ import annotations
+
+from dbtier.pg.capacity import fmt_bytes
+from dbtier.report.html import Section, TableData
+from dbtier.report.terminal import fmt
+
+#: a curve point is shown when it gains at least this much over the last one shown
+CURVE_STEP = 0.05
+
+
+def _objects_text(names: list[str]) -> str:
+    named = [("the WAL" if n == "wal" else "temp files" if n == "temp" else n) for n in names]
+    if len(named) <= 6:
+        return ", ".join(named)
+    return ", ".join(named[:5]) + f" and {len(named) - 5} more"
+
+
+def verdict(doc: dict) -> list[str]:
+    rec, fast, slow = doc["recommended"], doc["devices"]["fast"], doc["devices"]["slow"]
+    metric = doc["metric"]
+    base = f"with everything on {slow['name']} ({slow['profile']})"
+    if doc["higher_is_better"]:
+        gain = (f"predicted {rec['speedup']:.2f}x the {metric}: {fmt(rec['value'])} against {fmt(doc['baseline_value'])} "
+                f"{base}")
+    else:
+        gain = (f"predicted {rec['speedup']:.2f}x faster: {fmt(rec['value'])} s against {fmt(doc['baseline_value'])} s "
+                f"{base}")
+    lines = [f"Put {_objects_text(rec['fast'])} on {fast['name']} ({fast['profile']}), {fmt_bytes(rec['fast_bytes'])} "
+             f"of {doc['budget']['described']}: {gain}."]
+    every = doc.get("everything_fast")
+    if every and every["speedup"] > 0:
+        lines.append(f"Everything with I/O on {fast['name']} ({fmt_bytes(every['fast_bytes'])}) would give "
+                     f"{every['speedup']:.2f}x: this budget gets {_share(rec['speedup'], every['speedup'])} of that gain.")
+    lines.append(f"Use it: --place {rec['place']}")
+    return lines
+
+
+def _share(got: float, most: float) -> str:
+    if most <= 1.0 + 1e-9:
+        return "all"
+    return f"{max(0.0, (got - 1) / (most - 1)):.0%}"
+
+
+def _difference(option: dict, advised: dict) -> str:
+    """An alternative as what it changes in the advice: + what it adds to the fast device, - what it leaves off."""
+    added = [n for n in option["fast"] if n not in advised["fast"]]
+    left = [n for n in advised["fast"] if n not in option["fast"]]
+    return " ".join([f"+{n}" for n in added] + [f"-{n}" for n in left]) or "the same"
+
+
+def alternatives_data(doc: dict) -> TableData:
+    rows = []
+    with_cost = doc["budget"]["max_cost"] is not None
+    advised = doc["recommended"]
+    for i, o in enumerate([advised, *doc["alternatives"]]):
+        what = _objects_text(o["fast"]) if i == 0 else _difference(o, advised)
+        rows.append([("advised" if i == 0 else f"#{i + 1}"), what, f"{o['speedup']:.2f}x", fmt(o["value"]),
+                     fmt_bytes(o["fast_bytes"]), *([f"${o['cost']:,.2f}"] if with_cost else [])])
+    return TableData(["", f"on {doc['devices']['fast']['name']} (alternatives: against the advice)", "speed-up",
+                      doc["metric"], "fast bytes", *(["cost"] if with_cost else [])], rows,
+                     "the best placements predicted within the budget", 2)
+
+
+def curve_points(doc: dict) -> list[dict]:
+    """The curve's points worth a row: each that gains CURVE_STEP over the last shown, the advice and
+    the last."""
+    pts = doc["curve"]
+    out = []
+    for i, p in enumerate(pts):
+        last = i == len(pts) - 1
+        if not out or last or p["place"] == doc["recommended"]["place"] or p["speedup"] >= out[-1]["speedup"] * (1 + CURVE_STEP):
+            out.append(p)
+    return out
+
+
+def curve_data(doc: dict) -> TableData:
+    rows = []
+    budget = doc["budget"]["fast_bytes"]
+    prev = None
+    for p in curve_points(doc):
+        step = "-" if prev is None else (f"+{p['speedup'] - prev['speedup']:.2f}x for "
+                                         f"{fmt_bytes(p['fast_bytes'] - prev['fast_bytes'])} more")
+        rows.append([fmt_bytes(p["fast_bytes"]) + (" (over budget)" if p["fast_bytes"] > budget else ""),
+                     f"{p['speedup']:.2f}x", step, _objects_text(p["fast"]) or "-"])
+        prev = p
+    return TableData(["fast storage", "speed-up", "the step", "on the fast device"], rows,
+                     "the best speed-up predicted at each amount of fast storage (where the next gigabyte stops paying)",
+                     1)
+
+
+def objects_data(doc: dict, limit: int = 15) -> TableData:
+    rows = []
+    for o in sorted(doc["objects"], key=lambda o: (-o["device_s"], o["name"]))[:limit]:
+        alone = o["alone_speedup"]
+        rows.append([o["name"] + (" *" if o["recommended"] else ""), o["kind"], fmt_bytes(o["bytes"]),
+                     "-" if alone is None else f"{alone:.2f}x", o["reason"]])
+    cpu = doc.get("server_cpu_share")
+    caption = "the objects by device time in the recorded run (* advised for the fast device)"
+    if cpu is not None:
+        caption += f"; the server's CPU was {cpu:.0%} of the elapsed time, which no device shortens"
+    return TableData(["object", "kind", "size", "alone on fast", "measured"], rows, caption, 2)
+
+
+def verify_data(doc: dict) -> TableData | None:
+    rows = []
+    for v in doc.get("verify") or []:
+        err = (v["predicted"] - v["measured"]) / v["measured"] if v["measured"] else float("nan")
+        rows.append([v["label"], v["place"].split(",", 1)[1] if "," in v["place"] else "-", fmt(v["predicted"]),
+                     fmt(v["measured"]), f"{err:+.1%}", v["run_dir"]])
+    if not rows:
+        return None
+    return TableData(["", "placement", f"{doc['metric']} predicted", "measured", "error", "run directory"], rows,
+                     "the advice run live on the emulated devices", 2)
+
+
+def sections(doc: dict) -> list[Section]:
+    from dbtier.report import charts  # matplotlib: only when a report is drawn
+
+    pts = doc["curve"]
+    rec = doc["recommended"]
+    chart = charts.budget_curve([p["fast_bytes"] / 2**20 for p in pts], [p["speedup"] for p in pts],
+                                doc["budget"]["fast_bytes"] / 2**20, (rec["fast_bytes"] / 2**20, rec["speedup"]),
+                                f"{doc['workload']}: speed-up against fast storage "
+                                f"({doc['devices']['fast']['profile']} over {doc['devices']['slow']['profile']})")
+    tables = [alternatives_data(doc), curve_data(doc), objects_data(doc)]
+    v = verify_data(doc)
+    if v:
+        tables.append(v)
+    s = doc["search"]
+    text = verdict(doc) + [f"Search: {s['method']}; {s['predictions']:,} predictions in {s['seconds']:.1f} s."] \
+        + doc.get("notes", [])
+    return [Section(f"Where the fast storage should go: {doc['workload']}", text=text, charts=[chart], tables=tables)]
+
+
+def show(console, doc: dict) -> None:
+    from dbtier.report.runview import rich_table
+
+    for i, line in enumerate(verdict(doc)):
+        console.print(line, style="bold" if i == 0 else None, soft_wrap=True, markup=False, highlight=False)
+    console.print()
+    for data in (alternatives_data(doc), curve_data(doc), objects_data(doc), verify_data(doc)):
+        if data is not None:
+            console.print(rich_table(data))
+    s = doc["search"]
+    console.print(f"search: {s['method']}; {s['predictions']:,} predictions in {s['seconds']:.1f} s", markup=False,
+                  soft_wrap=True)
+    for note in doc.get("notes", []):
+        console.print(f"note: {note}", markup=False, soft_wrap=True)
