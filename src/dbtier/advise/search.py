@@ -21,6 +21,9 @@ from dbtier.predict.scenario import Scenario
 
 #: up to this many candidates with I/O, every placement that fits is predicted (2^12 = 4,096)
 ENUMERATE_MAX = 12
+#: a candidate with less of the recorded device time than this share is not enumerated: the
+#: refinement tries it (added, dropped, swapped), judged by the predictor like every other placement
+MINOR_SHARE = 0.01
 #: the solver's alternatives predicted whole, and the neighbours of a placement tried per refining round
 SOLVER_ALTERNATIVES = 6
 NEIGHBOURS_PER_ROUND = 12
@@ -141,17 +144,29 @@ class Advisor:
         started = time.perf_counter()
         self.evaluate(frozenset())
         active = [c.name for c in self.candidates.values() if c.active]
-        if len(active) <= ENUMERATE_MAX:
-            self.search.method = f"every placement of the {len(active)} objects with I/O that fits, predicted"
-            for k in range(1, len(active) + 1):
-                for combo in itertools.combinations(active, k):
+        total = sum(self.candidates[n].device_s for n in active)
+        major = [n for n in active if self.candidates[n].device_s >= MINOR_SHARE * total]
+        minor = len(active) - len(major)
+        also = (f"; the {minor} with less than {MINOR_SHARE:.0%} of the device time each tried by the refinement"
+                if minor else "")
+        if len(major) <= ENUMERATE_MAX:
+            self.search.method = (f"every placement of the {len(major)} objects with most of the device time that "
+                                  f"fits, predicted{also}")
+            for k in range(1, len(major) + 1):
+                for combo in itertools.combinations(major, k):
                     if self.bytes(combo) <= budget.fast_bytes:
                         self.evaluate(combo)
+            if minor:
+                best = self.search.best(budget.fast_bytes)[0]
+                base = self._cost(self.evaluate(frozenset()))
+                gain = {n: base - self._cost(self.evaluate({n})) for n in active
+                        if self.candidates[n].bytes <= budget.fast_bytes}
+                self._refine(best, list(gain), gain, {}, budget.fast_bytes)
         else:
             self.search.method = (f"{len(active)} objects with I/O: a MILP (HiGHS) on each one's predicted benefit "
                                   "(and each table's with its index), its best answers predicted whole and refined")
             self._solve(active, budget.fast_bytes)
-        self._curve(active)
+        self._curve(major, active)
         self.search.seconds = time.perf_counter() - started
         return self.search
 
@@ -202,17 +217,19 @@ class Advisor:
     def _table_of(self, name: str) -> str | None:
         return self.candidates[name].table
 
-    def _curve(self, active: list[str]) -> None:
+    def _curve(self, major: list[str], active: list[str]) -> None:
         """Beyond the budget too, so the curve shows where more fast storage stops paying: from nothing,
-        add whichever object predicts the best gain per byte, until everything with I/O is fast."""
+        add whichever of the objects with most of the device time predicts the best gain per byte, until
+        they all are fast; then everything with I/O."""
         current = self.evaluate(frozenset())
         while True:
-            outside = [n for n in active if n not in current.fast]
+            outside = [n for n in major if n not in current.fast]
             if not outside:
-                return
+                break
             steps = [self.evaluate(current.fast | {n}) for n in outside]
             current = max(steps, key=lambda o: ((o.speedup - current.speedup) / max(1, o.fast_bytes - current.fast_bytes),
                                                  o.speedup))
+        self.evaluate(frozenset(active))
 
 
 def _knapsack(names: list[str], gain: dict[str, float], pairs: dict[tuple[str, str], float], size: dict[str, int],

@@ -178,10 +178,13 @@ class Predictor:
                 phases, calls, nevents, engine_s = [], 0, 0, 0.0
                 measured = iter(rec.phases)
                 shift = 0  # how far behind the recorded clock the replay runs
+                replayed = False  # a new state's page cache is empty: nothing to clear before the first interval
                 for item in self.timeline:
                     if not isinstance(item, _Interval):  # the page cache emptied
-                        session.clear_page_cache()
+                        if replayed:
+                            session.clear_page_cache()
                         continue
+                    replayed = True
                     step = item.step
                     streams = event_streams.place(item.streams, placed, same)
                     before = session.snapshot() if figures and step["event"] == "measured" else None

@@ -63,8 +63,8 @@ def budget_curve(fast_mb: list[float], speedup: list[float], budget_mb: float, c
     ax.step(fast_mb, speedup, where="post", color=COLORS[1], label="best predicted placement")
     ax.plot(fast_mb, speedup, "o", color=COLORS[1], markersize=3)
     ax.axhline(1.0, color="#888888", linewidth=0.8)
-    ax.annotate("1x: everything on the slow device", (0, 1.0), xytext=(2, 3), textcoords="offset points", fontsize=8,
-                color="#666666")
+    ax.annotate("1x: everything on the slow device", (1.0, 1.0), xycoords=("axes fraction", "data"), xytext=(0, -3),
+                textcoords="offset points", fontsize=8, color="#666666", ha="right", va="top")
     ax.axvline(budget_mb, color=COLORS[0], linestyle="--", linewidth=1, label="the budget")
     ax.plot([chosen[0]], [chosen[1]], "o", color=COLORS[0], markersize=7, label="the advice")
     ax.set_xlabel("fast storage used, MB")
@@ -72,6 +72,6 @@ def budget_curve(fast_mb: list[float], speedup: list[float], budget_mb: float, c
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     ax.set_title(title, fontsize=11)
-    ax.legend(frameon=False, fontsize=9, loc="lower right")
+    ax.legend(frameon=False, fontsize=9, loc="upper left")
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig)
