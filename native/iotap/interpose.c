@@ -21,6 +21,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -44,6 +45,10 @@
 static __thread int tl_guard __attribute__((tls_model("initial-exec")));
 static __thread int tl_resolving __attribute__((tls_model("initial-exec")));
 static __thread uint32_t tl_tid __attribute__((tls_model("initial-exec"))); /* 0: not yet asked */
+/* CPU time dilation: the thread's CPU clock at its last interposed call (0: none yet), and the CPU
+ * the interposer itself spent spinning since then, which is not the program's */
+static __thread uint64_t tl_cpu_mark __attribute__((tls_model("initial-exec")));
+static __thread uint64_t tl_cpu_spun __attribute__((tls_model("initial-exec")));
 
 static uint32_t thread_id(void) { /* gettid is a syscall: ask once per thread */
     if (UNLIKELY(!tl_tid)) tl_tid = (uint32_t)syscall(SYS_gettid);
@@ -58,6 +63,8 @@ static void resolve(void **slot, const char *name) {
     tl_resolving = 0;
 }
 
+/* Every wrapper begins here: the real symbol found, and (with CPU dilation on) the thread's CPU time
+ * since its last interposed call charged before this call takes effect. */
 #define ENSURE(name, fail)                                                                         \
     do {                                                                                           \
         if (UNLIKELY(!real_##name)) {                                                              \
@@ -67,11 +74,14 @@ static void resolve(void **slot, const char *name) {
                 return fail;                                                                       \
             }                                                                                      \
         }                                                                                          \
+        if (UNLIKELY(g_cpu_excess > 0.0)) cpu_dilate();                                            \
     } while (0)
 
 /* ---- run state ---------------------------------------------------------------------------- */
 
 static struct dbt_state *g_state;
+/* A slower CPU (DBTIER_IOTAP_CPU_SCALE = K): K - 1; 0 leaves the program's CPU time as it is. */
+static double g_cpu_excess;
 static uint32_t g_pid;
 static uint64_t g_spin_ns = 20000; /* DBTIER_IOTAP_SPIN_NS overrides */
 
@@ -281,6 +291,7 @@ static uint64_t wait_and_record(struct dbt_device_slot *d, uint64_t complete, ui
     if (host_end > complete) atomic_fetch_add_explicit(&d->c.overruns, 1, memory_order_relaxed);
     uint64_t spun = wait_until(complete);
     if (spun) atomic_fetch_add_explicit(&d->c.spin_ns, spun, memory_order_relaxed);
+    tl_cpu_spun += spun;
     uint64_t end = now_ns();
     uint64_t late = end > complete ? end - complete : 0;
     atomic_fetch_add_explicit(&d->c.late[dbt_lat_bucket(late)], 1, memory_order_relaxed);
@@ -289,6 +300,38 @@ static uint64_t wait_and_record(struct dbt_device_slot *d, uint64_t complete, ui
     while (late > prev && !atomic_compare_exchange_weak(&d->c.late_max_ns, &prev, late)) {
     }
     return end;
+}
+
+static uint64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* CPU time dilation, without root: a server K times slower spends K times the CPU time between two
+ * of its calls, so each interposed call first spends K - 1 times the CPU time the thread used since
+ * its previous one (the interposer's own spinning in emulated waits taken out), before it takes
+ * effect: before a result is sent, a page written or another process woken. It spins, as a slower
+ * CPU would stay busy: the core is not free for others meanwhile, and the server's CPU time comes out
+ * K times the program's. A forked child's clock starts again: it charges from its own first call. */
+static void cpu_dilate(void) {
+    if (tl_guard || !g_state) return;
+    int saved = errno;
+    uint64_t cpu = thread_cpu_ns(), mark = tl_cpu_mark;
+    if (mark && cpu > mark) {
+        uint64_t used = cpu - mark;
+        used = used > tl_cpu_spun ? used - tl_cpu_spun : 0;
+        uint64_t extra = (uint64_t)((double)used * g_cpu_excess);
+        if (extra) {
+            uint64_t until = now_ns() + extra;
+            while (now_ns() < until) cpu_relax();
+            atomic_fetch_add_explicit(&g_state->cpu_dilation_ns, extra, memory_order_relaxed);
+            cpu = thread_cpu_ns(); /* the next charge counts from here */
+        }
+    }
+    tl_cpu_spun = 0;
+    tl_cpu_mark = cpu;
+    errno = saved;
 }
 
 /* What one call's emulation reported, on its way to the trace. The first device request is held
@@ -740,11 +783,29 @@ WRAP_EPOLL(epoll_wait, (int epfd, struct epoll_event *events, int maxevents, int
 WRAP_EPOLL(epoll_pwait, (int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *sigmask),
            (epfd, events, maxevents, timeout, sigmask))
 
+/* ---- wrappers: messages (ENSURE charges a slower CPU's time before the message leaves) ------ */
+
+EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags) {
+    ENSURE(send, -1);
+    return real_send(fd, buf, n, flags);
+}
+
+EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr, socklen_t addrlen) {
+    ENSURE(sendto, -1);
+    return real_sendto(fd, buf, n, flags, addr, addrlen);
+}
+
+EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
+    ENSURE(sendmsg, -1);
+    return real_sendmsg(fd, msg, flags);
+}
+
 /* ---- process life ------------------------------------------------------------------------- */
 
 static void after_fork_child(void) {
     g_pid = (uint32_t)getpid();
     tl_tid = 0; /* the child's one thread has a new id */
+    tl_cpu_mark = tl_cpu_spun = 0; /* and a CPU clock of its own, from 0: it charges from its first call */
     if (g_state) dbt_trace_after_fork(atomic_fetch_add(&g_state->attached, 1));
 }
 
@@ -792,6 +853,13 @@ __attribute__((constructor(101))) static void iotap_init(void) {
         if (!fdtab_chunk(0)) cannot_emulate("no memory for the fd table", 0);
         const char *spin = getenv("DBTIER_IOTAP_SPIN_NS");
         if (spin && *spin) g_spin_ns = strtoull(spin, NULL, 10);
+        const char *scale = getenv("DBTIER_IOTAP_CPU_SCALE");
+        if (scale && *scale) {
+            char *end;
+            double k = strtod(scale, &end);
+            if (*end || !(k >= 1.0 && k <= 1000.0)) cannot_emulate("DBTIER_IOTAP_CPU_SCALE is not a factor from 1 to 1000", 0);
+            g_cpu_excess = k - 1.0;
+        }
         prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* inherited by threads and children */
         dbt_trace_configure(getenv("DBTIER_IOTAP_TRACE"), atomic_fetch_add(&s->attached, 1), &s->trace_failures);
         pthread_atfork(NULL, NULL, after_fork_child);

@@ -15,7 +15,7 @@
 #include "pagecache.h"
 
 #define DBT_STATE_MAGIC 0x7061746f69746264ULL /* "dbtiotap" */
-#define DBT_STATE_VERSION 6
+#define DBT_STATE_VERSION 7
 #define DBT_MAX_DEVICES 16
 #define DBT_NAME_MAX 64
 #define DBT_DIR_MAX 1024
@@ -87,6 +87,9 @@ struct dbt_state {
     _Atomic uint64_t untracked_calls;
     /* processes whose trace stopped (a trace file could not be created or sized) */
     _Atomic uint64_t trace_failures;
+    /* CPU time dilation (a slower server, DBTIER_IOTAP_CPU_SCALE): the extra time its processes waited,
+     * K - 1 times the CPU time each thread used between its interposed calls */
+    _Atomic uint64_t cpu_dilation_ns;
     struct dbt_device_slot dev[DBT_MAX_DEVICES];
 };
 

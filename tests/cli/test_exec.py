@@ -70,10 +70,46 @@ def test_plain_program_and_json(shm_dir, tmp_path):
     assert dev["iostat"]["hit%"] > 90  # read-ahead buffer
 
 
+#: a CPU-bound loop with a call now and then: each call charges the CPU time used since the last one
+CPU_LOOP = """
+import os, time
+fd = os.open("/dev/null", os.O_WRONLY)
+x = 0
+for i in range(1500):
+    for j in range(3000):
+        x += j * j
+    os.write(fd, b"x")
+print(time.process_time())
+"""
+
+
+@pytest.mark.parametrize("k", [2.0, 3.0])
+def test_cpu_scale_makes_a_cpu_bound_loop_k_times_longer(k, shm_dir, tmp_path):
+    """--cpu-scale K: the program's own CPU time (its CPU time less the dilation's) times K is the
+    elapsed time, within 5%; and the dilation is K - 1 times the program's own CPU time."""
+    out = tmp_path / "r.json"
+
+    def attempt():
+        proc = dbtier("exec", "-q", "-d", f"d=ram-san:{shm_dir}", "--cpu-scale", str(k), "--json", str(out), "--",
+                      "python3", "-c", CPU_LOOP)
+        assert proc.returncode == 0, proc.stderr
+        doc = json.loads(out.read_text())
+        return float(proc.stdout), doc["elapsed_s"], doc["cpu_dilation_s"]
+
+    def check(result):
+        cpu, elapsed, dilation = result
+        own = cpu - dilation
+        assert own > 0.2, result  # long enough for a clock tick's resolution not to matter
+        assert dilation == pytest.approx((k - 1) * own, rel=0.05), result
+        assert elapsed == pytest.approx(k * own, rel=0.05), result
+    retry_while_host_steals(attempt, check)
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
         (["exec", "--", "true"], "at least one --device"),
+        (["exec", "-d", "/tmp=real", "--cpu-scale", "0.5", "--", "true"], "--cpu-scale 0.5"),
         (["exec", "-d", "/nonexistent-dir=ssd-sata-mlc", "--", "true"], "is not a directory"),
         (["exec", "-d", "/tmp", "--", "true"], "expected NAME=PROFILE"),
         (["exec", "-d", "ssd=ssd-sata-mlc", "--", "true"], "give the folder the program's files are in"),

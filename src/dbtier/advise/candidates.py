@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dbtier.measure.objects import TOAST_SUFFIX
+from dbtier.measure.objects import owner
+from dbtier.pg.placement import OBJECT_NAME
 from dbtier.predict.recording import Recording
 from dbtier.predict.scenario import file_identities
 
@@ -54,10 +55,8 @@ def _measured_io(rec: Recording) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for phase in rec.phases:
         for row in phase.get("object_io", []):
-            name, kind = row["object"], row["kind"]
-            if kind == "toast" and name.endswith(TOAST_SUFFIX):
-                name = name[:-len(TOAST_SUFFIX)]
-            elif kind == "wal":
+            name, kind = owner(row["object"]), row["kind"]
+            if kind == "wal":
                 name = WAL
             elif kind == "temp":
                 name = TEMP
@@ -81,9 +80,7 @@ def _laid_out_bytes(rec: Recording) -> dict[str, int]:
     out = {WAL: 0, TEMP: 0}
     for f, _c, _a in rec.layout["chunks"]:
         cls, name, kind = ids[int(f)]
-        key = cls if cls in (WAL, TEMP) else name
-        if kind == "toast" and name and name.endswith(TOAST_SUFFIX):
-            key = name[:-len(TOAST_SUFFIX)]
+        key = cls if cls in (WAL, TEMP) else owner(name) if name else None
         if key:
             out[key] = out.get(key, 0) + chunk
     return out
@@ -100,8 +97,8 @@ def candidates(rec: Recording) -> list[Candidate]:
 
     out = []
     for o in rec.result.get("objects", []):
-        if o["kind"] not in ("table", "index", "materialized view"):
-            continue
+        if o["kind"] not in ("table", "index", "materialized view") or not OBJECT_NAME.match(o["object"]):
+            continue  # (a name --place cannot give, quoted with capitals, stays with data)
         total = o.get("total_bytes")
         out.append(Candidate(o["object"], o["kind"], int(total if total is not None else o["bytes"]),
                              "pg_table_size at the end of the run" if total is not None
@@ -109,7 +106,7 @@ def candidates(rec: Recording) -> list[Candidate]:
                              **measured(o["object"])))
     named = {c.name for c in out}
     for name, row in io.items():  # an object the run's list left out, but its I/O named
-        if row["kind"] in ("table", "index") and name not in named and name not in (WAL, TEMP):
+        if row["kind"] in ("table", "index") and name not in named and OBJECT_NAME.match(name):
             out.append(Candidate(name, "index" if row["kind"] == "index" else "table", laid.get(name, 0),
                                  "the run's file layout (1 MiB chunks)", **measured(name)))
     wal = rec.result.get("wal_bytes")

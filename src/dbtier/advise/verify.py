@@ -46,7 +46,8 @@ def options_of(rec: Recording, workspace: Path | None) -> LabOptions:
     page_cache = (lab.get("page_cache") or {}).get("bytes")
     return LabOptions(cache=f"{int(lab['cache_bytes']) // 1024}kB", io_mode=lab.get("io_mode", "direct"),
                       page_cache=f"{int(page_cache) // 1024}kB" if page_cache else None,
-                      sets=dict(lab.get("user_settings") or {}), workspace=workspace)
+                      sets=dict(lab.get("user_settings") or {}), workspace=workspace,
+                      cpu_scale=float(lab.get("cpu_scale", 1.0)))
 
 
 def check(rec: Recording, devices: list[DeviceSpec], placements: list[Placement], workspace: Path | None) -> None:

@@ -62,7 +62,8 @@ def execute(cls, kw: dict) -> None:
     configs = compare_mod.configurations(kw["configs"], kw["experiment"])
     workload = cls(**{p.key: kw[p.key] for p in cls.params})
     options = LabOptions(cache=kw["cache"], io_mode=kw["io_mode"], page_cache=kw["page_cache"],
-                         sets=parse_sets(kw["sets"]), pg_bin=kw["pg_bin"], workspace=kw["workspace"], trace=kw["trace"])
+                         sets=parse_sets(kw["sets"]), pg_bin=kw["pg_bin"], workspace=kw["workspace"], trace=kw["trace"],
+                         cpu_scale=kw["cpu_scale"])
     say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
     for c in configs:  # every check before anything is made
         capacity.check_run(workload, c.devices, c.placement, options)

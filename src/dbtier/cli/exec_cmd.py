@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from dbtier import lifecycle
-from dbtier.devices.session import Device, Session, host_floor_warnings
+from dbtier.devices.session import CPU_SCALE_ENV, Device, Session, check_cpu_scale, host_floor_warnings
 from dbtier.devices.spec import legacy_note, parse_all
 from dbtier.errors import UserError
 from dbtier.measure import devices as device_figures
@@ -29,11 +29,13 @@ from dbtier.workspace import Workspace, check_not_pseudo
 @click.option("--trace", "trace_dir", type=click.Path(path_type=Path),
               help="record every I/O into this directory; 'dbtier trace DIR' turns it into Parquet")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="write the figures as JSON here")
+@click.option("--cpu-scale", type=float, default=1.0, show_default=True, metavar="K",
+              help="run the program as on a CPU K times slower: it spends K times its CPU time between calls")
 @click.option("--workspace", type=click.Path(path_type=Path),
               help="a folder in which dbtier makes its own, dbtier-UID, for the emulation's state (default: /dev/shm)")
 @click.option("--quiet", "-q", is_flag=True, help="print nothing but errors")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def exec_command(device_args, trace_dir, json_path, workspace, quiet, command) -> None:
+def exec_command(device_args, trace_dir, json_path, cpu_scale, workspace, quiet, command) -> None:
     """Run COMMAND with its I/O under each DIR on an emulated device.
 
     Every read, write and flush on a file below DIR takes the time the device model gives
@@ -60,6 +62,7 @@ def exec_command(device_args, trace_dir, json_path, workspace, quiet, command) -
             raise UserError(f"cannot run {command[0]}: it is a folder, not a program")
         found = Path(command[0]).exists() if "/" in command[0] else False
         raise UserError(f"cannot run {command[0]}: " + ("permission denied" if found else "command not found"))
+    check_cpu_scale(cpu_scale)
     if trace_dir is not None:
         trace_dir = check_trace_dir(trace_dir)
     if json_path is not None:
@@ -79,7 +82,7 @@ def exec_command(device_args, trace_dir, json_path, workspace, quiet, command) -
                 out.print(note, markup=False)
             for warning in host_floor_warnings(devices):
                 out.print(f"[yellow]warning:[/] {warning}")
-        rc, elapsed, started, refused = _run(session, command)
+        rc, elapsed, started, refused = _run(session, command, cpu_scale)
         if refused:
             raise UserError(f"the emulation did not apply to {len(refused)} process(es) of {command[0]}, which "
                             f"stopped: {refused[0]}")
@@ -96,9 +99,13 @@ def exec_command(device_args, trace_dir, json_path, workspace, quiet, command) -
                 if late["count"] and late["overruns"] > 0.01 * late["count"]:
                     out.print(f"[yellow]warning:[/] on {row['device']}, {late['overruns']} of {late['count']} I/Os "
                               "took the host longer than the model allowed: those completed late")
+        if not quiet and cpu_scale != 1.0:
+            out.print(f"CPU scale {cpu_scale:g}: {state.get('cpu_dilation_ns', 0) / 1e9:.3f} s spent as the slower CPU "
+                      "would have", markup=False)
         if json_path:
             jsonout.write(json_path, {"kind": "exec", "command": list(command), "started": started,
-                                      "elapsed_s": elapsed, "exit_status": rc, "devices": rows})
+                                      "elapsed_s": elapsed, "exit_status": rc, "devices": rows, "cpu_scale": cpu_scale,
+                                      "cpu_dilation_s": state.get("cpu_dilation_ns", 0) / 1e9})
     finally:
         with lifecycle.shielded():
             claim.remove()
@@ -124,12 +131,14 @@ def check_trace_dir(path: Path) -> Path:
     return Path(os.path.abspath(path))
 
 
-def _run(session: Session, command) -> tuple[int, float, float, list[str]]:
+def _run(session: Session, command, cpu_scale: float = 1.0) -> tuple[int, float, float, list[str]]:
     """Runs the program; returns its status, elapsed time, start and the lines of processes the
     emulation could not apply to (the interposer writes them to a pipe and stops that process)."""
     read_end, write_end = os.pipe()
     env = session.env()
     env["DBTIER_IOTAP_ERRFD"] = str(write_end)
+    if cpu_scale != 1.0:
+        env[CPU_SCALE_ENV] = repr(float(cpu_scale))
     started = time.time()
     t0 = time.monotonic()
     try:

@@ -46,6 +46,9 @@ LAB_OPTIONS = [
     ("page_cache", click.option("--page-cache", metavar="SIZE",
         help="the emulated OS page cache (default: three times --cache, as with shared_buffers at a quarter of "
         "the memory)")),
+    ("cpu_scale", click.option("--cpu-scale", type=float, default=1.0, show_default=True, metavar="K",
+        help="run the server as on a CPU K times slower (2: twice as slow); its processes spend K times "
+        "their CPU time between calls, clients keep this machine's")),
     ("sets", click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
         help="any PostgreSQL setting, on top of dbtier's preset (repeatable)")),
     ("pg_bin", click.option("--pg-bin", type=click.Path(path_type=Path),
@@ -141,7 +144,7 @@ def execute(cls, kw: dict) -> None:
     check_cache_state(workload, kw["cache_state"])
     options = LabOptions(cache=kw["cache"], io_mode=kw["io_mode"], page_cache=kw["page_cache"],
                          sets=parse_sets(kw["sets"]), pg_bin=kw["pg_bin"],
-                         workspace=kw["workspace"], trace=kw["trace"], keep=kw["keep"])
+                         workspace=kw["workspace"], trace=kw["trace"], keep=kw["keep"], cpu_scale=kw["cpu_scale"])
     say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
     # Every check before the first thing is made: the workspace, the run directory, a device's folder.
     capacity.check_run(workload, requests, placement, options, kw["cache_state"])

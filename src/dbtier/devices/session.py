@@ -50,6 +50,18 @@ def host_floor_warnings(devices: list[Device]) -> list[str]:
     return out
 
 
+#: the interposer's CPU time dilation factor, for the processes that run as on a slower CPU
+#: (native/iotap/interpose.c: cpu_dilate)
+CPU_SCALE_ENV = "DBTIER_IOTAP_CPU_SCALE"
+
+
+def check_cpu_scale(k: float) -> None:
+    """A live run can make the server's CPU slower, not faster (a prediction can do both)."""
+    if not (1.0 <= k <= 1000.0):
+        raise UserError(f"--cpu-scale {k:g}: give a factor from 1 to 1000 (2: a server CPU twice as slow as this "
+                        "machine's); a faster CPU can only be predicted: dbtier predict RUN_DIR --cpu-scale K")
+
+
 class Session:
     """Creates the state in `workdir`; programs started with `env()` run on the devices."""
 

@@ -117,6 +117,10 @@ class Emulation:
     def gaps(self) -> list[str]:
         return self.session.gaps(self.after, self.before)
 
+    def dilation_s(self) -> float:
+        """The CPU time the server's processes spent as a slower CPU would (--cpu-scale)."""
+        return (int(self.after.get("cpu_dilation_ns", 0)) - int(self.before.get("cpu_dilation_ns", 0))) / 1e9
+
     def figures(self, elapsed_s: float, t0_ns: int, t1_ns: int, names: dict) -> emulated.EmulatedFigures:
         recs = read_records(self.session.trace_dir)
         recs = recs[(recs["submit_ns"] >= t0_ns) & (recs["submit_ns"] <= t1_ns)]

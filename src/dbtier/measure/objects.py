@@ -76,9 +76,24 @@ def _name(path: str, info: dict, names: dict) -> tuple[str, str]:
     if hit is None:
         return f"relfilenode {info['relfilenode']} (dropped)", "dropped"
     name, kind = hit
-    if cls in ("fsm", "vm"):
+    if cls in FORKS:
         return f"{name} [{cls}]", kind
     return name, kind
+
+
+#: a relation's other forks: reported beside it, as "NAME [fsm]"; they move with it
+FORKS = ("fsm", "vm")
+
+
+def owner(name: str) -> str:
+    """The relation a reported name belongs to, as a placement moves it: a fork's relation, a
+    TOAST relation's (or its index's) table."""
+    for fork in FORKS:
+        if name.endswith(f" [{fork}]"):
+            name = name[:-len(fork) - 3]
+    if name.endswith(TOAST_SUFFIX):
+        name = name[:-len(TOAST_SUFFIX)]
+    return name
 
 
 def object_io(records: np.ndarray, files: dict[int, str], devices: list[str],

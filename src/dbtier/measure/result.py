@@ -21,6 +21,7 @@ class PhaseResult:
     top_events: list | None = None
     pg_stat_io: list | None = None
     pg_stat_wal: dict | None = None
+    cpu_dilation_s: float | None = None  # --cpu-scale: the server's CPU time beyond this machine's (in server_cpu_s)
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}

@@ -20,7 +20,7 @@ import pwd
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dbtier.devices import hostfs, native
+from dbtier.devices import hostfs, native, session
 from dbtier.errors import UserError
 from dbtier.pg import osuser, settings
 from dbtier.pg.placement import Placement
@@ -188,6 +188,7 @@ def check_lab_options(options, requests) -> Sizes:
 
     if options.io_mode not in settings.IO_MODES:
         raise UserError(f"--io-mode {options.io_mode}: choose one of {', '.join(settings.IO_MODES)}")
+    session.check_cpu_scale(options.cpu_scale)
     sizes = check_sizes(options.cache, options.page_cache, options.sets)
     root = Workspace.locate(options.workspace)
     base = root.parent

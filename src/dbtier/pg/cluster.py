@@ -24,6 +24,7 @@ from pathlib import Path
 import psycopg
 
 from dbtier import lifecycle
+from dbtier.devices.session import CPU_SCALE_ENV
 from dbtier.errors import UserError
 from dbtier.pg.binaries import PgInstall
 from dbtier.pg.osuser import ServerUser
@@ -73,10 +74,12 @@ class Seed:
     tablespace_dir: Path
 
 
+
 class Cluster:
     def __init__(self, install: PgInstall, user: ServerUser, pgdata: Path, waldir: Path, socket_dir: Path,
-                 log_path: Path, env: dict[str, str], claim: Claim, dynshmem: Path):
+                 log_path: Path, env: dict[str, str], claim: Claim, dynshmem: Path, cpu_scale: float = 1.0):
         self.claim = claim
+        self.cpu_scale = cpu_scale  # the server's own processes only: clients keep this machine's CPU
         self.dynshmem = dynshmem
         self.install = install
         self.user = user
@@ -170,8 +173,11 @@ class Cluster:
         if self.running:
             return
         cmd = lifecycle.dies_with_us([str(self.install.exe("postgres")), "-D", str(self.pgdata)], "INT")
+        env = dict(self.env)
+        if self.cpu_scale != 1.0:
+            env[CPU_SCALE_ENV] = repr(float(self.cpu_scale))
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(cmd, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                          cwd="/", start_new_session=True, **self.user.popen_kwargs())
         self.proc_start = lifecycle.start_time(self.proc.pid)
         self.claim.watch(self.proc.pid, self.user.uid, signal.SIGQUIT)

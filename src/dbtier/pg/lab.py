@@ -61,6 +61,7 @@ class LabOptions:
     trace: bool = False
     keep: bool = False           # leave the workspace (cluster, server log) for inspection
     seed: Seed | None = None     # a loaded cluster to copy instead of a new one (dbtier compare)
+    cpu_scale: float = 1.0       # the server's CPU K times slower (CPU time dilation; clients unchanged)
 
 
 @dataclass
@@ -142,7 +143,8 @@ class Lab:
         pgdata = self.device_dir(self.placement.roles["data"]) / "pgdata"
         waldir = self.device_dir(self.placement.roles["wal"]) / "pg_wal"
         self.cluster = Cluster(install, self.user, pgdata, waldir, self._private("sock"),
-                               self.claim.path / "server.log", env, self.claim, self._private("dynshmem"))
+                               self.claim.path / "server.log", env, self.claim, self._private("dynshmem"),
+                               cpu_scale=opts.cpu_scale)
         if opts.seed is None:
             self.cluster.initdb()
         else:
@@ -336,6 +338,7 @@ class Lab:
         m.result = PhaseResult(
             elapsed_s=elapsed, io_wait_s=emu.io_wait_s, devices=emu.devices, object_io=emu.object_io,
             emulation_spin_s=emu.spin_s, **cpu_figures, wait_events=waited,
+            cpu_dilation_s=emulation.dilation_s() if self.options.cpu_scale != 1.0 else None,
             top_events=waits.top_events(waited, cpu_figures["server_cpu_s"], elapsed, stats.delta["io"]),
             pg_stat_io=stats.delta["io"], pg_stat_wal=stats.delta["wal"]).to_dict()
 
@@ -409,6 +412,7 @@ class Lab:
             "postgres": {"version": self.install.version, "bin": str(self.install.bin_dir), "user": self.user.name},
             "cache_bytes": self.cache_bytes,
             "io_mode": self.options.io_mode,
+            "cpu_scale": self.options.cpu_scale,
             "page_cache": self.page_cache.describe(),
             "settings": {k: v for k, v in getattr(self, "server_settings", {}).items()
                          if k != "unix_socket_directories"},

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from dbtier.errors import UserError
 
 ROLES = ("data", "indexes", "wal", "temp", "dump")
-_OBJECT = re.compile(r"^([a-z_][a-z0-9_$]*\.)?[a-z_][a-z0-9_$]*$")  # name, or schema.name
+OBJECT_NAME = re.compile(r"^([a-z_][a-z0-9_$]*\.)?[a-z_][a-z0-9_$]*$")  # name, or schema.name
 
 
 def tablespace_of(device: str) -> str:
@@ -71,7 +71,7 @@ def parse(texts: list[str] | tuple[str, ...], devices: list[str]) -> Placement:
             if not sep or not key or not dev:
                 raise UserError(f"--place {text!r}: expected KEY=DEVICE[,KEY=DEVICE...], for example "
                                 "data=hdd,wal=ssd,t_attribute_idx=ssd")
-            if key not in ROLES and not _OBJECT.match(key):
+            if key not in ROLES and not OBJECT_NAME.match(key):
                 raise UserError(f"--place {item!r}: {key!r} is neither a role ({', '.join(ROLES)}) nor a table or "
                                 "index name")
             if dev not in devices:

@@ -11,7 +11,7 @@ from dbtier.devices import profile as profiles
 from dbtier.devices import spec as device_spec
 from dbtier.devices.profile import Profile
 from dbtier.errors import UserError
-from dbtier.measure.objects import TOAST_SUFFIX
+from dbtier.measure.objects import owner
 from dbtier.pg import placement as placement_mod
 from dbtier.pg.paths import classify
 from dbtier.predict.recording import Recording
@@ -126,8 +126,8 @@ def file_devices(rec: Recording, scenario: Scenario, recorded: dict[int, int],
         if cls in ("wal", "temp"):
             out[f] = index[roles[cls]]
             continue
-        if kind == "toast" and name and name.endswith(TOAST_SUFFIX):
-            name = name[:-len(TOAST_SUFFIX)]  # a table's TOAST (and its index) moves with the table
+        if kind == "toast" and name:
+            name = owner(name)  # a table's TOAST (and its index) moves with the table
         if name is not None and name not in objects and "." in name:
             name = name.split(".", 1)[1]  # another database's object, as the run's --place names it
         if name in objects:

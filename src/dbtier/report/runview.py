@@ -30,6 +30,9 @@ def time_rows(result: dict) -> list[tuple[str, str]]:
         ("I/O wait", f"{fmt(result['io_wait_s'])} s ({pct(result['io_wait_s'], el)} of elapsed; summed over the "
                      "server's processes)"),
         ("emulation spin", f"{fmt(result['emulation_spin_s'])} s (CPU the waits spun; not in server CPU)"),
+        *([("CPU scale", f"{result['lab']['cpu_scale']:g}x slower server CPU: {fmt(result['cpu_dilation_s'])} s of the "
+                         "server CPU above is the dilation")]
+          if result.get("cpu_dilation_s") is not None and "lab" in result else []),
         ("client CPU", f"{fmt(result['client_cpu_s'])} s (dbtier's own driver)"),
         ("host CPU steal", f"{fmt(result.get('host_steal_s', 0.0))} s (taken by the hypervisor; wakes sleepers late)"),
     ]
