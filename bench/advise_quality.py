@@ -71,7 +71,7 @@ def role_layouts(cands: list, has_temp: bool) -> list[tuple[str, str, frozenset]
         fast = frozenset(c.name for c in cands
                          if (c.kind == "wal" and "wal" in on) or (c.kind == "temp" and "temp" in on)
                          or (c.kind == "index" and "indexes" in on)
-                         or (c.kind in ("table", "materialized view") and "data" in on))
+                         or (c.kind in ("table", "materialized view", "catalog") and "data" in on))
         name = "roles-" + ("".join(r[0] for r in roles if r in on) or "none")
         out.append((name, place, fast))
     return out

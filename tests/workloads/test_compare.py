@@ -120,3 +120,17 @@ def test_an_experiment_file_is_checked(tmp_path):
         bad.write_text(text)
         with pytest.raises(UserError, match=message):
             compare.parse_file(bad)
+
+
+def test_a_workload_of_several_phases(shm_dir, tmp_path):
+    """Elapsed summed over the phases; each layout's devices and waits from its longest phase."""
+    (tmp_path / "setup.sql").write_text("CREATE TABLE p AS SELECT g AS id FROM generate_series(1, 20000) g;\n")
+    (tmp_path / "run.sql").write_text("-- phase: count\nSELECT count(*) FROM p;\n-- phase: sum\nSELECT sum(id) FROM p;\n")
+    proc = dbtier("compare", "sql", "--setup", str(tmp_path / "setup.sql"), "--run", str(tmp_path / "run.sql"),
+                  "--config", "hdd:d=hdd-sata-7200", "--config", "ram:f=ram-san", "--workspace", str(shm_dir),
+                  "-o", str(tmp_path / "out"), "--json", str(tmp_path / "c.json"))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "c.json").read_text())
+    for r in doc["results"]:
+        assert r["devices"] and r["elapsed_s"] > 0
+    assert "devices and waits of the longest" in proc.stdout

@@ -13,6 +13,10 @@ from dbtier.predict.scenario import file_identities
 
 #: the roles a placement names instead of an object
 WAL, TEMP = "wal", "temp"
+#: the system catalogs and the cluster's own files (commit status, the relation cache's init files):
+#: they go where `data` goes, so a placement gives them the fast device with data=fast and every
+#: table not on it named on the slow one
+CATALOGS = "catalogs"
 
 
 @dataclass
@@ -87,8 +91,8 @@ def _laid_out_bytes(rec: Recording) -> dict[str, int]:
 
 
 def candidates(rec: Recording) -> list[Candidate]:
-    """Every object the run named (tables, indexes, materialized views), the WAL and temp, largest
-    device time first."""
+    """Every object the run named (tables, indexes, materialized views), the WAL, temp and the system
+    catalogs, largest device time first."""
     io = _measured_io(rec)
     laid = _laid_out_bytes(rec)
 
@@ -109,6 +113,18 @@ def candidates(rec: Recording) -> list[Candidate]:
         if row["kind"] in ("table", "index") and name not in named and OBJECT_NAME.match(name):
             out.append(Candidate(name, "index" if row["kind"] == "index" else "table", laid.get(name, 0),
                                  "the run's file layout (1 MiB chunks)", **measured(name)))
+            named.add(name)
+    # what follows `data` and no placement names: catalogs, their TOAST, the cluster's own files
+    system = [n for n, row in io.items() if n not in named and n not in (WAL, TEMP)
+              and row["kind"] in ("catalog", "toast", "other", "sequence")]
+    if system:
+        acc = {k: sum(io[n][k] for n in system) for k in ("reads", "random_reads", "read_bytes", "writes", "flushes",
+                                                          "cached_reads", "device_s")}
+        size = rec.result.get("catalog_bytes")
+        out.append(Candidate(CATALOGS, "catalog", int(size) if size is not None else
+                             sum(laid.get(n, 0) for n in system),
+                             "the catalogs' pg_total_relation_size at the end of the run" if size is not None
+                             else "the run's file layout (1 MiB chunks)", **acc))
     wal = rec.result.get("wal_bytes")
     out.append(Candidate(WAL, "wal", int(wal) if wal is not None else laid[WAL],
                          "pg_wal at the end of the run" if wal is not None else "every WAL segment the run wrote",

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from dbtier.advise.budget import Budget
-from dbtier.advise.candidates import TEMP, WAL, Candidate
+from dbtier.advise.candidates import CATALOGS, TEMP, WAL, Candidate
 from dbtier.pg.placement import ROLES, Placement
 from dbtier.predict.replay import Predictor
 from dbtier.predict.scenario import Scenario
@@ -70,13 +70,20 @@ class Search:
         return out
 
 
-def placement_for(fast: frozenset[str], slow_device: str, fast_device: str) -> Placement:
-    """The candidates in `fast` on the fast device (the WAL and temp by their roles), all else on the slow."""
+def placement_for(fast: frozenset[str], slow_device: str, fast_device: str,
+                  objects: list[str] = ()) -> Placement:
+    """The candidates in `fast` on the fast device (the WAL and temp by their roles), all else on the
+    slow. The catalogs go with `data`: on the fast device, every object of `objects` (all the
+    candidate tables and indexes) not in `fast` is named on the slow one."""
     roles = {r: slow_device for r in ROLES}
     for role in (WAL, TEMP):
         if role in fast:
             roles[role] = fast_device
-    return Placement(roles, {n: fast_device for n in sorted(fast) if n not in (WAL, TEMP)})
+    placed = {n: fast_device for n in sorted(fast) if n not in (WAL, TEMP, CATALOGS)}
+    if CATALOGS in fast:
+        roles["data"] = fast_device
+        placed.update({n: slow_device for n in objects if n not in fast})
+    return Placement(roles, dict(sorted(placed.items())))
 
 
 def headline(phases: list[dict], side: str = "predicted") -> tuple[str, float, bool]:
@@ -98,6 +105,7 @@ class Advisor:
                  progress=lambda _done, _what: None):
         self.predictor = predictor
         self.candidates = {c.name: c for c in candidates}
+        self.objects = [c.name for c in candidates if c.name not in (WAL, TEMP, CATALOGS)]
         self.devices, self.slow, self.fast = devices, slow, fast
         self.progress = progress
         self.predictions = 0
@@ -108,14 +116,16 @@ class Advisor:
     # -- one placement ----------------------------------------------------------------------------
 
     def placement(self, fast: frozenset[str]) -> Placement:
-        return placement_for(fast, self.slow, self.fast)
+        return placement_for(fast, self.slow, self.fast, self.objects)
 
     def place_text(self, fast: frozenset[str]) -> str:
-        parts = [f"data={self.slow}"] + [f"{n}={self.fast}" for n in sorted(fast, key=self._order)]
+        """The --place text, shortest: what goes where `data` goes is not named."""
+        p = self.placement(fast)
+        parts = [f"data={p.roles['data']}"] + [f"{r}={p.roles[r]}" for r in (WAL, TEMP)
+                                                  if p.roles[r] != p.roles["data"]]
+        parts += [f"{n}={d}" for n, d in p.objects.items() if d != p.roles["data"] or
+                  self.candidates[n].kind == "index"]
         return ",".join(parts)
-
-    def _order(self, name: str) -> tuple:
-        return (name not in (WAL, TEMP), name)
 
     def _predict(self, fast: frozenset[str]) -> tuple[str, float, bool]:
         scenario = Scenario(self.devices, self.placement(fast))
@@ -147,21 +157,21 @@ class Advisor:
         total = sum(self.candidates[n].device_s for n in active)
         major = [n for n in active if self.candidates[n].device_s >= MINOR_SHARE * total]
         minor = len(active) - len(major)
-        also = (f"; the {minor} with less than {MINOR_SHARE:.0%} of the device time each tried by the refinement"
-                if minor else "")
+        also = (f"; the {minor} with less than {MINOR_SHARE:.0%} of the device time each, and dropping any, tried by "
+                "the refinement" if minor else "; dropping any of them tried by the refinement")
+        for seed in self._role_level():  # what a DBA would try first: every role-level placement that fits
+            if self.bytes(seed) <= budget.fast_bytes:
+                self.evaluate(seed)
         if len(major) <= ENUMERATE_MAX:
             self.search.method = (f"every placement of the {len(major)} objects with most of the device time that "
-                                  f"fits, predicted{also}")
-            for k in range(1, len(major) + 1):
-                for combo in itertools.combinations(major, k):
-                    if self.bytes(combo) <= budget.fast_bytes:
-                        self.evaluate(combo)
-            if minor:
-                best = self.search.best(budget.fast_bytes)[0]
-                base = self._cost(self.evaluate(frozenset()))
-                gain = {n: base - self._cost(self.evaluate({n})) for n in active
-                        if self.candidates[n].bytes <= budget.fast_bytes}
-                self._refine(best, list(gain), gain, {}, budget.fast_bytes)
+                                  f"fits and has no room left for another of them, predicted{also}")
+            for combo in _maximal(major, {n: self.candidates[n].bytes for n in major}, budget.fast_bytes):
+                self.evaluate(combo)
+            best = self.search.best(budget.fast_bytes)[0]
+            base = self._cost(self.evaluate(frozenset()))
+            gain = {n: base - self._cost(self.evaluate({n})) for n in active
+                    if self.candidates[n].bytes <= budget.fast_bytes}
+            self._refine(best, list(gain), gain, {}, budget.fast_bytes)
         else:
             self.search.method = (f"{len(active)} objects with I/O: a MILP (HiGHS) on each one's predicted benefit "
                                   "(and each table's with its index), its best answers predicted whole and refined")
@@ -169,6 +179,21 @@ class Advisor:
         self._curve(major, active)
         self.search.seconds = time.perf_counter() - started
         return self.search
+
+    def _role_level(self) -> list[frozenset]:
+        """The placements by role: data (the tables and the catalogs), indexes, the WAL, temp, each on
+        the fast device or not."""
+        groups = [
+            frozenset(n for n, c in self.candidates.items() if c.kind in ("table", "materialized view", "catalog")),
+            frozenset(n for n, c in self.candidates.items() if c.kind == "index"),
+            frozenset(n for n in (WAL,) if n in self.candidates),
+            frozenset(n for n in (TEMP,) if n in self.candidates)]
+        groups = [g for g in groups if g]
+        out = []
+        for k in range(1, len(groups) + 1):
+            for combo in itertools.combinations(groups, k):
+                out.append(frozenset().union(*combo))
+        return out
 
     def _cost(self, option: Option) -> float:
         """Lower is better, in the figure's own terms: elapsed, or time per transaction."""
@@ -230,6 +255,19 @@ class Advisor:
             current = max(steps, key=lambda o: ((o.speedup - current.speedup) / max(1, o.fast_bytes - current.fast_bytes),
                                                  o.speedup))
         self.evaluate(frozenset(active))
+
+
+def _maximal(names: list[str], size: dict[str, int], capacity: int) -> list[frozenset]:
+    """Every set of `names` that fits in `capacity` and to which none of the others can be added: the
+    only ones that can be best, when an object moved to the faster device never slows the run (where
+    it might, through a disk's layout, the refinement tries dropping each object)."""
+    out = []
+    for k in range(len(names), 0, -1):
+        for combo in itertools.combinations(names, k):
+            used = sum(size[n] for n in combo)
+            if used <= capacity and all(used + size[n] > capacity for n in names if n not in combo):
+                out.append(frozenset(combo))
+    return out
 
 
 def _knapsack(names: list[str], gain: dict[str, float], pairs: dict[tuple[str, str], float], size: dict[str, int],

@@ -97,6 +97,7 @@ def execute(cls, kw: dict) -> None:
             out.print(f"kept: {d}", markup=False)
         raise
     names = [c.name for c in configs]
+    results = [compare_mod.overall(r) for r in results]
     from dbtier.report import compareview
 
     doc = {"kind": "compare", "workload": cls.name, "configurations": [c.describe() for c in configs],

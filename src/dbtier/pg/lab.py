@@ -410,6 +410,7 @@ class Lab:
     def describe(self) -> dict:
         return {
             "postgres": {"version": self.install.version, "bin": str(self.install.bin_dir), "user": self.user.name},
+            "host": {"cpus": os.cpu_count()},
             "cache_bytes": self.cache_bytes,
             "io_mode": self.options.io_mode,
             "cpu_scale": self.options.cpu_scale,

@@ -30,9 +30,11 @@ def table_data(names: list[str], results: list[dict]) -> TableData:
                                                f"{fmt(d['iostat']['r_await'])}/{fmt(d['iostat']['w_await'])} ms")
         rows.append([name, fmt(headline(r)[1]), f"{up:.2f}x", pct(r["server_cpu_s"], r["elapsed_s"]), _top_wait(r),
                      *cells])
+    shown = results[0].get("shown_phase")
     return TableData(["configuration", what, f"speed-up vs {names[0]}", "server CPU", "top wait event",
                       *(f"{dev}: %util r/w_await" for dev in devices)], rows,
-                     f"{results[0]['workload']} on {len(names)} layouts (the data loaded once, copied into each)", 1)
+                     f"{results[0]['workload']} on {len(names)} layouts (the data loaded once, copied into each)"
+                     + (f"; elapsed over every phase, devices and waits of the longest ({shown})" if shown else ""), 1)
 
 
 def sections(names: list[str], results: list[dict], run_dirs: list[str]) -> list[Section]:

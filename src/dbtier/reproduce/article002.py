@@ -2,7 +2,7 @@
 log on a thirteenth). Build 7x, dump 5.5x, load of the dump 5x (up to 1.25x more with stripes);
 OLTP 1.65x with the log alone on flash, 1.81x all on flash, 13x all-flash with reduced caches."""
 
-from dbtier.reproduce.plan import Article, Figure, RunSpec, cpu_share, phase, ratio, where_time_went, x
+from dbtier.reproduce.plan import Article, Figure, RunSpec, cpu_share, host_cpus, phase, ratio, where_time_went, x
 
 HDD_DATA, HDD_LOG = ("array", "12xhdd-sas-15k-md3000"), ("logdisk", "hdd-sas-15k-md3000")
 HDD_DUMP = ("dumpdisk", "hdd-sas-15k-md3000")
@@ -65,7 +65,8 @@ def figures(r: dict) -> list[Figure]:
         v = ratio(phase(j1, name)["elapsed_s"], phase(j4, name)["elapsed_s"])
         out.append(Figure(f"{name} on flash with 4 jobs against 1 (the article's stripes)", "up to 1.25x", x(v), None, v,
                           f"with 4 jobs the server's CPU is {cpu_share(phase(j4, name)):.0f}% of elapsed (of the "
-                          "200% two CPUs give); " + where_time_went(phase(j1, name), 1).split("; ", 1)[-1],
+                          f"{100 * host_cpus(j4)}% {host_cpus(j4)} CPUs give); "
+                          + where_time_went(phase(j1, name), 1).split("; ", 1)[-1],
                           verdict=0.95 <= v <= 1.35))
     for cache in ("large", "reduced"):
         base = r[f"oltp-{cache}-all-HDD"]["rates"]["tpm"]
@@ -77,5 +78,5 @@ def figures(r: dict) -> list[Figure]:
             hdd_run = r[f"oltp-{cache}-all-HDD"]
             out.append(Figure(f"OLTP tpm, {layout} against all-HDD, {cache} cache", claim, x(v), want, v,
                               f"all-HDD: {where_time_went(hdd_run)}; {layout}: {where_time_went(run, 1)} "
-                              "(2 CPUs here, 16 engines there)"))
+                              f"({host_cpus(run)} CPUs here, 16 engines there)"))
     return out

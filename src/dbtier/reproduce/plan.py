@@ -69,6 +69,11 @@ def phase(result: dict, name: str) -> dict:
     return next(p for p in result["phases"] if p["phase"] == name)
 
 
+def host_cpus(result: dict) -> int:
+    """The CPUs of the machine the run ran on (as its lab recorded them)."""
+    return int(result["lab"]["host"]["cpus"])
+
+
 def cpu_share(result: dict) -> float:
     return pct(result["server_cpu_s"], result["elapsed_s"])
 

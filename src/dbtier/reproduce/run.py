@@ -16,6 +16,7 @@ from dbtier.report import jsonout
 from dbtier.reproduce import article000, article001, article002, article003, article004
 from dbtier.reproduce.plan import Article, RunSpec
 from dbtier.workloads import registry
+from dbtier.errors import UserError
 from dbtier.workloads.base import WorkloadError
 from dbtier.workloads.runner import run_workload
 
@@ -80,9 +81,10 @@ def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_fo
                     result["attempts"] = attempt + 1
                     if not stolen(result):
                         break
-            except WorkloadError as exc:
-                failures[spec.key] = str(exc)
-                say(f"{prefix}failed: {exc}")
+            except Exception as exc:  # noqa: BLE001  one run's failure, whatever it is, leaves the others to run
+                why = str(exc) if isinstance(exc, (WorkloadError, UserError)) else f"{type(exc).__name__}: {exc}"
+                failures[spec.key] = why
+                say(f"{prefix}failed: {why}")
                 continue
             jsonout.write(artifacts / "result.json", result)
             results[spec.key] = result

@@ -124,6 +124,16 @@ def seed_lab(options: LabOptions, say: Callable[[str], None]) -> Lab:
     return Lab([device], placement_mod.parse([], [SEED_DEVICE]), replace(options, trace=False, keep=False), say)
 
 
+def overall(result: dict) -> dict:
+    """A configuration's result as one row: a workload of several phases has its elapsed and CPU summed
+    over them, and its devices and top waits from its longest phase (named in `shown_phase`)."""
+    if "devices" in result or not result.get("phases"):
+        return result
+    longest = max(result["phases"], key=lambda ph: ph["elapsed_s"])
+    return {**result, "devices": longest["devices"], "top_events": longest.get("top_events", []),
+            "rates": result.get("rates", {}), "shown_phase": longest["phase"]}
+
+
 def headline(result: dict) -> tuple[str, float, bool]:
     """The figure a configuration is judged by: tps if the workload has it (higher is better), else
     the elapsed time (lower is better)."""

@@ -68,12 +68,17 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Plac
             checks = workload.verify(db)
             # what pg_wal holds at the end (a device given the WAL needs this much, and room up to max_wal_size)
             wal_bytes = int(db.execute("SELECT coalesce(sum(size), 0) FROM pg_ls_waldir()")[0][0])
+            # the system catalogs (with their indexes and TOAST), which go where `data` goes
+            catalog_bytes = int(db.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname IN ('pg_catalog', 'information_schema') AND c.relkind IN ('r', 'm')")[0][0])
             result = {
                 "kind": "run", "workload": workload.name, "seed": workload.seed, "params": _plain(workload.p),
                 "cache_state": cache_state, "started": started, "lab": lab.describe(),
                 "objects": ([o.describe() for o in db.objects()] if workload.user_objects
                             else lab.object_placement(list(workload.objects))),
-                "checks": checks, "wal_bytes": wal_bytes, **({"moved": moved} if moved else {}),
+                "checks": checks, "wal_bytes": wal_bytes, "catalog_bytes": catalog_bytes, **({"moved": moved} if moved else {}),
                 **({"notes": workload.notes()} if workload.notes() else {}),
             }
             if len(phases) == 1:
