@@ -156,3 +156,17 @@ def test_bad_input_one_line_exit_2(recorded, tmp_path, args, message):
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_verified_best_stands_unless_another_ran_better():
+    from dbtier.advise.advice import verified_best
+    runs = [{"label": "advised", "place": "a", "measured": 100.0, "fast_bytes": 1},
+            {"label": "alt2", "place": "b", "measured": 100.5, "fast_bytes": 2},
+            {"label": "alt3", "place": "c", "measured": 90.0, "fast_bytes": 3}]
+    assert verified_best({"verify": runs, "higher_is_better": True})["label"] == "advised"  # 0.5% is a tie
+    runs[1]["measured"] = 110.0
+    best = verified_best({"verify": runs, "higher_is_better": True})
+    assert best["label"] == "alt2" and best["over_advice"] == pytest.approx(1.1)
+    elapsed = [{**r, "measured": m} for r, m in zip(runs, (2.0, 1.5, 2.5))]  # seconds: lower is better
+    best = verified_best({"verify": elapsed, "higher_is_better": False})
+    assert best["label"] == "alt2" and best["over_advice"] == pytest.approx(2.0 / 1.5)

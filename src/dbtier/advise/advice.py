@@ -142,3 +142,18 @@ def document(q: Question, advisor: Advisor, search: Search, seconds: float) -> d
                    "placements": len(search.options)},
         "notes": notes,
     }
+
+
+def verified_best(doc: dict) -> dict:
+    """Of the placements run live, the one that measured best: the advice stands unless another ran
+    better by more than the tie (TIE, as the predictions are judged)."""
+    from dbtier.advise.search import TIE
+    runs = doc["verify"]
+    sign = 1 if doc["higher_is_better"] else -1
+    advised = runs[0]
+    best = max(runs, key=lambda v: sign * v["measured"])
+    if best is advised or sign * best["measured"] <= sign * advised["measured"] * (1 + sign * TIE):
+        best = advised
+    gain = best["measured"] / advised["measured"] if doc["higher_is_better"] else advised["measured"] / best["measured"]
+    return {"label": best["label"], "place": best["place"], "measured": best["measured"], "fast_bytes": best["fast_bytes"],
+            "over_advice": gain}

@@ -40,12 +40,13 @@ def advise(run_dir: Path, fast, slow, budget, cost, max_cost, verify, workspace,
       dbtier advise RUN_DIR --fast ssd=ssd-sata-mlc --budget 200MB
       dbtier advise RUN_DIR --fast nvme=nvme-gen4 --cost fast=0.10,slow=0.02 --max-cost 5 --verify 2
 
-    The candidates are the run's tables (each with its TOAST), indexes, materialized views, the WAL
-    and temp files, sized as they were at the end of the run. Each placement of them on the slow and
-    the fast device that fits the budget is predicted by replaying the run's trace ('dbtier
-    predict'): with up to 12 objects that did I/O, every one; beyond that a MILP (HiGHS) picks from
-    each object's predicted benefit, and the best answers are predicted whole and refined. Objects
-    that interact (a table and its index on one disk) are judged by the replay, not by adding up.
+    The candidates are the run's tables (each with its TOAST), indexes, materialized views, the WAL,
+    temp files and the system catalogs, sized as they were at the end of the run. Placements that
+    fit the budget are predicted by replaying the run's trace ('dbtier predict'): every role-level
+    one; of the objects with at least 1% of the device time, up to 12, every one with no room left
+    for another (beyond 12, a MILP (HiGHS) picks from each object's predicted benefit, and its best
+    answers are predicted whole); then a local search refines the best. Objects that interact (a
+    table and its index on one disk) are judged by the replay, not by adding up.
 
     \b
     It prints the placement to use (and its --place text), the next best ones, the speed-up against
@@ -87,7 +88,9 @@ def advise(run_dir: Path, fast, slow, budget, cost, max_cost, verify, workspace,
             return progress_for(out, quiet, prefix=prefix)
         runs = verify_mod.run(rec, specs, [(label, advisor.placement(frozenset(o["fast"]))) for label, o in placements],
                               output, workspace, ws, say, progress_at)
-        doc["verify"] = [{**r, "place": o["place"], "predicted": o["value"]} for (_l, o), r in zip(placements, runs)]
+        doc["verify"] = [{**r, "place": o["place"], "predicted": o["value"], "fast_bytes": o["fast_bytes"]}
+                         for (_l, o), r in zip(placements, runs)]
+        doc["verified_best"] = advice_mod.verified_best(doc)
     from dbtier.report import adviseview, html
     from dbtier.report.rundir import run_dir as make_run_dir
 

@@ -35,6 +35,14 @@ def verdict(doc: dict) -> list[str]:
         lines.append(f"Everything with I/O on {fast['name']} ({fmt_bytes(every['fast_bytes'])}) would give "
                      f"{every['speedup']:.2f}x: this budget gets {_share(rec['speedup'], every['speedup'])} of that gain.")
     lines.append(f"Use it: --place {rec['place']}")
+    best = doc.get("verified_best")
+    if best is not None:
+        if best["label"] == "advised":
+            lines.append(f"Verified: run live, the advice measured {fmt(best['measured'])} {metric}, the best of the "
+                         f"{len(doc['verify'])} placements run.")
+        else:
+            lines.append(f"Verified: run live, {best['label']} measured {best['over_advice']:.2f}x the advice "
+                         f"({fmt(best['measured'])} {metric}); use it instead: --place {best['place']}")
     return lines
 
 
