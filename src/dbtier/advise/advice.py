@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from dbtier.advise import budget as budget_mod
 from dbtier.advise.candidates import Candidate, candidates as find_candidates
-from dbtier.advise.search import Advisor, Option, Search, headline, placement_for
+from dbtier.advise.search import MINOR_SHARE, Advisor, Option, Search, headline, placement_for
 from dbtier.errors import UserError
 from dbtier.pg.capacity import fmt_bytes
 from dbtier.predict import scenario as scenario_mod
@@ -95,6 +95,21 @@ def advise(q: Question, progress=lambda _n, _what: None) -> tuple[dict, Advisor]
     return document(q, advisor, search, time.perf_counter() - started), advisor
 
 
+def _distinct(ranked: list[Option], cands: list[Candidate], n: int) -> list[Option]:
+    """The best n, each differing from every one before it in an object that matters (at least
+    MINOR_SHARE of the device time): placements that differ only in objects the run barely touched
+    predict alike, and are no alternative worth running."""
+    total = sum(c.device_s for c in cands if c.active)
+    major = {c.name for c in cands if c.active and c.device_s >= MINOR_SHARE * total}
+    out: list[Option] = []
+    for o in ranked:
+        if all((o.fast ^ p.fast) & major for p in out):
+            out.append(o)
+            if len(out) == n:
+                break
+    return out
+
+
 def _option(q: Question, o: Option) -> dict:
     return {"place": o.place, "fast": sorted(o.fast), "fast_bytes": o.fast_bytes, "value": o.value,
             "speedup": o.speedup, "cost": q.budget.cost(o.fast_bytes, q.total_bytes)}
@@ -103,7 +118,7 @@ def _option(q: Question, o: Option) -> dict:
 def document(q: Question, advisor: Advisor, search: Search, seconds: float) -> dict:
     rec = q.rec
     metric, recorded_value, higher = headline([{"recorded": p} for p in rec.phases], "recorded")
-    ranked = search.best(q.budget.fast_bytes, TOP + 1)
+    ranked = _distinct(search.best(q.budget.fast_bytes, len(search.options)), q.candidates, TOP + 1)
     best = ranked[0]
     everything = search.options.get(frozenset(c.name for c in q.candidates if c.active))
     elapsed = sum(p["elapsed_s"] for p in rec.phases)
