@@ -12,7 +12,7 @@ compared with it.
 Prints one row per workload and budget: the advice, its predicted and live speed-up over everything
 on the disk, the best found and its live speed-up, how far the advice is from it, and the time the
 advice took against the time of running the role-level layouts live.
-Run: python bench/advise_quality.py [--only NAME ...] [--json PATH]   (about 40 minutes)"""
+Run: python bench/advise_quality.py [--only NAME ...] [--json PATH]   (about 15 minutes)"""
 
 from __future__ import annotations
 
