@@ -311,9 +311,10 @@ static uint64_t thread_cpu_ns(void) {
 /* CPU time dilation, without root: a server K times slower spends K times the CPU time between two
  * of its calls, so each interposed call first spends K - 1 times the CPU time the thread used since
  * its previous one (the interposer's own spinning in emulated waits taken out), before it takes
- * effect: before a result is sent, a page written or another process woken. It spins, as a slower
- * CPU would stay busy: the core is not free for others meanwhile, and the server's CPU time comes out
- * K times the program's. A forked child's clock starts again: it charges from its own first call. */
+ * effect: before a result is sent, a page written or another process woken. It spins until the
+ * thread's CPU clock has advanced that much, as a slower CPU would stay busy: the core is not free
+ * for others meanwhile, and the server's CPU time comes out K times the program's. A forked child's
+ * clock starts again: it charges from its own first call. */
 static void cpu_dilate(void) {
     if (tl_guard || !g_state) return;
     int saved = errno;
@@ -323,10 +324,10 @@ static void cpu_dilate(void) {
         used = used > tl_cpu_spun ? used - tl_cpu_spun : 0;
         uint64_t extra = (uint64_t)((double)used * g_cpu_excess);
         if (extra) {
-            uint64_t until = now_ns() + extra;
-            while (now_ns() < until) cpu_relax();
+            /* CPU time, not wall time: preempted, a slower CPU would not have got on with its work either */
+            uint64_t until = cpu + extra;
+            while ((cpu = thread_cpu_ns()) < until && cpu) cpu_relax();
             atomic_fetch_add_explicit(&g_state->cpu_dilation_ns, extra, memory_order_relaxed);
-            cpu = thread_cpu_ns(); /* the next charge counts from here */
         }
     }
     tl_cpu_spun = 0;
