@@ -45,10 +45,8 @@
 static __thread int tl_guard __attribute__((tls_model("initial-exec")));
 static __thread int tl_resolving __attribute__((tls_model("initial-exec")));
 static __thread uint32_t tl_tid __attribute__((tls_model("initial-exec"))); /* 0: not yet asked */
-/* CPU time dilation: the thread's CPU clock at its last interposed call (0: none yet), and the CPU
- * the interposer itself spent spinning since then, which is not the program's */
+/* CPU time dilation: the thread's CPU clock when it last left an interposed call (0: none yet) */
 static __thread uint64_t tl_cpu_mark __attribute__((tls_model("initial-exec")));
-static __thread uint64_t tl_cpu_spun __attribute__((tls_model("initial-exec")));
 
 static uint32_t thread_id(void) { /* gettid is a syscall: ask once per thread */
     if (UNLIKELY(!tl_tid)) tl_tid = (uint32_t)syscall(SYS_gettid);
@@ -291,7 +289,6 @@ static uint64_t wait_and_record(struct dbt_device_slot *d, uint64_t complete, ui
     if (host_end > complete) atomic_fetch_add_explicit(&d->c.overruns, 1, memory_order_relaxed);
     uint64_t spun = wait_until(complete);
     if (spun) atomic_fetch_add_explicit(&d->c.spin_ns, spun, memory_order_relaxed);
-    tl_cpu_spun += spun;
     uint64_t end = now_ns();
     uint64_t late = end > complete ? end - complete : 0;
     atomic_fetch_add_explicit(&d->c.late[dbt_lat_bucket(late)], 1, memory_order_relaxed);
@@ -310,8 +307,8 @@ static uint64_t thread_cpu_ns(void) {
 
 /* CPU time dilation, without root: a server K times slower spends K times the CPU time between two
  * of its calls, so each interposed call first spends K - 1 times the CPU time the thread used since
- * its previous one (the interposer's own spinning in emulated waits taken out), before it takes
- * effect: before a result is sent, a page written or another process woken. It spins until the
+ * it left its previous one (an emulated I/O's own time, the host's copy and the wait, is the
+ * device's: account marks its end), before it takes effect: before a result is sent, a page written or another process woken. It spins until the
  * thread's CPU clock has advanced that much, as a slower CPU would stay busy: the core is not free
  * for others meanwhile, and the server's CPU time comes out K times the program's. A forked child's
  * clock starts again: it charges from its own first call. */
@@ -320,9 +317,7 @@ static void cpu_dilate(void) {
     int saved = errno;
     uint64_t cpu = thread_cpu_ns(), mark = tl_cpu_mark;
     if (mark && cpu > mark) {
-        uint64_t used = cpu - mark;
-        used = used > tl_cpu_spun ? used - tl_cpu_spun : 0;
-        uint64_t extra = (uint64_t)((double)used * g_cpu_excess);
+        uint64_t extra = (uint64_t)((double)(cpu - mark) * g_cpu_excess);
         if (extra) {
             /* CPU time, not wall time: preempted, a slower CPU would not have got on with its work either */
             uint64_t until = cpu + extra;
@@ -330,7 +325,6 @@ static void cpu_dilate(void) {
             atomic_fetch_add_explicit(&g_state->cpu_dilation_ns, extra, memory_order_relaxed);
         }
     }
-    tl_cpu_spun = 0;
     tl_cpu_mark = cpu;
     errno = saved;
 }
@@ -441,6 +435,10 @@ static void account(int fd, uint64_t e, int op, uint64_t off, uint64_t len, uint
     else if (!moves)
         end = now_ns();
     if (tracing) trace_call(&ct, &c, &o, end);
+    if (UNLIKELY(g_cpu_excess > 0.0)) { /* the call itself (the host's copy, the emulation, its wait) is the
+                                         * device's time, not the program's CPU: the next charge starts here */
+        tl_cpu_mark = thread_cpu_ns();
+    }
 }
 
 static uint64_t current_pos_minus(int fd, ssize_t moved) {
@@ -806,7 +804,7 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
 static void after_fork_child(void) {
     g_pid = (uint32_t)getpid();
     tl_tid = 0; /* the child's one thread has a new id */
-    tl_cpu_mark = tl_cpu_spun = 0; /* and a CPU clock of its own, from 0: it charges from its first call */
+    tl_cpu_mark = 0; /* and a CPU clock of its own, from 0: it charges from its first call */
     if (g_state) dbt_trace_after_fork(atomic_fetch_add(&g_state->attached, 1));
 }
 

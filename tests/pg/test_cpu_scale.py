@@ -37,9 +37,10 @@ def test_a_cpu_bound_query_takes_k_times_its_cpu(k, module_shm_dir, tmp_path):
         dilation, cpu = doc["cpu_dilation_s"], doc["server_cpu_s"]
         own = cpu - dilation
         assert own > 0.1, doc
-        # the backend's own CPU time, K - 1 times over; within 10%: the server's CPU time also holds the
-        # other processes' and the backend's before its first call, which no call charged
-        assert dilation == pytest.approx((k - 1) * own, rel=0.10), (dilation, own)
-        # the answer waited for the dilation: the statement took K times the server's own CPU time
-        assert statement_s == pytest.approx(k * own, rel=0.10), (statement_s, own)
+        # the answer waited for the dilation: the statement took its own CPU time once and K - 1 times
+        # again, K / (K - 1) times the dilation (measured within 1%)
+        assert statement_s == pytest.approx(k / (k - 1) * dilation, rel=0.05), (statement_s, dilation)
+        # the dilation is K - 1 times the server's own CPU time, within 15%: the server's CPU time also
+        # holds what no call charges (the other processes', the I/O calls' own), measured 1% to 7%
+        assert dilation == pytest.approx((k - 1) * own, rel=0.15), (dilation, own)
     retry_while_host_steals(attempt, check)
