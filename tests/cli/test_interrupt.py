@@ -34,6 +34,20 @@ def leftovers(workspace: Path, output: Path | None = None) -> list[str]:
     return found
 
 
+def describe_process(pid: int) -> str:
+    """pid, parent, state, where it sleeps, its blocked/ignored signals and command line, for a failure."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        status = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                      if ":\t" in line)
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200]
+        return (f"pid {pid} ppid {stat[1]} state {stat[0]} wchan {wchan} SigBlk {status.get('SigBlk', '?').strip()} "
+                f"SigIgn {status.get('SigIgn', '?').strip()} SigPnd {status.get('ShdPnd', '?').strip()}: {cmd}")
+    except (OSError, IndexError, ValueError) as exc:
+        return f"pid {pid}: {exc}"
+
+
 def processes_naming(text: str) -> list[int]:
     pids = []
     for entry in Path("/proc").iterdir():
@@ -106,7 +120,10 @@ def test_a_killed_exec_is_cleaned_up_by_the_next(shm_dir, tmp_path):
                   f"while true; do dd if=/dev/zero of={dev}/f bs=8k count=8 oflag=direct 2>/dev/null; done; "
                   f": {marker}"])
     kill_once(proc, lambda: emulating(shm_dir, "exec"), 30, "the program's I/O")
-    wait_for(lambda: not processes_naming(marker), 10, "the program to end with dbtier (parent-death signal)")
+    try:
+        wait_for(lambda: not processes_naming(marker), 10, "the program to end with dbtier (parent-death signal)")
+    except AssertionError as exc:  # say which process stayed, and where it waited
+        raise AssertionError(f"{exc}: {[describe_process(pid) for pid in processes_naming(marker)]}") from None
     assert leftovers(shm_dir)
     dbtier("exec", "--workspace", str(shm_dir), "-q", "-d", f"d=ram-san:{dev}", "--", "true", check=True)
     assert leftovers(shm_dir) == []
