@@ -9,8 +9,9 @@ import pytest
 
 from tests.conftest import dbtier, retry_while_host_steals
 
-#: pure CPU in one backend: no I/O until the answer is sent
-QUERY = "SELECT sum(g::numeric * g) FROM generate_series(1, 3000000) g;\n"
+#: pure CPU in one backend, no I/O until the answer is sent: the set-returning function in the select
+#: list, which PostgreSQL does not gather into a tuplestore (in FROM it would, and spill to a temp file)
+QUERY = "SELECT sum(g::numeric * g) FROM (SELECT generate_series(1, 3000000) AS g) s;\n"
 
 
 def _run(k: float, work, shm_dir) -> dict:
@@ -38,8 +39,9 @@ def test_a_cpu_bound_query_takes_k_times_its_cpu(k, module_shm_dir, tmp_path):
         own = cpu - dilation
         assert own > 0.1, doc
         # the answer waited for the dilation: the statement took its own CPU time once and K - 1 times
-        # again, K / (K - 1) times the dilation (measured within 1%)
-        assert statement_s == pytest.approx(k / (k - 1) * dilation, rel=0.05), (statement_s, dilation)
+        # again, K / (K - 1) times the dilation (measured 0.96 to 0.99 of it: the dilation also holds
+        # the other server processes')
+        assert statement_s == pytest.approx(k / (k - 1) * dilation, rel=0.08), (statement_s, dilation)
         # the dilation is K - 1 times the server's own CPU time, within 15%: the server's CPU time also
         # holds what no call charges (the other processes', the I/O calls' own), measured 1% to 7%
         assert dilation == pytest.approx((k - 1) * own, rel=0.15), (dilation, own)
