@@ -167,11 +167,8 @@ class Advisor:
                                   f"fits and has no room left for another of them, predicted{also}")
             for combo in _maximal(major, {n: self.candidates[n].bytes for n in major}, budget.fast_bytes):
                 self.evaluate(combo)
-            best = self.search.best(budget.fast_bytes)[0]
-            base = self._cost(self.evaluate(frozenset()))
-            gain = {n: base - self._cost(self.evaluate({n})) for n in active
-                    if self.candidates[n].bytes <= budget.fast_bytes}
-            self._refine(best, list(gain), gain, {}, budget.fast_bytes)
+            gain = self._gains(active, budget.fast_bytes)
+            self._refine(self.search.best(budget.fast_bytes)[0], list(gain), gain, {}, budget.fast_bytes)
         else:
             self.search.method = (f"{len(active)} objects with I/O: a MILP (HiGHS) on each one's predicted benefit "
                                   "(and each table's with its index), its best answers predicted whole and refined")
@@ -199,12 +196,17 @@ class Advisor:
         """Lower is better, in the figure's own terms: elapsed, or time per transaction."""
         return 1.0 / option.value if self.higher else option.value
 
+    def _gains(self, names: list[str], capacity: int) -> dict[str, float]:
+        """Each object's predicted benefit alone (in _cost's terms), of those that fit."""
+        base = self._cost(self.evaluate(frozenset()))
+        return {n: base - self._cost(self.evaluate({n})) for n in names if self.candidates[n].bytes <= capacity}
+
     def _solve(self, active: list[str], capacity: int) -> None:
         base = self._cost(self.evaluate(frozenset()))
-        gain = {n: base - self._cost(self.evaluate({n})) for n in active if self.candidates[n].bytes <= capacity}
+        gain = self._gains(active, capacity)
         pairs = {}
         for n in gain:  # an index and its table: predicted together, for what they do to each other
-            table = self._table_of(n)
+            table = self.candidates[n].table
             if table in gain and self.candidates[n].bytes + self.candidates[table].bytes <= capacity:
                 both = base - self._cost(self.evaluate({n, table}))
                 pairs[(table, n)] = both - gain[n] - gain[table]
@@ -238,9 +240,6 @@ class Advisor:
             if best.speedup <= current.speedup * (1 + 1e-9):
                 return
             current = best
-
-    def _table_of(self, name: str) -> str | None:
-        return self.candidates[name].table
 
     def _curve(self, major: list[str], active: list[str]) -> None:
         """Beyond the budget too, so the curve shows where more fast storage stops paying: from nothing,
