@@ -93,8 +93,8 @@ static double hdd_angle(const struct dbt_derived *d, uint64_t addr) {
 
 /* Positions the head from cylinder `from` starting at t and transfers [addr, addr+len) at the
  * media rate. Returns when the last byte is off the media. */
-static uint64_t hdd_media(const struct dbt_derived *d, double from, uint64_t t, uint64_t addr, uint32_t len,
-                          int is_write) {
+uint64_t dbt_hdd_media(const struct dbt_derived *d, double from, uint64_t t, uint64_t addr, uint32_t len,
+                      int is_write) {
     double seek = dbt_hdd_seek_ns(d, fabs(dbt_hdd_cyl_of(d, addr) - from), is_write);
     double ta = (double)t + d->ctrl_overhead_ns + seek;
     double rot = frac(hdd_angle(d, addr) - frac(ta / d->rot_ns)) * d->rot_ns;
@@ -155,36 +155,156 @@ static void hdd_stop_readahead(const struct dbt_derived *d, struct dbt_hdd_state
     uint64_t end = hdd_fill_end(h, t);
     s->end = end;
     h->head_cyl = dbt_hdd_cyl_of(d, end);
-    h->head_t = t > h->fill_t ? t : h->fill_t;
+    h->head_pos = end;
+    uint64_t free_at = t > h->fill_t ? t : h->fill_t; /* the read's own transfer is not abandoned */
+    if (free_at > h->act_free) h->act_free = free_at;
     h->active = -1;
 }
 
-/* Where the actuator is when a media access starts at t: after the latest of read or destage. */
-static double hdd_head_at(const struct dbt_derived *d, const struct dbt_hdd_state *h) {
-    if (h->wb_until > h->head_t && h->wb_last_end) return dbt_hdd_cyl_of(d, h->wb_last_end);
-    return h->head_cyl;
+/* When the read-ahead in progress reaches its limit (0 if none): until then it has the actuator
+ * before the destage, as host reads do. */
+static uint64_t hdd_readahead_end(const struct dbt_hdd_state *h) {
+    if (h->active < 0) return 0;
+    const struct dbt_hdd_seg *s = &h->seg[h->active];
+    if (h->fill_limit <= s->end) return h->fill_t;
+    return h->fill_t + (uint64_t)((double)(h->fill_limit - s->end) / h->fill_bpns);
 }
 
-static void wb_pop(struct dbt_hdd_state *h, uint64_t *dirty) {
-    *dirty -= h->wb_len[h->wb_head];
-    h->wb_head = (h->wb_head + 1) % DBT_HDD_WB_RING;
-    h->wb_count--;
-}
+/* ---- The write-back buffer. Dirty data is a set of extents sorted by address, merged when they
+ * overlap or touch (a rewrite of any cached block is absorbed, adjacent writes become one run).
+ * The drive destages in idle time, C-LOOK from the head (the next extent at or after it, else the
+ * lowest), at most a track per operation so a host read waits at most one track's write; it
+ * destages at once only when the buffer is full or flushed. */
 
-static uint64_t wb_dirty(const struct dbt_hdd_state *h) {
-    uint64_t sum = 0;
-    for (uint32_t i = 0; i < h->wb_count; i++) sum += h->wb_len[(h->wb_head + i) % DBT_HDD_WB_RING];
-    return sum;
-}
-
-/* A read that needs the actuator pushes pending destage work back by the time it holds it. */
-static void wb_defer(struct dbt_hdd_state *h, uint64_t from, uint64_t by) {
-    if (h->wb_until <= from || by == 0) return;
-    for (uint32_t i = 0; i < h->wb_count; i++) {
-        uint32_t k = (h->wb_head + i) % DBT_HDD_WB_RING;
-        if (h->wb_done[k] > from) h->wb_done[k] += by;
+/* First extent whose start is at or after addr. */
+static uint32_t wb_lower(const struct dbt_hdd_state *h, uint64_t addr) {
+    uint32_t lo = 0, hi = h->wb_count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (h->wb[mid].start < addr) lo = mid + 1;
+        else hi = mid;
     }
-    h->wb_until += by;
+    return lo;
+}
+
+/* Dirty bytes in the buffer at t: the set, and the extent being destaged until it is on the media. */
+static uint64_t wb_dirty_at(const struct dbt_hdd_state *h, uint64_t t) {
+    return h->wb_dirty + (h->inflight_done > t ? h->inflight_end - h->inflight_start : 0);
+}
+
+/* The extents [*first, *last) that [a, b) overlaps or touches, and the bytes they hold. */
+static uint64_t wb_touching(const struct dbt_hdd_state *h, uint64_t a, uint64_t b, uint32_t *first, uint32_t *last) {
+    uint32_t i = wb_lower(h, a);
+    if (i > 0 && h->wb[i - 1].end >= a) i--;
+    uint32_t j = i;
+    uint64_t held = 0;
+    for (; j < h->wb_count && h->wb[j].start <= b; j++) held += h->wb[j].end - h->wb[j].start;
+    *first = i;
+    *last = j;
+    return held;
+}
+
+/* What adding [a, b) would add to the dirty bytes, and whether it needs a new slot. */
+static uint64_t wb_growth(const struct dbt_hdd_state *h, uint64_t a, uint64_t b, int *new_slot) {
+    uint32_t i, j;
+    uint64_t held = wb_touching(h, a, b, &i, &j);
+    if (i == j) {
+        *new_slot = 1;
+        return b - a;
+    }
+    uint64_t lo = h->wb[i].start < a ? h->wb[i].start : a;
+    uint64_t hi = h->wb[j - 1].end > b ? h->wb[j - 1].end : b;
+    *new_slot = 0;
+    return (hi - lo) - held;
+}
+
+static void wb_insert(struct dbt_hdd_state *h, uint64_t a, uint64_t b, uint64_t ready) {
+    uint32_t i, j;
+    uint64_t held = wb_touching(h, a, b, &i, &j);
+    struct dbt_hdd_extent e = {a, b, ready};
+    if (j > i) {
+        if (h->wb[i].start < e.start) e.start = h->wb[i].start;
+        if (h->wb[j - 1].end > e.end) e.end = h->wb[j - 1].end;
+    }
+    /* Replace [i, j) by the one merged extent. */
+    uint32_t keep = h->wb_count - j;
+    memmove(&h->wb[i + 1], &h->wb[j], keep * sizeof e);
+    h->wb[i] = e;
+    h->wb_count = i + 1 + keep;
+    h->wb_dirty += (e.end - e.start) - held;
+}
+
+/* The extent C-LOOK takes next among those acknowledged by t, or -1. */
+static int wb_next(const struct dbt_hdd_state *h, uint64_t t) {
+    uint32_t n = h->wb_count, from = wb_lower(h, h->head_pos);
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = (from + k) % n;
+        if (h->wb[i].ready <= t) return (int)i;
+    }
+    return -1;
+}
+
+static uint64_t wb_first_ready(const struct dbt_hdd_state *h) {
+    uint64_t r = UINT64_MAX;
+    for (uint32_t i = 0; i < h->wb_count; i++)
+        if (h->wb[i].ready < r) r = h->wb[i].ready;
+    return r;
+}
+
+/* Destages up to a track of extent i, starting at t with the actuator free. */
+static void wb_destage(const struct dbt_derived *d, struct dbt_hdd_state *h, uint32_t i, uint64_t t) {
+    struct dbt_hdd_extent *e = &h->wb[i];
+    uint64_t track = (uint64_t)(dbt_hdd_media_bpns(d, e->start) * d->rot_ns);
+    uint64_t len = e->end - e->start;
+    if (track && len > track) len = track;
+    uint64_t done;
+    if (e->start == h->head_pos && t == h->act_free) /* the head is there as the last operation ends */
+        done = t + (uint64_t)((double)len / dbt_hdd_media_bpns(d, e->start));
+    else
+        done = dbt_hdd_media(d, h->head_cyl, t, e->start, (uint32_t)len, 1);
+    h->inflight_start = e->start;
+    h->inflight_end = e->start + len;
+    h->inflight_done = done;
+    h->wb_dirty -= len;
+    e->start += len;
+    if (e->start == e->end) {
+        memmove(&h->wb[i], &h->wb[i + 1], (h->wb_count - i - 1) * sizeof *e);
+        h->wb_count--;
+    }
+    h->head_pos = h->inflight_end;
+    h->head_cyl = dbt_hdd_cyl_of(d, h->head_pos);
+    h->act_free = done;
+    h->destage_ops++;
+}
+
+/* Destages what the drive would in its idle time before t: whenever the actuator is free, no
+ * read-ahead is running and some dirty data is acknowledged. */
+static void wb_idle(const struct dbt_derived *d, struct dbt_hdd_state *h, uint64_t t) {
+    while (h->wb_count) {
+        uint64_t s = h->act_free, ra = hdd_readahead_end(h), first = wb_first_ready(h);
+        if (ra > s) s = ra;
+        if (first > s) s = first;
+        if (s >= t) return;
+        hdd_stop_readahead(d, h, s); /* it reached its limit by s */
+        wb_destage(d, h, (uint32_t)wb_next(h, s), s);
+    }
+}
+
+/* One destage operation at once (buffer full, or a flush), from t or when the actuator frees;
+ * it stops any read-ahead. */
+static void wb_force(const struct dbt_derived *d, struct dbt_hdd_state *h, uint64_t t) {
+    uint64_t s = t > h->act_free ? t : h->act_free, first = wb_first_ready(h);
+    if (first > s) s = first;
+    hdd_stop_readahead(d, h, s);
+    if (h->act_free > s) s = h->act_free;
+    wb_destage(d, h, (uint32_t)wb_next(h, s), s);
+}
+
+/* The dirty data covers [a, b): a read is served from the buffer. */
+static int wb_holds(const struct dbt_hdd_state *h, uint64_t a, uint64_t b, uint64_t t) {
+    if (h->inflight_done > t && a >= h->inflight_start && b <= h->inflight_end) return 1;
+    uint32_t i = wb_lower(h, a + 1);
+    return i > 0 && h->wb[i - 1].start <= a && b <= h->wb[i - 1].end;
 }
 
 static int hdd_seg_victim(const struct dbt_derived *d, const struct dbt_hdd_state *h) {
@@ -202,22 +322,21 @@ static void hdd_read(struct dbt_drive *st, const struct dbt_request *rq, struct 
     uint64_t start = rq->arrival_ns > h->busy_until ? rq->arrival_ns : h->busy_until;
     uint64_t end = rq->addr + rq->len;
     double xfer_iface = (double)rq->len / d->bytes_per_ns_iface;
+    wb_idle(d, h, start);
     out->start_ns = start;
     out->flags = 0;
 
     /* Served from the buffer: a read-ahead segment, or dirty data not yet destaged. */
-    for (int i = 0; i < d->nseg; i++) {
+    int hit = wb_holds(h, rq->addr, end, start);
+    for (int i = 0; i < d->nseg && !hit; i++) {
         struct dbt_hdd_seg *s = &h->seg[i];
         uint64_t s_end = (i == h->active) ? hdd_fill_end(h, start) : s->end;
         if (s->end > s->start && rq->addr >= s->start && end <= s_end) {
             s->last_use = ++h->use_clock;
-            out->complete_ns = start + (uint64_t)(d->hit_overhead_ns + xfer_iface);
-            out->flags = DBT_RES_CACHE_HIT;
-            h->busy_until = out->complete_ns;
-            return;
+            hit = 1;
         }
     }
-    if (h->wb_count && rq->addr >= h->wb_last_start && end <= h->wb_last_end) {
+    if (hit) {
         out->complete_ns = start + (uint64_t)(d->hit_overhead_ns + xfer_iface);
         out->flags = DBT_RES_CACHE_HIT;
         h->busy_until = out->complete_ns;
@@ -232,7 +351,7 @@ static void hdd_read(struct dbt_drive *st, const struct dbt_request *rq, struct 
         int reachable = rq->addr >= s->start && cur < h->fill_limit && rq->addr < h->fill_limit;
         if (reachable && rq->addr > cur) {
             uint64_t ready = h->fill_t + (uint64_t)((double)(end - s->end) / h->fill_bpns);
-            uint64_t media = hdd_media(d, dbt_hdd_cyl_of(d, cur), start, rq->addr, rq->len, 0);
+            uint64_t media = dbt_hdd_media(d, dbt_hdd_cyl_of(d, cur), start, rq->addr, rq->len, 0);
             reachable = ready <= media;
         }
         if (reachable) {
@@ -250,10 +369,10 @@ static void hdd_read(struct dbt_drive *st, const struct dbt_request *rq, struct 
             return;
         }
     }
-    /* Media access. */
+    /* Media access, once a destage operation under way ends (reads go before waiting destage). */
     hdd_stop_readahead(d, h, start);
-    uint64_t done = hdd_media(d, hdd_head_at(d, h), start, rq->addr, rq->len, 0);
-    wb_defer(h, start, done - start);
+    uint64_t go = start > h->act_free ? start : h->act_free;
+    uint64_t done = dbt_hdd_media(d, h->head_cyl, go, rq->addr, rq->len, 0);
     int v = hdd_seg_victim(d, h);
     h->seg[v].start = rq->addr;
     h->seg[v].end = end;
@@ -263,7 +382,8 @@ static void hdd_read(struct dbt_drive *st, const struct dbt_request *rq, struct 
     h->fill_bpns = dbt_hdd_media_bpns(d, end);
     h->fill_limit = end + (uint64_t)d->seg_bytes;
     h->head_cyl = dbt_hdd_cyl_of(d, end);
-    h->head_t = done;
+    h->head_pos = end;
+    h->act_free = done;
     out->complete_ns = done;
     h->busy_until = done;
 }
@@ -273,54 +393,36 @@ static void hdd_write(struct dbt_drive *st, const struct dbt_request *rq, struct
     struct dbt_hdd_state *h = &st->u.hdd;
     uint64_t start = rq->arrival_ns > h->busy_until ? rq->arrival_ns : h->busy_until;
     uint64_t end = rq->addr + rq->len;
-    out->start_ns = start;
     out->flags = 0;
     if (d->wc_bytes <= 0) { /* write-through: the command ends when the data is on the media */
         hdd_stop_readahead(d, h, start);
-        uint64_t done = hdd_media(d, hdd_head_at(d, h), start, rq->addr, rq->len, 1);
+        uint64_t go = start > h->act_free ? start : h->act_free;
+        uint64_t done = dbt_hdd_media(d, h->head_cyl, go, rq->addr, rq->len, 1);
         h->head_cyl = dbt_hdd_cyl_of(d, end);
-        h->head_t = done;
+        h->head_pos = end;
+        h->act_free = done;
+        out->start_ns = start;
         out->complete_ns = h->busy_until = done;
         return;
     }
-    uint64_t dirty = 0;
-    /* Destaged extents leave the buffer. */
-    while (h->wb_count && h->wb_done[h->wb_head] <= start) {
-        h->wb_head = (h->wb_head + 1) % DBT_HDD_WB_RING;
-        h->wb_count--;
-    }
-    dirty = wb_dirty(h);
-    double xfer_iface = (double)rq->len / d->bytes_per_ns_iface;
-    /* A rewrite of data still waiting in the buffer replaces it there. */
-    if (h->wb_count && rq->addr >= h->wb_last_start && end <= h->wb_last_end) {
-        out->complete_ns = h->busy_until = start + (uint64_t)(d->hit_overhead_ns + xfer_iface);
-        out->flags = DBT_RES_CACHE_HIT;
-        return;
-    }
-    /* No room: the command waits until enough has been destaged. */
-    while (h->wb_count && ((double)(dirty + rq->len) > d->wc_bytes || h->wb_count == DBT_HDD_WB_RING)) {
-        if (h->wb_done[h->wb_head] > start) start = h->wb_done[h->wb_head];
-        wb_pop(h, &dirty);
+    wb_idle(d, h, start);
+    /* No room: the drive destages at once until there is. The operation under way frees its bytes
+     * when it ends; then the next starts. */
+    int new_slot;
+    uint64_t grow;
+    for (;;) {
+        grow = wb_growth(h, rq->addr, end, &new_slot);
+        int full = (double)(wb_dirty_at(h, start) + grow) > d->wc_bytes ||
+                   (new_slot && h->wb_count == DBT_HDD_WB_EXTENTS);
+        if (!full) break;
+        if (h->inflight_done > start) start = h->inflight_done;
+        else if (h->wb_count) wb_force(d, h, start);
+        else break; /* larger than the whole buffer: it goes in alone */
     }
     out->start_ns = start;
-    uint64_t acked = start + (uint64_t)(d->hit_overhead_ns + xfer_iface);
-    /* Schedule the destage behind what is queued. */
-    uint64_t ds = h->wb_until > acked ? h->wb_until : acked;
-    uint64_t done;
-    if (h->wb_count && rq->addr == h->wb_last_end && ds == h->wb_until) {
-        done = ds + (uint64_t)((double)rq->len / dbt_hdd_media_bpns(d, rq->addr)); /* streams on */
-        out->flags = DBT_RES_STREAM;
-    } else {
-        double from = (h->wb_last_end && h->wb_until > h->head_t) ? dbt_hdd_cyl_of(d, h->wb_last_end) : h->head_cyl;
-        done = hdd_media(d, from, ds, rq->addr, rq->len, 1);
-        h->wb_last_start = rq->addr;
-    }
-    uint32_t k = (h->wb_head + h->wb_count) % DBT_HDD_WB_RING;
-    h->wb_done[k] = done;
-    h->wb_len[k] = rq->len;
-    h->wb_count++;
-    h->wb_until = done;
-    h->wb_last_end = end;
+    uint64_t acked = start + (uint64_t)(d->hit_overhead_ns + (double)rq->len / d->bytes_per_ns_iface);
+    if (grow == 0) out->flags = DBT_RES_CACHE_HIT; /* a rewrite of data still in the buffer */
+    wb_insert(h, rq->addr, end, acked);
     out->complete_ns = h->busy_until = acked;
 }
 
@@ -329,16 +431,13 @@ static void hdd_flush(struct dbt_drive *st, const struct dbt_request *rq, struct
     struct dbt_hdd_state *h = &st->u.hdd;
     uint64_t start = rq->arrival_ns > h->busy_until ? rq->arrival_ns : h->busy_until;
     uint64_t done = start + (uint64_t)d->hit_overhead_ns;
-    if (d->wc_protected) { /* the data is safe in the cache already: destage goes on behind */
-        out->start_ns = start;
-        out->flags = 0;
-        out->complete_ns = h->busy_until = done;
-        return;
-    }
-    if (h->wb_count && h->wb_until > done) done = h->wb_until;
-    h->wb_count = 0;
     out->start_ns = start;
     out->flags = 0;
+    if (!d->wc_protected) { /* the flush returns once every dirty byte is on the media */
+        wb_idle(d, h, start);
+        while (h->wb_count) wb_force(d, h, start);
+        if (h->inflight_done > done) done = h->inflight_done;
+    } /* else the data is safe in the cache already: destage goes on behind */
     out->complete_ns = h->busy_until = done;
 }
 
@@ -473,7 +572,7 @@ static const struct dbt_device_ops ops_table[DBT_KIND_COUNT] = {
     [DBT_KIND_REAL] = {"real", DBT_OPS_VERSION, DBT_KIND_REAL, NULL, 0,
                        "a real directory: no injected latency, counters only", real_init, real_submit},
     [DBT_KIND_HDD] = {"hdd", DBT_OPS_VERSION, DBT_KIND_HDD, hdd_params, NELEM(hdd_params),
-                      "spinning disk: seek curve, rotation, zoned media rate, read-ahead and write-back buffer, one FIFO queue",
+                      "spinning disk: seek curve, rotation, zoned media rate, read-ahead segments, a write-back buffer destaged sorted (C-LOOK) in idle time, one command at a time",
                       hdd_init, hdd_submit},
     [DBT_KIND_SSD] = {"ssd", DBT_OPS_VERSION, DBT_KIND_SSD, ssd_params, NELEM(ssd_params),
                       "flash (SATA SSD, PCIe flash, NVMe): parallel channels, read/write latency, channel and interface bandwidth, flush cost",
@@ -588,9 +687,9 @@ int dbt_model_check(const struct dbt_model_state *st, int kind, char *err, size_
                          dr->d.nseg - 1);
                 return -1;
             }
-            if (h->wb_head >= DBT_HDD_WB_RING || h->wb_count > DBT_HDD_WB_RING) {
-                snprintf(err, errlen, "its member %d's write-back ring (head %u, %u entries) exceeds its %u entries",
-                         m, h->wb_head, h->wb_count, DBT_HDD_WB_RING);
+            if (h->wb_count > DBT_HDD_WB_EXTENTS) {
+                snprintf(err, errlen, "its member %d's write-back buffer holds %u extents, more than its %u",
+                         m, h->wb_count, DBT_HDD_WB_EXTENTS);
                 return -1;
             }
         } else if (kind == DBT_KIND_SSD && (dr->d.nchan < 1 || dr->d.nchan > DBT_MAX_CHANNELS)) {

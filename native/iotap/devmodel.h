@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DBT_OPS_VERSION 1
+#define DBT_OPS_VERSION 2
 
 enum dbt_kind { DBT_KIND_REAL = 0, DBT_KIND_HDD = 1, DBT_KIND_SSD = 2, DBT_KIND_RAM = 3, DBT_KIND_COUNT };
 
@@ -48,7 +48,7 @@ struct dbt_param_def {
 #define DBT_MAX_CHANNELS 64
 #define DBT_MAX_MEMBERS 16
 #define DBT_HDD_MAX_SEGMENTS 32
-#define DBT_HDD_WB_RING 512
+#define DBT_HDD_WB_EXTENTS 512
 
 struct dbt_hdd_seg {
     uint64_t start, end; /* bytes [start, end) held, as of fill_t for the active segment */
@@ -67,23 +67,28 @@ struct dbt_derived {
     double rd_lat_ns, wr_lat_ns, ch_rd_bpns, ch_wr_bpns, page_bytes, flush_ns, lat_ns;
 };
 
+/* A dirty extent in the drive's write-back buffer: bytes [start, end), acknowledged at ready. */
+struct dbt_hdd_extent {
+    uint64_t start, end, ready;
+};
+
 struct dbt_hdd_state {
-    uint64_t busy_until;
-    double head_cyl;         /* where the last read left the head */
-    uint64_t head_t;         /* when it got there */
+    uint64_t busy_until;     /* the host command in progress ends (one command at a time) */
+    uint64_t act_free;       /* the actuator's last media operation ends */
+    double head_cyl;         /* where that operation left the head */
+    uint64_t head_pos;       /* the byte after it */
     struct dbt_hdd_seg seg[DBT_HDD_MAX_SEGMENTS];
     int active;              /* segment the head is reading ahead into, or -1 */
     uint64_t fill_t;         /* time at which seg[active].end was on the buffer */
     uint64_t fill_limit;     /* read-ahead stops here */
     double fill_bpns;
     uint64_t use_clock;
-    /* write-back: destage times and sizes of dirty extents, in destage order */
-    uint64_t wb_until;       /* all dirty data destaged by then */
-    uint64_t wb_last_end;    /* byte after the last extent queued for destage */
-    uint64_t wb_last_start;
-    uint32_t wb_head, wb_count;
-    uint64_t wb_done[DBT_HDD_WB_RING];
-    uint32_t wb_len[DBT_HDD_WB_RING];
+    /* write-back: dirty extents sorted by address, and the one being destaged */
+    uint32_t wb_count;
+    uint64_t wb_dirty;       /* bytes in wb[] */
+    uint64_t inflight_start, inflight_end, inflight_done;
+    uint64_t destage_ops;
+    struct dbt_hdd_extent wb[DBT_HDD_WB_EXTENTS];
 };
 
 struct dbt_flash_state {
@@ -156,5 +161,9 @@ void dbt_model_submit(struct dbt_model_state *st, const struct dbt_request *rq, 
 double dbt_hdd_seek_ns(const struct dbt_derived *d, double dist_cyl, int is_write);
 double dbt_hdd_media_bpns(const struct dbt_derived *d, uint64_t addr);
 double dbt_hdd_cyl_of(const struct dbt_derived *d, uint64_t addr);
+/* One media access: from cylinder `from` at t, controller overhead, seek, rotation to addr, then
+ * len bytes at the media rate. Returns when the last byte is off (or on) the media. */
+uint64_t dbt_hdd_media(const struct dbt_derived *d, double from, uint64_t t, uint64_t addr, uint32_t len,
+                       int is_write);
 
 #endif

@@ -15,7 +15,7 @@
 #include "pagecache.h"
 
 #define DBT_STATE_MAGIC 0x7061746f69746264ULL /* "dbtiotap" */
-#define DBT_STATE_VERSION 7
+#define DBT_STATE_VERSION 8
 #define DBT_MAX_DEVICES 16
 #define DBT_NAME_MAX 64
 #define DBT_DIR_MAX 1024

@@ -205,6 +205,142 @@ static void test_write_back_and_flush(void) {
     CHECK(near((double)(ft.complete_ns - wt.complete_ns), 50e3, 1e-6), "flush of nothing costs the overhead");
 }
 
+/* ---- The write-back buffer, hand-scheduled: each case states the order and start time of every
+ * media operation, and the expected completion is chained through dbt_hdd_media (the one media
+ * access, checked above through the seek curve and the media rate). No read-ahead (cache_mib 0) so
+ * that the actuator is idle exactly when no command holds it. */
+#define MB (1ull << 20)
+
+static void wb_drive(struct dbt_model_state *st) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    set(&p, DBT_KIND_HDD, "cache_mib", "0");
+    dbt_model_init(st, DBT_KIND_HDD, &p);
+}
+
+static uint64_t ack_after(uint64_t start, uint32_t len) { return start + (uint64_t)(50e3 + len / 0.3); }
+
+/* Sorted destage: writes at 500, 300, 100, 200 MB. The first is destaged alone in the idle moment
+ * before the third arrives; the flush then destages the rest C-LOOK from the head at 500 MB: it
+ * wraps to 100, then 200, then 300 (arrival order would be 300, 100, 200). */
+static void test_destage_is_sorted(void) {
+    struct dbt_model_state st;
+    wb_drive(&st);
+    const struct dbt_derived *d = &st.drive[0].d;
+    const struct dbt_hdd_state *h = &st.drive[0].u.hdd;
+    const uint64_t addr[4] = {500 * MB, 300 * MB, 100 * MB, 200 * MB};
+    uint64_t t = 0, acks[4];
+    for (int i = 0; i < 4; i++) {
+        struct dbt_result r = submit(&st, t, DBT_OP_WRITE, addr[i], 8192);
+        CHECK(r.complete_ns == ack_after(t, 8192), "write %d acked from the buffer at %llu", i,
+              (unsigned long long)r.complete_ns);
+        t = acks[i] = r.complete_ns;
+    }
+    /* W0 became ready at acks[0]; W2 arriving at acks[1] found the actuator idle since then. */
+    uint64_t d0 = dbt_hdd_media(d, 0.0, acks[0], addr[0], 8192, 1);
+    CHECK(h->destage_ops == 1 && h->act_free == d0, "the first write destaged alone in idle time (%llu ops)",
+          (unsigned long long)h->destage_ops);
+    struct dbt_result f = submit(&st, t, DBT_OP_FLUSH, 0, 0);
+    uint64_t e = d0;
+    double cyl = dbt_hdd_cyl_of(d, addr[0] + 8192);
+    const uint64_t order[3] = {100 * MB, 200 * MB, 300 * MB};
+    for (int i = 0; i < 3; i++) {
+        e = dbt_hdd_media(d, cyl, e, order[i], 8192, 1);
+        cyl = dbt_hdd_cyl_of(d, order[i] + 8192);
+    }
+    CHECK(f.complete_ns == e, "flush done at %llu, the C-LOOK schedule at %llu", (unsigned long long)f.complete_ns,
+          (unsigned long long)e);
+    CHECK(h->head_pos == 300 * MB + 8192 && h->wb_count == 0, "the destage ended at 300 MB with nothing left");
+}
+
+/* Merging and absorbed rewrites: back-to-back writes at X, X+8K, X+16K (contiguous), then a rewrite
+ * of X+4K..X+12K, are one 24 KiB extent, destaged by the flush in one media operation. */
+static void test_destage_merges_and_absorbs(void) {
+    struct dbt_model_state st;
+    wb_drive(&st);
+    const struct dbt_derived *d = &st.drive[0].d;
+    const struct dbt_hdd_state *h = &st.drive[0].u.hdd;
+    const uint64_t X = 700 * MB;
+    uint64_t t = 0;
+    const uint64_t at[4] = {X, X + 8192, X + 16384, X + 4096};
+    for (int i = 0; i < 4; i++) {
+        struct dbt_result r = submit(&st, t, DBT_OP_WRITE, at[i], 8192);
+        if (i == 3) CHECK(r.flags & DBT_RES_CACHE_HIT, "the rewrite is absorbed (flags %u)", r.flags);
+        t = r.complete_ns;
+    }
+    CHECK(h->wb_count == 1 && h->wb_dirty == 24576 && h->destage_ops == 0, "one extent of 24576 bytes (%u, %llu)",
+          h->wb_count, (unsigned long long)h->wb_dirty);
+    struct dbt_result f = submit(&st, t, DBT_OP_FLUSH, 0, 0);
+    uint64_t e = dbt_hdd_media(d, 0.0, t, X, 24576, 1);
+    CHECK(f.complete_ns == e && h->destage_ops == 1, "one destage of 24 KiB ends at %llu, flush at %llu",
+          (unsigned long long)e, (unsigned long long)f.complete_ns);
+    /* A write adjacent to the extent being destaged is new work, not merged into the operation. */
+}
+
+/* Read priority: with two extents waiting and one being destaged, a read waits only for the
+ * operation in progress; the waiting destage comes after it. */
+static void test_read_goes_before_waiting_destage(void) {
+    struct dbt_model_state st;
+    wb_drive(&st);
+    const struct dbt_derived *d = &st.drive[0].d;
+    const struct dbt_hdd_state *h = &st.drive[0].u.hdd;
+    struct dbt_result w0 = submit(&st, 0, DBT_OP_WRITE, 600 * MB, 8192);
+    struct dbt_result w1 = submit(&st, w0.complete_ns, DBT_OP_WRITE, 200 * MB, 8192); /* W0 destages from w0's ack */
+    struct dbt_result w2 = submit(&st, w1.complete_ns, DBT_OP_WRITE, 400 * MB, 8192);
+    uint64_t d0 = dbt_hdd_media(d, 0.0, w0.complete_ns, 600 * MB, 8192, 1);
+    CHECK(h->act_free == d0 && h->wb_count == 2, "W0 being destaged until %llu, two waiting", (unsigned long long)d0);
+    struct dbt_result r = submit(&st, w2.complete_ns, DBT_OP_READ, 900 * MB, 8192);
+    uint64_t re = dbt_hdd_media(d, dbt_hdd_cyl_of(d, 600 * MB + 8192), d0, 900 * MB, 8192, 0);
+    CHECK(r.complete_ns == re, "the read ran from %llu to %llu, expected to end at %llu", (unsigned long long)d0,
+          (unsigned long long)r.complete_ns, (unsigned long long)re);
+    CHECK(h->wb_count == 2, "the waiting destage waited for the read");
+    /* Then C-LOOK from 900 MB wraps to 200, then 400. */
+    struct dbt_result f = submit(&st, r.complete_ns, DBT_OP_FLUSH, 0, 0);
+    uint64_t e = dbt_hdd_media(d, dbt_hdd_cyl_of(d, 900 * MB + 8192), re, 200 * MB, 8192, 1);
+    e = dbt_hdd_media(d, dbt_hdd_cyl_of(d, 200 * MB + 8192), e, 400 * MB, 8192, 1);
+    CHECK(f.complete_ns == e, "flush at %llu, expected %llu", (unsigned long long)f.complete_ns, (unsigned long long)e);
+}
+
+/* A full buffer: the write waits for destage operations at once until its data fits. */
+static void test_full_buffer_destages_at_once(void) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    set(&p, DBT_KIND_HDD, "cache_mib", "0");
+    set(&p, DBT_KIND_HDD, "write_cache_mib", "0.015625"); /* 16 KiB: two 8 KiB extents */
+    struct dbt_model_state st;
+    dbt_model_init(&st, DBT_KIND_HDD, &p);
+    const struct dbt_derived *d = &st.drive[0].d;
+    struct dbt_result w0 = submit(&st, 0, DBT_OP_WRITE, 100 * MB, 8192);
+    struct dbt_result w1 = submit(&st, w0.complete_ns, DBT_OP_WRITE, 300 * MB, 8192); /* W0 destaging */
+    uint64_t d0 = dbt_hdd_media(d, 0.0, w0.complete_ns, 100 * MB, 8192, 1);
+    /* W2 needs 8 KiB more while W0 (in flight until d0) and W1 fill the 16: it starts at d0. */
+    struct dbt_result w2 = submit(&st, w1.complete_ns, DBT_OP_WRITE, 500 * MB, 8192);
+    CHECK(w2.start_ns == d0 && w2.complete_ns == ack_after(d0, 8192), "W2 accepted at %llu when W0 left (%llu)",
+          (unsigned long long)w2.start_ns, (unsigned long long)d0);
+}
+
+
+/* Three interleaved append streams (heap, index, WAL on one disk), each write issued when the last
+ * is acknowledged: sorted, merged destage sweeps the buffer with a positioning per stream, so the
+ * rate is at least the buffer over (its transfer at the inner rate + 3 worst positionings: full
+ * seek, a rotation, the overhead). Destaged in arrival order it was 1.0 MB/s. */
+static void test_interleaved_streams_destage_in_sweeps(void) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    struct dbt_model_state st;
+    dbt_model_init(&st, DBT_KIND_HDD, &p);
+    const uint64_t base[3] = {100 * MB, 400 * MB, 800 * MB};
+    const int n = 3000;
+    uint64_t t = 0;
+    for (int i = 0; i < n; i++) t = submit(&st, t, DBT_OP_WRITE, base[i % 3] + (uint64_t)(i / 3) * 8192, 8192).complete_ns;
+    uint64_t done = submit(&st, t, DBT_OP_FLUSH, 0, 0).complete_ns;
+    double rate = (double)n * 8192 / (double)done * 1e3; /* MB/s */
+    double cache = p.write_cache_mib * 1048576.0;
+    double sweep_ns = cache / (p.inner_mb_s * 1e-3) + 3 * (p.seek_full_ms * 1e6 + 60e9 / p.rpm + p.controller_overhead_ms * 1e6);
+    double bound = cache / sweep_ns * 1e3;
+    CHECK(rate >= bound, "three streams at %.1f MB/s, the sweep bound is %.1f MB/s", rate, bound);
+}
+
 /* N channels serve N requests at once; the N+1th waits for a channel. */
 static void test_channels_in_parallel(void) {
     struct dbt_params p;
@@ -315,6 +451,11 @@ int main(void) {
     test_full_stroke_access();
     test_buffer_hit();
     test_write_back_and_flush();
+    test_destage_is_sorted();
+    test_destage_merges_and_absorbs();
+    test_read_goes_before_waiting_destage();
+    test_full_buffer_destages_at_once();
+    test_interleaved_streams_destage_in_sweeps();
     test_channels_in_parallel();
     test_flash_flush_and_plp();
     test_ram_latency_and_cap();

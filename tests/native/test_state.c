@@ -262,8 +262,8 @@ static void test_devices(void) {
     DAMAGE("hdd active = nseg", "active segment", poke_int(&hdd(0)->active, dev(0)->model.drive[0].d.nseg));
     DAMAGE("hdd nseg 0", "buffer segments", poke_int(&dev(0)->model.drive[0].d.nseg, 0));
     DAMAGE("hdd nseg 33", "buffer segments", poke_int(&dev(0)->model.drive[1].d.nseg, DBT_HDD_MAX_SEGMENTS + 1));
-    DAMAGE("wb_head 512", "write-back ring", poke_u32(&hdd(0)->wb_head, DBT_HDD_WB_RING));
-    DAMAGE("wb_count 513", "write-back ring", poke_u32(&hdd(0)->wb_count, DBT_HDD_WB_RING + 1));
+    DAMAGE("wb_count 519", "write-back buffer", poke_u32(&hdd(0)->wb_count, DBT_HDD_WB_EXTENTS + 7));
+    DAMAGE("wb_count 513", "write-back buffer", poke_u32(&hdd(0)->wb_count, DBT_HDD_WB_EXTENTS + 1));
     DAMAGE("ssd nchan 0", "channels", poke_int(&dev(1)->model.drive[0].d.nchan, 0));
     DAMAGE("ssd nchan 65", "channels", poke_int(&dev(1)->model.drive[0].d.nchan, DBT_MAX_CHANNELS + 1));
 }
