@@ -57,6 +57,26 @@ static const struct dbt_param_def ram_params[] = {
     DBT_ARRAY_PARAMS,
 };
 
+/* A network block volume as clouds sell them: each request pays the network and the backing
+ * media's latency, overlapped between requests, and is admitted by two token buckets (I/Os and
+ * bytes) refilled at the provisioned rates, whose burst credits let it run at the burst rate until
+ * they are spent. */
+static const struct dbt_param_def cloud_params[] = {
+    {"capacity_gb", "GB", P(capacity_gb), 100, 1, 100000, "capacity (10^9 bytes)"},
+    {"read_latency_us", "us", P(read_latency_us), 500, 0, 100000, "latency of a small read as the host sees it: network round trip and backing media"},
+    {"write_latency_us", "us", P(write_latency_us), 800, 0, 100000, "latency of a small write until acknowledged durable (replicated)"},
+    {"iops", "IO/s", P(iops), 3000, 1, 10000000, "provisioned (baseline) I/O operations per second"},
+    {"burst_iops", "IO/s", P(burst_iops), 0, 0, 10000000, "the rate while burst credits last; 0 = no burst (the baseline is the limit)"},
+    {"burst_credits", "IOs", P(burst_credits), 0, 0, 1e12, "I/O credit bucket: it starts full, each I/O spends one, it refills at the baseline rate"},
+    {"mb_s", "MB/s", P(mb_s), 125, 0.1, 100000, "provisioned (baseline) throughput (10^6 B/s)"},
+    {"burst_mb_s", "MB/s", P(burst_mb_s), 0, 0, 100000, "throughput while throughput credits last; 0 = no burst"},
+    {"burst_mb", "MB", P(burst_mb), 0, 0, 1e12, "throughput credit bucket in MB: it starts full, refills at the baseline throughput"},
+    {"io_unit_kib", "KiB", P(io_unit_kib), 256, 1, 65536, "an I/O up to this size counts as one operation; a larger one counts as several"},
+    {"interface_mb_s", "MB/s", P(interface_mb_s), 1250, 1, 100000, "the host's link to the storage network, shared by all requests (10 Gb/s ~ 1250 MB/s)"},
+    {"flush_ms", "ms", P(flush_ms), 0, 0, 1000, "cost of a cache flush; 0 when writes are durable once acknowledged"},
+    DBT_ARRAY_PARAMS,
+};
+
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* ------------------------------------------------------------------------------------------ */
@@ -555,6 +575,78 @@ static void ram_submit(struct dbt_drive *st, const struct dbt_request *rq, struc
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* cloud: a network volume behind token buckets. */
+
+static void bucket_derive(double base_per_s, double peak_per_s, double credits, double *base, double *peak,
+                          double *cap) {
+    *base = base_per_s / 1e9;
+    *cap = peak_per_s > base_per_s && credits > 0 ? credits : 0.0;
+    *peak = *cap > 0 ? peak_per_s / 1e9 : *base;
+}
+
+static void cloud_init(struct dbt_drive *st, const struct dbt_params *p) {
+    struct dbt_derived *d = &st->d;
+    d->rd_lat_ns = p->read_latency_us * 1e3;
+    d->wr_lat_ns = p->write_latency_us * 1e3;
+    d->bytes_per_ns_iface = p->interface_mb_s * 1e6 / 1e9;
+    d->flush_ns = p->flush_ms * 1e6;
+    d->io_unit_bytes = p->io_unit_kib * 1024.0;
+    bucket_derive(p->iops, p->burst_iops, p->burst_credits, &d->iops_base, &d->iops_peak, &d->iops_cap);
+    bucket_derive(p->mb_s * 1e6, p->burst_mb_s * 1e6, p->burst_mb * 1e6, &d->bytes_base, &d->bytes_peak,
+                  &d->bytes_cap);
+    struct dbt_cloud_state *c = &st->u.cloud;
+    memset(c, 0, sizeof *c);
+    c->iops.tokens = d->iops_cap; /* volumes start with a full credit balance */
+    c->bytes.tokens = d->bytes_cap;
+}
+
+/* When a request needing n tokens, arriving at t, is admitted. */
+static uint64_t bucket_admit(struct dbt_bucket *b, double base, double peak, double cap, uint64_t t, double n) {
+    uint64_t a = t > b->next_peak ? t : b->next_peak;
+    if (cap > 0) {
+        if (a > b->t_last) {
+            b->tokens += base * (double)(a - b->t_last);
+            if (b->tokens > cap) b->tokens = cap;
+            b->t_last = a;
+        }
+        if (b->tokens < n) { /* out of credit: wait until the refill covers it */
+            uint64_t wait = (uint64_t)ceil((n - b->tokens) / base);
+            a += wait;
+            b->t_last = a;
+            b->tokens = n;
+        }
+        b->tokens -= n;
+    }
+    b->next_peak = a + (uint64_t)(n / peak);
+    return a;
+}
+
+static void cloud_submit(struct dbt_drive *st, const struct dbt_request *rq, struct dbt_result *out) {
+    const struct dbt_derived *d = &st->d;
+    struct dbt_cloud_state *c = &st->u.cloud;
+    out->flags = 0;
+    if (rq->op == DBT_OP_FLUSH) {
+        out->start_ns = rq->arrival_ns;
+        out->complete_ns = rq->arrival_ns + (uint64_t)d->flush_ns;
+        return;
+    }
+    double ios = ceil((double)(rq->len ? rq->len : 1) / d->io_unit_bytes);
+    uint64_t a = bucket_admit(&c->iops, d->iops_base, d->iops_peak, d->iops_cap, rq->arrival_ns, ios);
+    a = bucket_admit(&c->bytes, d->bytes_base, d->bytes_peak, d->bytes_cap, a, (double)rq->len);
+    uint64_t xfer = (uint64_t)((double)rq->len / d->bytes_per_ns_iface);
+    out->start_ns = a;
+    if (rq->op == DBT_OP_READ) {
+        uint64_t ready = a + (uint64_t)d->rd_lat_ns;
+        uint64_t xs = ready > c->iface_busy ? ready : c->iface_busy;
+        out->complete_ns = c->iface_busy = xs + xfer;
+    } else {
+        uint64_t xs = a > c->iface_busy ? a : c->iface_busy;
+        c->iface_busy = xs + xfer;
+        out->complete_ns = xs + xfer + (uint64_t)d->wr_lat_ns;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* real: no injection. The interposer measures the real device instead. */
 
 static void real_init(struct dbt_drive *st, const struct dbt_params *p) {
@@ -579,6 +671,10 @@ static const struct dbt_device_ops ops_table[DBT_KIND_COUNT] = {
                       flash_init, ssd_submit},
     [DBT_KIND_RAM] = {"ram", DBT_OPS_VERSION, DBT_KIND_RAM, ram_params, NELEM(ram_params),
                       "RAM SAN: small latency, interface bandwidth cap", ram_init, ram_submit},
+    [DBT_KIND_CLOUD] = {"cloud", DBT_OPS_VERSION, DBT_KIND_CLOUD, cloud_params, NELEM(cloud_params),
+                        "network block volume (EBS, Azure managed disk, Persistent Disk): latency per request, "
+                        "provisioned IOPS and throughput as token buckets with burst credits",
+                        cloud_init, cloud_submit},
 };
 
 const struct dbt_device_ops *dbt_ops_by_kind(int kind) {

@@ -11,7 +11,7 @@
 
 #define DBT_OPS_VERSION 2
 
-enum dbt_kind { DBT_KIND_REAL = 0, DBT_KIND_HDD = 1, DBT_KIND_SSD = 2, DBT_KIND_RAM = 3, DBT_KIND_COUNT };
+enum dbt_kind { DBT_KIND_REAL = 0, DBT_KIND_HDD = 1, DBT_KIND_SSD = 2, DBT_KIND_RAM = 3, DBT_KIND_CLOUD = 4, DBT_KIND_COUNT };
 
 enum dbt_op { DBT_OP_NONE = 0, DBT_OP_READ = 1, DBT_OP_WRITE = 2, DBT_OP_FLUSH = 3 };
 
@@ -32,6 +32,8 @@ struct dbt_params {
     double page_kib, flush_ms;
     /* ram */
     double latency_us;
+    /* cloud (read_latency_us, write_latency_us, interface_mb_s and flush_ms shared) */
+    double iops, burst_iops, burst_credits, mb_s, burst_mb_s, burst_mb, io_unit_kib;
     /* every kind: an array of identical members, striped */
     double members, stripe_kib;
 };
@@ -65,6 +67,8 @@ struct dbt_derived {
     int wc_protected;
     int nseg, nchan;
     double rd_lat_ns, wr_lat_ns, ch_rd_bpns, ch_wr_bpns, page_bytes, flush_ns, lat_ns;
+    /* cloud: the IOPS and byte limiters (per ns), their credit buckets, the I/O accounting unit */
+    double iops_base, iops_peak, iops_cap, bytes_base, bytes_peak, bytes_cap, io_unit_bytes;
 };
 
 /* A dirty extent in the drive's write-back buffer: bytes [start, end), acknowledged at ready. */
@@ -96,6 +100,20 @@ struct dbt_flash_state {
     uint64_t iface_busy;
 };
 
+/* A token bucket with a peak rate: tokens refill at the base rate up to the bucket's capacity; a
+ * request takes its tokens (waiting for them if short) and no two are admitted closer than the peak
+ * rate allows. A capacity of 0 is a plain rate limit at the base rate. */
+struct dbt_bucket {
+    double tokens;
+    uint64_t t_last;    /* tokens counted up to here */
+    uint64_t next_peak; /* earliest admission the peak rate allows */
+};
+
+struct dbt_cloud_state {
+    struct dbt_bucket iops, bytes;
+    uint64_t iface_busy;
+};
+
 /* One drive's model. */
 struct dbt_drive {
     int kind;
@@ -103,6 +121,7 @@ struct dbt_drive {
     union {
         struct dbt_hdd_state hdd;
         struct dbt_flash_state flash;
+        struct dbt_cloud_state cloud;
     } u;
 };
 

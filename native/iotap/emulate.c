@@ -95,7 +95,7 @@ static void add_pc_stats(struct dbt_counters *c, const struct dbt_pc_stats *st) 
 static void buffered(struct core *k, struct dbt_pc *pc, const struct dbt_call *c, struct dbt_outcome *out) {
     struct dbt_device_slot *d = &k->s->dev[c->dev];
     struct dbt_pc_stats st = {0, 0, 0, 0};
-    int write_through = (c->flags & DBT_TF_DSYNC) || k->s->dsync_data;
+    int write_through = (c->flags & DBT_TF_DSYNC) || dbt_state_file_dsync(k->s, c->file);
     uint64_t complete;
     if (c->op == DBT_TOP_READ) {
         uint64_t size = k->hooks && k->hooks->file_size ? k->hooks->file_size(k->hooks->ctx) : c->file_size;

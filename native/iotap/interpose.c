@@ -509,11 +509,52 @@ EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
     return r;
 }
 
+/* The bytes a stdio stream holds for writing, not yet handed to the file (glibc's stream layout). */
+static size_t stdio_pending(FILE *fp) {
+    return fp->_IO_write_ptr > fp->_IO_write_base ? (size_t)(fp->_IO_write_ptr - fp->_IO_write_base) : 0;
+}
+
+/* fflush and fclose hand a stream's buffer to the file: a write at the fd's offset. */
+static void stdio_flushed(int fd, uint64_t e, off_t at, size_t pending, uint64_t t0) {
+    if (at >= 0 && pending) account(fd, e, DBT_OP_WRITE, (uint64_t)at, pending, t0, 0);
+}
+
+EXPORT int fflush(FILE *fp) {
+    ENSURE(fflush, EOF);
+    uint64_t e;
+    int fd = fp ? fileno(fp) : -1; /* fflush(NULL) flushes every stream: not attributable */
+    if (LIKELY(fd < 0 || !tracked(fd, &e))) return real_fflush(fp);
+    tl_guard++;
+    size_t pending = stdio_pending(fp);
+    off_t at = lseek(fd, 0, SEEK_CUR);
+    uint64_t t0 = now_ns();
+    int r = real_fflush(fp);
+    int saved = errno;
+    if (r == 0) stdio_flushed(fd, e, at, pending, t0);
+    tl_guard--;
+    errno = saved;
+    return r;
+}
+
 /* stdio and dirent close their fds inside libc, where we cannot see it. */
 EXPORT int fclose(FILE *fp) {
     ENSURE(fclose, EOF);
     FILE *volatile check = fp;
     int fd = check ? fileno(fp) : -1;
+    uint64_t e;
+    if (fd >= 0 && tracked(fd, &e)) {
+        tl_guard++;
+        size_t pending = stdio_pending(fp);
+        off_t at = lseek(fd, 0, SEEK_CUR);
+        uint64_t t0 = now_ns();
+        int r = real_fclose(fp);
+        int saved = errno;
+        if (r == 0) stdio_flushed(fd, e, at, pending, t0);
+        fd_forget(fd);
+        tl_guard--;
+        errno = saved;
+        return r;
+    }
     int r = real_fclose(fp);
     int saved = errno;
     fd_forget(fd);
@@ -581,8 +622,9 @@ WRAP_XFER_AT(pwritev2, (int fd, const struct iovec *iov, int cnt, off_t off, int
 WRAP_XFER_AT(pwritev64v2, (int fd, const struct iovec *iov, int cnt, off64_t off, int flags),
              (fd, iov, cnt, off, flags), DBT_OP_WRITE, off)
 
-/* stdio: the transfer is accounted at the stream's position before the call, as a buffered I/O of
- * the bytes handed over; libc's own buffering sits in front of the (emulated) page cache. */
+/* stdio: libc buffers the stream and moves data with its own internal read and write, which are
+ * not interposable. What reached the file is what moved the fd's offset during the call: that span
+ * is accounted, once per libc buffer fill or flush (4 KiB), not per fread or fwrite call. */
 #define WRAP_STDIO(name, bufp, op)                                                                 \
     EXPORT size_t name(bufp buf, size_t size, size_t n, FILE *fp) {                               \
         ENSURE(name, 0);                                                                           \
@@ -591,11 +633,12 @@ WRAP_XFER_AT(pwritev64v2, (int fd, const struct iovec *iov, int cnt, off64_t off
         int fd = check ? fileno(fp) : -1;                                                          \
         if (LIKELY(fd < 0 || !tracked(fd, &e))) return real_##name(buf, size, n, fp);              \
         tl_guard++;                                                                                \
-        off_t pos = ftello(fp);                                                                    \
+        off_t k0 = lseek(fd, 0, SEEK_CUR);                                                         \
         uint64_t t0 = now_ns();                                                                    \
         size_t r = real_##name(buf, size, n, fp);                                                  \
         int saved = errno;                                                                         \
-        if (r > 0 && size > 0 && pos >= 0) account(fd, e, op, (uint64_t)pos, (uint64_t)r * size, t0, 0); \
+        off_t k1 = k0 >= 0 ? lseek(fd, 0, SEEK_CUR) : -1;                                          \
+        if (k1 > k0) account(fd, e, op, (uint64_t)k0, (uint64_t)(k1 - k0), t0, 0);                \
         tl_guard--;                                                                                \
         errno = saved;                                                                             \
         return r;                                                                                  \

@@ -97,24 +97,55 @@ EXPORT uint64_t dbt_sim_submit(struct dbt_model_state *st, uint64_t arrival, int
 
 /* The offsets of a QD1 pattern: n blocks of `block` bytes within `span`, random (uniform, aligned,
  * splitmix64 from seed) or sequential from 0. One generator for the simulator and the live tests. */
-EXPORT void dbt_pattern_offsets(uint64_t seed, int random, uint64_t span, uint32_t block, uint64_t n, uint64_t *out) {
-    uint64_t blocks = span / block, x = seed;
-    for (uint64_t i = 0; i < n; i++) {
-        if (random) {
-            x += 0x9e3779b97f4a7c15ull;
-            uint64_t z = x;
-            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-            z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-            z ^= z >> 31;
-            out[i] = (z % blocks) * block;
-        } else {
-            out[i] = (i % blocks) * block;
-        }
-    }
+/* The k-th offset of a pattern: random blocks from a splitmix64 sequence at state *x, or in order. */
+static uint64_t pattern_next(uint64_t *x, int random, uint64_t blocks, uint32_t block, uint64_t k) {
+    if (!random) return (k % blocks) * block;
+    *x += 0x9e3779b97f4a7c15ull;
+    uint64_t z = *x;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (z % blocks) * block;
 }
 
-/* Runs offsets through the model at queue depth 1 with `gap_ns` between a completion and the next
- * arrival, from time t0. Writes each request's latency (completion - arrival) to lat. */
+EXPORT void dbt_pattern_offsets(uint64_t seed, int random, uint64_t span, uint32_t block, uint64_t n, uint64_t *out) {
+    uint64_t blocks = span / block, x = seed;
+    for (uint64_t i = 0; i < n; i++) out[i] = pattern_next(&x, random, blocks, block, i);
+}
+
+/* iobench's loop through the model alone, in simulated time: `jobs` workers at queue depth 1, worker
+ * w on its own file of `span` bytes at address w * span with the pattern seeded seed0 + w, issuing
+ * until until_ns. Requests are submitted in order of issue time. Keeps the first `cap` latencies
+ * (ns) and counts completions per second in per_s[0..nsec). Returns the requests completed by
+ * until_ns; *moved their bytes. */
+EXPORT uint64_t dbt_sim_pattern(struct dbt_model_state *st, int op, int random, uint32_t block, uint64_t span,
+                                int jobs, uint64_t seed0, uint64_t until_ns, uint64_t *lat, uint64_t cap,
+                                uint64_t *per_s, uint64_t nsec, uint64_t *moved) {
+    enum { MAX_JOBS = 1024 };
+    uint64_t ready[MAX_JOBS], x[MAX_JOBS], k[MAX_JOBS];
+    uint64_t blocks = block ? span / block : 0, n = 0;
+    *moved = 0;
+    if (jobs < 1 || jobs > MAX_JOBS || blocks == 0) return 0;
+    for (int w = 0; w < jobs; w++) ready[w] = 0, x[w] = seed0 + (uint64_t)w, k[w] = 0;
+    for (uint64_t s = 0; s < nsec; s++) per_s[s] = 0;
+    for (;;) {
+        int w = 0;
+        for (int j = 1; j < jobs; j++)
+            if (ready[j] < ready[w]) w = j;
+        if (ready[w] >= until_ns) break;
+        uint64_t addr = (uint64_t)w * span + pattern_next(&x[w], random, blocks, block, k[w]++);
+        uint64_t done = dbt_sim_submit(st, ready[w], op, addr, block, NULL, NULL);
+        if (done <= until_ns) {
+            if (n < cap) lat[n] = done - ready[w];
+            if (done / 1000000000ull < nsec) per_s[done / 1000000000ull]++;
+            n++;
+            *moved += block;
+        }
+        ready[w] = done > ready[w] ? done : ready[w] + 1; /* a zero-time request still moves time on */
+    }
+    return n;
+}
+
 EXPORT void dbt_sim_qd1(struct dbt_model_state *st, int op, const uint64_t *offsets, uint64_t n, uint32_t block,
                         uint64_t base_addr, uint64_t t0, uint64_t gap_ns, uint64_t *lat) {
     uint64_t t = t0;
@@ -122,6 +153,27 @@ EXPORT void dbt_sim_qd1(struct dbt_model_state *st, int op, const uint64_t *offs
         uint64_t done = dbt_sim_submit(st, t, op, base_addr + offsets[i], block, NULL, NULL);
         lat[i] = done - t;
         t = done + gap_ns;
+    }
+}
+
+/* A request list served by `jobs` closed-loop workers: each takes the next request in the list
+ * gap[i] ns after its previous one completed (gap of the request it completed, 0 at first). Every
+ * request is submitted in order of issue time, as the model requires. Writes each request's issue
+ * and completion times (ns). */
+EXPORT void dbt_sim_closed(struct dbt_model_state *st, uint64_t n, const uint8_t *op, const uint64_t *addr,
+                           const uint32_t *len, const uint64_t *gap, int jobs, uint64_t *issue, uint64_t *done) {
+    enum { MAX_JOBS = 1024 };
+    uint64_t ready[MAX_JOBS];
+    if (jobs < 1) jobs = 1;
+    if (jobs > MAX_JOBS) jobs = MAX_JOBS;
+    for (int w = 0; w < jobs; w++) ready[w] = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        int w = 0;
+        for (int k = 1; k < jobs; k++)
+            if (ready[k] < ready[w]) w = k;
+        issue[i] = ready[w];
+        done[i] = dbt_sim_submit(st, ready[w], op[i], addr[i], len[i], NULL, NULL);
+        ready[w] = done[i] + (gap ? gap[i] : 0);
     }
 }
 
@@ -202,10 +254,11 @@ EXPORT void dbt_replay_detach(struct dbt_state *s) {
     if (s) munmap(s, s->size);
 }
 
-/* files: (file index, device) pairs; chunks: (file index, device, chunk, address) rows. */
+/* files: (file index, device, dsync scope) rows; chunks: (file index, device, chunk, address) rows. */
 EXPORT int dbt_replay_layout(struct dbt_state *s, const uint64_t *files, uint64_t nfiles, const uint64_t *chunks,
                              uint64_t nchunks, char *err, size_t errlen) {
-    for (uint64_t i = 0; i < nfiles; i++) dbt_state_put_file(s, (int64_t)files[2 * i], (int)files[2 * i + 1]);
+    for (uint64_t i = 0; i < nfiles; i++)
+        dbt_state_put_file(s, (int64_t)files[3 * i], (int)files[3 * i + 1], (int)files[3 * i + 2]);
     for (uint64_t i = 0; i < nchunks; i++) {
         const uint64_t *c = &chunks[4 * i];
         if (dbt_state_put_chunk(s, (int)c[1], (int64_t)c[0], c[2], c[3]) != 0) {
@@ -216,6 +269,8 @@ EXPORT int dbt_replay_layout(struct dbt_state *s, const uint64_t *files, uint64_
     }
     return 0;
 }
+
+EXPORT int dbt_dsync_scope(const char *path) { return dbt_path_in_dsync_scope(path); }
 
 EXPORT uint64_t dbt_replay_event_size(void) { return sizeof(struct dbt_replay_event); }
 EXPORT uint64_t dbt_replay_request_size(void) { return sizeof(struct dbt_replay_request); }

@@ -3,6 +3,7 @@
 #include "state.h"
 #include "shmlock.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -434,6 +435,7 @@ int64_t dbt_state_file_index(struct dbt_state *s, int dev, uint64_t st_dev, uint
         e->st_dev = st_dev;
         e->st_ino = st_ino;
         e->device = (uint32_t)dev;
+        e->dsync_scope = (uint32_t)dbt_path_in_dsync_scope(path);
         /* The arena is shared by every device (each under its own lock): a slot is claimed with a
          * compare-and-swap, and arena_used never passes the arena's end (a full arena: no path). */
         size_t n = strlen(path) + 1;
@@ -649,10 +651,31 @@ int64_t dbt_state_chunk_map(const char *state_path, uint64_t *out, uint64_t cap,
     return (int64_t)n;
 }
 
-void dbt_state_put_file(struct dbt_state *s, int64_t file, int dev) {
+int dbt_path_in_dsync_scope(const char *path) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *p = base;
+    while (isxdigit((unsigned char)*p)) p++;
+    if (p == base) return 0;
+    if (*p == '_') {
+        p++;
+        if (!strncmp(p, "fsm", 3) || !strncmp(p, "init", 4)) p += (*p == 'f') ? 3 : 4;
+        else if (!strncmp(p, "vm", 2)) p += 2;
+        else return 0;
+    }
+    if (*p == '.') {
+        const char *q = ++p;
+        while (isdigit((unsigned char)*p)) p++;
+        if (p == q) return 0;
+    }
+    return *p == '\0';
+}
+
+void dbt_state_put_file(struct dbt_state *s, int64_t file, int dev, int dsync_scope) {
     if (file < 0 || file >= (int64_t)DBT_FILE_CAP || dev < 0 || (uint32_t)dev >= s->ndev) return;
     struct dbt_file_entry *e = &dbt_files(s)[file];
     e->device = (uint32_t)dev;
+    e->dsync_scope = dsync_scope ? 1u : 0u;
     if (!atomic_load(&e->key)) {
         atomic_store_explicit(&e->key, mix64((uint64_t)file + 1) | 1, memory_order_release);
         atomic_fetch_add(&s->nfiles, 1);

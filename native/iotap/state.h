@@ -61,6 +61,8 @@ struct dbt_file_entry {
     uint64_t st_dev, st_ino;
     uint32_t device;
     uint32_t path_off;
+    uint32_t dsync_scope; /* a database file (dbt_path_in_dsync_scope): written through on dsync devices */
+    uint32_t pad_;
 };
 
 struct dbt_chunk_entry {
@@ -74,7 +76,7 @@ struct dbt_state {
     uint64_t epoch_ns, size;
     uint64_t off_files, off_chunks, off_arena;
     uint64_t off_pc, pc_bytes; /* the page cache region (pc_bytes 0: no page cache, all I/O direct) */
-    uint32_t dsync_data;       /* every buffered write is written through, as on the seeds' dsync devices */
+    uint32_t dsync_data;       /* buffered writes to database files are written through, as on the seeds' dsync devices */
     uint32_t pad_;
     _Atomic uint64_t arena_used;
     _Atomic uint32_t nfiles;
@@ -163,7 +165,17 @@ int64_t dbt_state_chunk_map(const char *state_path, uint64_t *out, uint64_t cap,
 /* For a replay, which lays files out as the recorded run did: the file's device (the placement's),
  * and one chunk at a given address (the device's allocation cursor moves past it). put_chunk
  * returns -1 if the device's slice of the chunk table is full. */
-void dbt_state_put_file(struct dbt_state *s, int64_t file, int dev);
+void dbt_state_put_file(struct dbt_state *s, int64_t file, int dev, int dsync_scope);
+
+/* A database file, what a dsync device holds: a relation's fork or segment (16384, 16384_fsm,
+ * 16384.1), a WAL segment or an SLRU page file (hex names). Not temp files, the relation cache's
+ * init file, or anything else a server writes: ASE's dsync is a property of database devices. */
+int dbt_path_in_dsync_scope(const char *path);
+
+/* The file is written through when the state's dsync_data is set. */
+static inline int dbt_state_file_dsync(struct dbt_state *s, int64_t file) {
+    return s->dsync_data && file >= 0 && file < (int64_t)DBT_FILE_CAP && dbt_files(s)[file].dsync_scope;
+}
 int dbt_state_put_chunk(struct dbt_state *s, int dev, int64_t file, uint64_t chunk, uint64_t addr);
 
 /* Whole-state dump as JSON, malloc'd (caller frees). NULL on error with err set. */

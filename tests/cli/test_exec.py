@@ -189,3 +189,34 @@ def test_ctrl_c_stops_the_program_and_cleans_up(shm_dir):
     assert proc.returncode == 130, err
     assert "devices over" in err
     assert set(glob.glob(f"{tempfile.gettempdir()}/dbtier-exec-*")) == before
+
+
+#: 1,000 fwrite calls of 100 bytes through libc's stdio, an fflush half-way, then fclose.
+STDIO_WRITER = """
+import ctypes, sys
+libc = ctypes.CDLL(None)
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+libc.fwrite.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
+libc.fflush.argtypes = libc.fclose.argtypes = [ctypes.c_void_p]
+fp = libc.fopen(sys.argv[1].encode(), b"w")
+for i in range(1000):
+    assert libc.fwrite(b"x" * 100, 1, 100, fp) == 100
+    if i == 499:
+        assert libc.fflush(fp) == 0
+assert libc.fclose(fp) == 0
+"""
+
+
+def test_stdio_is_charged_per_libc_buffer_not_per_call(shm_dir, tmp_path):
+    """libc hands the file its 4 KiB buffer when it fills, at fflush and at fclose: 50,000 bytes are
+    12 full buffers and 848 bytes at the fflush, twice, so 26 writes of 100,000 bytes, not 1,000."""
+    out = tmp_path / "r.json"
+    target = shm_dir / "stdio.out"
+    proc = dbtier("exec", "-q", "-d", f"d=ssd-sata-mlc:{shm_dir}", "--json", str(out), "--",
+                  sys.executable, "-c", STDIO_WRITER, str(target))
+    assert proc.returncode == 0, proc.stderr
+    assert os.stat(target).st_blksize == 4096  # libc's buffer is the file's block size
+    counters = json.loads(out.read_text())["devices"][0]["counters"]
+    assert counters["write_bytes"] == 100_000 and target.stat().st_size == 100_000
+    assert counters["writes"] == 26, counters

@@ -24,7 +24,7 @@ def test_every_parameter_has_a_source_comment(name):
 
 def test_option_table_comes_from_c():
     table = native.param_table()
-    assert set(table) == {"real", "hdd", "ssd", "ram"}
+    assert set(table) == {"real", "hdd", "ssd", "ram", "cloud"}
     hdd = {p["name"]: p for p in table["hdd"]["params"]}
     assert hdd["rpm"]["unit"] == "rev/min" and hdd["rpm"]["default"] == 7200
 

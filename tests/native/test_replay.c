@@ -101,7 +101,7 @@ static void same_requests_live_and_offline(void) {
     /* offline: a fresh state, the files laid out where the live run put them */
     struct dbt_state *off = make_state("offline", map);
     for (int f = 0; f < 2; f++) {
-        dbt_state_put_file(off, files[f], 0);
+        dbt_state_put_file(off, files[f], 0, dbt_files(live)[files[f]].dsync_scope);
         for (uint64_t c = 0; c < 4; c++)
             CHECK(dbt_state_put_chunk(off, 0, files[f], c, dbt_state_addr(live, 0, files[f], c * DBT_CHUNK_BYTES)) == 0,
                   "chunk placed");
@@ -151,7 +151,7 @@ static uint64_t b_finishes(double latency_us) {
     char map[128];
     snprintf(map, sizeof map, "ram\tram\t/nonexistent/ram\tlatency_us=%g\n", latency_us);
     struct dbt_state *s = make_state(latency_us < 200 ? "ram1" : "ram2", map);
-    dbt_state_put_file(s, 0, 0);
+    dbt_state_put_file(s, 0, 0, 0);
     const uint64_t T = 5000000; /* recorded: A reads 100 us, wakes B 10 us later; B wakes 30 us after that */
     struct dbt_replay_event ev[4] = {
         /* A (stream 0): a direct read, then the wake */

@@ -105,7 +105,7 @@ def test_recorded_calls_replayed_give_the_recorded_device_requests(shm_dir, tmp_
     replay = native.Replay(session.state_path)
     try:
         files = np.unique(recs["file"][recs["file"] >= 0])
-        replay.layout(np.c_[files, np.zeros_like(files)],
+        replay.layout(np.c_[files, np.zeros_like(files), np.zeros_like(files)],
                       np.array([[f, 0, c, a] for f, c, a in layout["chunks"]], dtype=np.uint64).reshape(-1, 4))
         _start, _end, _flags, reqs = replay.run(streams.events, t0, t0)
     finally:

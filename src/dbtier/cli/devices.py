@@ -21,14 +21,21 @@ def devices(ctx: click.Context) -> None:
     """
     if ctx.invoked_subcommand:
         return
-    table = Table(title="device profiles", title_justify="left")
-    for col in ("name", "kind", "QD1 8K rand read", "summary"):
-        table.add_column(col, justify="right" if col.startswith("QD1") else "left")
-    for name in profile.names():
-        p = profile.load(name)
-        lat = "-" if p.kind == "real" else f"{patterns.expected(p, patterns.STANDARD[0]).mean_us:,.0f} us"
-        table.add_row(name, p.kind, lat, p.summary)
-    console().print(table)
+    loaded = [profile.load(name) for name in profile.names()]
+    order = list(profile.ERAS) + [""]
+    out = console()
+    for era in order:
+        group = sorted((p for p in loaded if p.era == era), key=lambda p: (p.kind, p.name))
+        if not group:
+            continue
+        title = f"{era}: {profile.ERAS[era]}" if era else "any era"
+        table = Table(title=title, title_justify="left")
+        for col in ("name", "kind", "QD1 8K rand read", "summary"):
+            table.add_column(col, justify="right" if col.startswith("QD1") else "left")
+        for p in group:
+            lat = "-" if p.kind == "real" else f"{patterns.expected(p, patterns.STANDARD[0]).mean_us:,.0f} us"
+            table.add_row(p.name, p.kind, lat, p.summary)
+        out.print(table)
 
 
 @devices.command()

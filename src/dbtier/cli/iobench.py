@@ -14,7 +14,7 @@ from rich.table import Table
 
 from dbtier import lifecycle
 from dbtier.devices import hostfs, native
-from dbtier.devices.bench import engine_fio
+from dbtier.devices.bench import engine_fio, engine_model
 from dbtier.devices.bench.jobs import MODES, PATTERNS, Job, parse_size, size_label
 from dbtier.devices.bench.run import run_jobs
 from dbtier.devices.hostfs import FAST_DEVICE_US
@@ -73,6 +73,26 @@ def _check_room(req, fast: bool, workspace: Path | None, files: int, pc_bytes: i
                         "--size or fewer --jobs, or a folder on a disk (-d NAME=PROFILE:DIR)")
 
 
+def _run_live(out, req, jobs, engines, pc_bytes, fast, workspace, files_bytes, quiet) -> list[dict]:
+    """The engines that run through the emulation on files: a claimed folder, removed whatever happens."""
+    _check_room(req, fast, workspace, files_bytes, pc_bytes)
+    workspace = Workspace.open(workspace)
+    workspace.reap(lambda line: out.print(line, markup=False))
+    claim = workspace.claim("iobench")
+    try:
+        directory = device_dir(claim, req.directory, fast)
+        device = Device(req.name, directory.resolve(), req.profile)
+        if not quiet:
+            for warning in host_floor_warnings([device]):
+                out.print(f"warning: {warning}", markup=False)
+        with out.status("laying out files") as status:
+            return run_jobs(device, jobs, engines, pc_bytes, claim.path,
+                            lambda text: status.update(text) if not quiet else None)
+    finally:
+        with lifecycle.shielded():
+            claim.remove()
+
+
 def _list(text: str, what: str, parse, allowed=None) -> list:
     out = []
     for item in filter(None, (t.strip() for t in text.split(","))):
@@ -102,7 +122,8 @@ def _list(text: str, what: str, parse, allowed=None) -> list:
               help="file size per worker (at least the largest block size), e.g. 64m or 1g")
 @click.option("--runtime", default=3.0, show_default=True, help=f"seconds per measurement, up to {MAX_RUNTIME_S:g}")
 @click.option("--engine", default="dbtier", show_default=True,
-              help="dbtier, fio, or both (dbtier,fio): the same jobs through each")
+              help="dbtier, fio, model, or several (dbtier,fio): the same jobs through each. model: the device "
+                   "model alone in simulated time (direct mode, no files), so a long --runtime takes moments")
 @click.option("--page-cache", default="256MB", show_default=True, help="the emulated page cache for buffered modes")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="write the results as JSON here")
 @click.option("--workspace", type=click.Path(path_type=Path),
@@ -130,7 +151,7 @@ def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, 
     if any(w < 1 or w > 64 for w in workers):
         raise UserError("--jobs: from 1 to 64 workers")
     modes = _list(mode, "mode", str, MODES)
-    engines = _list(engine, "engine", str, ("dbtier", "fio"))
+    engines = _list(engine, "engine", str, ("dbtier", "fio", "model"))
     if "fio" in engines and not engine_fio.available():
         raise UserError("--engine fio: fio is not installed (apt-get install fio)")
     try:
@@ -147,36 +168,40 @@ def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, 
     if json_path:
         json_path = outputs.check_file(json_path, "--json")
     fast = req.profile.kind != "real" and min(expected(req.profile, p).mean_us for p in STANDARD) < FAST_DEVICE_US
+    if "model" in engines:
+        if req.profile.kind == "real":
+            raise UserError("--engine model needs an emulated profile: a real folder has no model")
+        if set(modes) != {"direct"}:
+            raise UserError("--engine model runs --mode direct only: the model has no page cache")
     if req.directory is None and req.profile.kind == "real":
         raise UserError("a real device needs its folder: -d NAME=real:DIR")
-    _check_room(req, fast, workspace, max(workers) * file_size, pc_bytes)
-    workspace = Workspace.open(workspace)
-    workspace.reap(lambda line: out.print(line, markup=False))
-    claim = workspace.claim("iobench")
-    try:
-        directory = device_dir(claim, req.directory, fast)
-        device = Device(req.name, directory.resolve(), req.profile)
-        if not quiet:
-            for warning in host_floor_warnings([device]):
-                out.print(f"warning: {warning}", markup=False)
-        with out.status("laying out files") as status:
-            rows = run_jobs(device, jobs, engines, pc_bytes, claim.path,
+    if engines == ["model"]:
+        device = Device(req.name, Path("."), req.profile)
+        with out.status("simulating") as status:
+            rows = run_jobs(device, jobs, engines, pc_bytes, Path("."),
                             lambda text: status.update(text) if not quiet else None)
-    finally:
-        with lifecycle.shielded():
-            claim.remove()
+    else:
+        rows = _run_live(out, req, jobs, engines, pc_bytes, fast, workspace, max(workers) * file_size, quiet)
     table = Table(title=f"iobench on {req.name} ({req.profile.name}), {runtime:g} s each, files of {size}",
                   title_justify="left")
     for col in ("rw", "bs", "jobs", "mode", "engine", "MiB/s", "IOPS", "mean us", "p50 us", "p99 us",
                 "device r/w_await ms", "%util"):
         table.add_column(col, justify="left" if col in ("rw", "mode", "engine") else "right")
+    steps = []
     for row in rows:
-        j, io = row["job"], (row.get("diskstats") or row["device"]["iostat"])
-        await_ms = io["r_await"] if j["rw"] in ("read", "randread") else io["w_await"]
+        j, io = row["job"], (row.get("diskstats") or (row["device"] or {}).get("iostat"))
+        await_ms = (io["r_await"] if j["rw"] in ("read", "randread") else io["w_await"]) if io else None
         table.add_row(j["rw"], size_label(j["bs"]), str(j["jobs"]), j["mode"], row["engine"], fmt(row["mb_s"]),
-                      fmt(row["iops"]), fmt(row["mean_us"]), fmt(row["p50_us"]), fmt(row["p99_us"]), fmt(await_ms),
-                      fmt(io["%util"]))
+                      fmt(row["iops"]), fmt(row["mean_us"]), fmt(row["p50_us"]), fmt(row["p99_us"]),
+                      fmt(await_ms) if io else "-", fmt(io["%util"]) if io else "-")
+        changed = engine_model.step(row["per_second"]) if row.get("per_second") else None
+        if changed:
+            before, after, at = changed
+            steps.append(f"{Job(**j).label()}: {before:,.0f} requests/s until {at:,} s, then {after:,.0f}/s "
+                         f"({'credits spent: the burst ended' if after < before else 'the rate rose'})")
     out.print(table)
+    for line in steps:
+        out.print(line, markup=False)
     if json_path:
         jsonout.write(json_path, {"kind": "iobench", "device": {"name": req.name, "profile": req.profile.name},
                                   "results": rows})

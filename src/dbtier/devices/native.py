@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import json
+import math
 import os
 from pathlib import Path
 
@@ -69,6 +70,12 @@ def lib() -> ctypes.CDLL:
     arr = np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS")
     sim.dbt_pattern_offsets.argtypes = [u64, c_int, u64, u32, u64, arr]
     sim.dbt_sim_qd1.argtypes = [vp, c_int, arr, u64, u32, u64, u64, u64, arr]
+    arr8 = np.ctypeslib.ndpointer(dtype=np.uint8, flags="C_CONTIGUOUS")
+    arr32 = np.ctypeslib.ndpointer(dtype=np.uint32, flags="C_CONTIGUOUS")
+    sim.dbt_sim_closed.argtypes = [vp, u64, arr8, arr, arr32, arr, c_int, arr, arr]
+    sim.dbt_sim_pattern.restype = u64
+    sim.dbt_sim_pattern.argtypes = [vp, c_int, c_int, u32, u64, c_int, u64, u64, arr, u64, arr, u64,
+                                    ctypes.POINTER(u64)]
     sim.dbt_state_bytes.restype = u64
     sim.dbt_state_bytes.argtypes = [u64]
     sim.dbt_create_state.restype = c_int
@@ -87,6 +94,8 @@ def lib() -> ctypes.CDLL:
     sim.dbt_replay_attach.restype = vp
     sim.dbt_replay_attach.argtypes = [cp, cp, ctypes.c_size_t]
     sim.dbt_replay_detach.argtypes = [vp]
+    sim.dbt_dsync_scope.restype = c_int
+    sim.dbt_dsync_scope.argtypes = [cp]
     sim.dbt_replay_layout.restype = c_int
     sim.dbt_replay_layout.argtypes = [vp, vp, u64, vp, u64, cp, ctypes.c_size_t]
     sim.dbt_replay_event_size.restype = u64
@@ -220,6 +229,36 @@ class Model:
         lib().dbt_sim_qd1(self._h, op, offsets, len(offsets), block, base_addr, t0, gap_ns, lat)
         return lat
 
+    def closed(self, ops: np.ndarray, addrs: np.ndarray, lengths: np.ndarray, gaps: np.ndarray | None = None,
+               jobs: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """A request list served by `jobs` closed-loop workers, each taking the next request gaps[i]
+        ns after the one it completed: (issue, completion) times in ns, in list order."""
+        n = len(ops)
+        ops = np.ascontiguousarray(ops, dtype=np.uint8)
+        addrs = np.ascontiguousarray(addrs, dtype=np.uint64)
+        lengths = np.ascontiguousarray(lengths, dtype=np.uint32)
+        gaps = np.ascontiguousarray(np.zeros(n) if gaps is None else gaps, dtype=np.uint64)
+        issue, done = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64)
+        lib().dbt_sim_closed(self._h, n, ops, addrs, lengths, gaps, jobs, issue, done)
+        return issue, done
+
+
+def dsync_scope(path: str) -> bool:
+    """A database file (relation fork or segment, WAL, SLRU), which a dsync device writes through;
+    the rule is the interposer's own (state.c)."""
+    return bool(lib().dbt_dsync_scope(path.encode()))
+
+
+def sim_pattern(model: "Model", op: int, random: bool, block: int, span: int, jobs: int, seed: int,
+                runtime_s: float, cap: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """iobench's loop through the model alone in simulated time: (first `cap` latencies ns,
+    completions per second, bytes moved)."""
+    nsec = max(1, math.ceil(runtime_s))
+    lat, per_s, moved = np.empty(cap, dtype=np.uint64), np.empty(nsec, dtype=np.uint64), ctypes.c_uint64()
+    n = lib().dbt_sim_pattern(model._h, op, int(random), block, span, jobs, seed, int(runtime_s * 1e9), lat, cap,
+                              per_s, nsec, ctypes.byref(moved))
+    return lat[: min(n, cap)], per_s, moved.value
+
 
 class Replay:
     """The offline replay (native/iotap/replay.c) on a state file made for it: lay the files out, then
@@ -240,7 +279,8 @@ class Replay:
     __del__ = close
 
     def layout(self, files: np.ndarray, chunks: np.ndarray) -> None:
-        """files: rows of (file index, device); chunks: rows of (file index, device, chunk, address)."""
+        """files: rows of (file index, device, dsync scope: see dsync_scope); chunks: rows of (file
+        index, device, chunk, address)."""
         files = np.ascontiguousarray(files, dtype=np.uint64)
         chunks = np.ascontiguousarray(chunks, dtype=np.uint64)
         err = ctypes.create_string_buffer(1024)

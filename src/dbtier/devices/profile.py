@@ -26,6 +26,7 @@ class Profile:
     summary: str
     params: dict[str, float] = field(default_factory=dict)  # every parameter of the kind, defaults filled
     source: str = ""  # where it was loaded from
+    era: str = ""  # when such devices were sold: one of ERAS (empty for a user's own)
 
     def map_params(self) -> str:
         """The parameters as the device map's key=value list."""
@@ -50,7 +51,12 @@ def _suggest(word: str, choices: list[str]) -> str:
 
 
 #: The keys a profile file may have at its top level (its parameters go under [params]).
-TOP_KEYS = ("name", "kind", "summary", "params")
+TOP_KEYS = ("name", "kind", "summary", "era", "params")
+#: When a profile's device was current, oldest first, with what the era holds: `dbtier devices`
+#: groups by these.
+ERAS = {"1990s": "the drives DiskSim's authors measured, for validating the disk model",
+        "2002-2012": "the devices of the articles' experiments",
+        "today": "what a DBA chooses between now: NVMe, cloud volumes"}
 #: A profile file larger than this is not a profile (a hand-written one is a few hundred bytes).
 MAX_PROFILE_BYTES = 1 << 20
 
@@ -81,6 +87,9 @@ def parse(text: str, source: str) -> Profile:
         raise UserError(f"{source}: 'kind' must be one of {', '.join(sorted(table))}, not {kind!r}")
     name = _text_field(doc, "name", source, "") or Path(source).stem
     summary = _text_field(doc, "summary", source, "")
+    era = _text_field(doc, "era", source, "")
+    if era and era not in ERAS:
+        raise UserError(f"{source}: 'era' must be one of {', '.join(ERAS)}, not {era!r}")
     defs = {p["name"]: p for p in table[kind]["params"]}
     params = {n: float(d["default"]) for n, d in defs.items()}
     given = doc.get("params", {})
@@ -101,7 +110,7 @@ def parse(text: str, source: str) -> Profile:
         if not d["min"] <= value <= d["max"]:
             raise UserError(f"{source}: {key} = {value} is outside {d['min']:g}..{d['max']:g} {d['unit']}")
         params[key] = float(value)
-    return Profile(name=name, kind=kind, summary=summary, params=params, source=source)
+    return Profile(name=name, kind=kind, summary=summary, params=params, source=source, era=era)
 
 
 def read_profile_file(path: Path) -> str:
@@ -145,7 +154,8 @@ def _striped(m: re.Match, spec: str) -> Profile:
         raise UserError(f"device profile {spec!r}: the stripe is 4k to 64m")
     return Profile(name=spec, kind=base.kind,
                    summary=f"RAID 0 of {n} x {base.name}, {stripe_kib:g} KiB stripes: {base.summary}",
-                   params={**base.params, "members": float(n), "stripe_kib": stripe_kib}, source=base.source)
+                   params={**base.params, "members": float(n), "stripe_kib": stripe_kib}, source=base.source,
+                   era=base.era)
 
 
 def load(spec: str) -> Profile:

@@ -84,7 +84,8 @@ def _layout(rec: Recording, scenario: Scenario, placed: dict[int, int], recorded
         dev = placed[f]
         rows.append((f, dev, c, cursors[dev]))
         cursors[dev] += chunk_bytes
-    files = np.array(sorted(placed.items()), dtype=np.uint64).reshape(-1, 2)
+    files = np.array([(f, dev, native.dsync_scope(rec.files.get(f, ""))) for f, dev in sorted(placed.items())],
+                     dtype=np.uint64).reshape(-1, 3)
     return files, np.array(rows, dtype=np.uint64).reshape(-1, 4)
 
 

@@ -41,6 +41,7 @@ class Figures:
     p50_us: float
     p99_us: float
     elapsed_s: float  # the measured loop, start-up excluded
+    per_second: list[int] | None = None  # completions in each second (the model engine)
 
     @classmethod
     def from_latencies(cls, lat_ns: np.ndarray, bytes_moved: int, elapsed_s: float) -> "Figures":

@@ -6,13 +6,14 @@ import os
 from pathlib import Path
 
 from dbtier.devices import hostfs
-from dbtier.devices.bench import engine_dbtier, engine_fio
+from dbtier.devices.bench import engine_dbtier, engine_fio, engine_model
 from dbtier.devices.bench.jobs import Job
 from dbtier.devices.pagecache import PageCache
 from dbtier.devices.session import Device, Session
 from dbtier.measure import devices as device_figures
 from dbtier.measure import diskstats
 
+#: engines that run through the emulation, on files; "model" needs neither
 ENGINES = {"dbtier": engine_dbtier, "fio": engine_fio}
 CHUNK = 1 << 20
 
@@ -34,13 +35,18 @@ def lay_out(directory: Path, jobs: int, size: int) -> None:
 def run_jobs(device: Device, jobs: list[Job], engines: list[str], page_cache_bytes: int, workdir: Path,
              progress) -> list[dict]:
     """Runs each job with each engine, a fresh emulation session each (in `workdir`, which the caller
-    owns and removes)."""
-    lay_out(device.directory, max(j.jobs for j in jobs), max(j.size for j in jobs))
+    owns and removes); the model engine runs in simulated time, without files or a session."""
+    if any(e in ENGINES for e in engines):
+        lay_out(device.directory, max(j.jobs for j in jobs), max(j.size for j in jobs))
     disk = diskstats.block_device(device.directory) if device.profile.kind == "real" else None
     rows = []
     for n, job in enumerate(jobs):
         for engine in engines:
             progress(f"{job.label()} with {engine}")
+            if engine == "model":
+                rows.append({"job": job.__dict__, "engine": engine, **engine_model.run(job, device.profile).asdict(),
+                             "device": None})
+                continue
             session = Session([device], workdir / f"session-{n}-{engine}",
                               page_cache=PageCache(page_cache_bytes, dsync_data=job.mode == "dsync"))
             try:
