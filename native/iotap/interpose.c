@@ -514,9 +514,17 @@ static size_t stdio_pending(FILE *fp) {
     return fp->_IO_write_ptr > fp->_IO_write_base ? (size_t)(fp->_IO_write_ptr - fp->_IO_write_base) : 0;
 }
 
-/* fflush and fclose hand a stream's buffer to the file: a write at the fd's offset. */
-static void stdio_flushed(int fd, uint64_t e, off_t at, size_t pending, uint64_t t0) {
-    if (at >= 0 && pending) account(fd, e, DBT_OP_WRITE, (uint64_t)at, pending, t0, 0);
+/* fflush and fclose hand a stream's buffer to the file: a write at the fd's offset. Runs the real
+ * call and accounts that write when it succeeded. */
+static int stdio_hand_over(FILE *fp, int fd, uint64_t e, int (*real)(FILE *)) {
+    size_t pending = stdio_pending(fp);
+    off_t at = lseek(fd, 0, SEEK_CUR);
+    uint64_t t0 = now_ns();
+    int r = real(fp);
+    int saved = errno;
+    if (r == 0 && at >= 0 && pending) account(fd, e, DBT_OP_WRITE, (uint64_t)at, pending, t0, 0);
+    errno = saved;
+    return r;
 }
 
 EXPORT int fflush(FILE *fp) {
@@ -525,14 +533,8 @@ EXPORT int fflush(FILE *fp) {
     int fd = fp ? fileno(fp) : -1; /* fflush(NULL) flushes every stream: not attributable */
     if (LIKELY(fd < 0 || !tracked(fd, &e))) return real_fflush(fp);
     tl_guard++;
-    size_t pending = stdio_pending(fp);
-    off_t at = lseek(fd, 0, SEEK_CUR);
-    uint64_t t0 = now_ns();
-    int r = real_fflush(fp);
-    int saved = errno;
-    if (r == 0) stdio_flushed(fd, e, at, pending, t0);
+    int r = stdio_hand_over(fp, fd, e, real_fflush);
     tl_guard--;
-    errno = saved;
     return r;
 }
 
@@ -542,22 +544,12 @@ EXPORT int fclose(FILE *fp) {
     FILE *volatile check = fp;
     int fd = check ? fileno(fp) : -1;
     uint64_t e;
-    if (fd >= 0 && tracked(fd, &e)) {
-        tl_guard++;
-        size_t pending = stdio_pending(fp);
-        off_t at = lseek(fd, 0, SEEK_CUR);
-        uint64_t t0 = now_ns();
-        int r = real_fclose(fp);
-        int saved = errno;
-        if (r == 0) stdio_flushed(fd, e, at, pending, t0);
-        fd_forget(fd);
-        tl_guard--;
-        errno = saved;
-        return r;
-    }
-    int r = real_fclose(fp);
+    int tracked_fd = fd >= 0 && tracked(fd, &e);
+    tl_guard += tracked_fd;
+    int r = tracked_fd ? stdio_hand_over(fp, fd, e, real_fclose) : real_fclose(fp);
     int saved = errno;
     fd_forget(fd);
+    tl_guard -= tracked_fd;
     errno = saved;
     return r;
 }
