@@ -28,12 +28,11 @@ static void count_latency(struct dbt_counters *c, int op, uint64_t len, uint64_t
     ADD(c->queue_ns, queued);
 }
 
-/* One request through the device's model, under its lock; keeps iostat's busy time (the union of
- * [arrival, completion]). A `real` device's request completes when the host's call did. */
-static void model_request(struct dbt_device_slot *d, int op, uint64_t addr, uint64_t len, uint64_t arrival,
-                          uint64_t host_end, struct dbt_result *res) {
+/* One request through the device's model, the device's lock held; keeps iostat's busy time (the
+ * union of [arrival, completion]). A `real` device's request completes when the host's call did. */
+static void model_request_locked(struct dbt_device_slot *d, int op, uint64_t addr, uint64_t len, uint64_t arrival,
+                                 uint64_t host_end, struct dbt_result *res) {
     struct dbt_request rq = {arrival, addr, (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len), (uint8_t)op};
-    dbt_dev_lock(d);
     if (d->kind == DBT_KIND_REAL) {
         res->start_ns = arrival;
         res->complete_ns = host_end;
@@ -46,17 +45,19 @@ static void model_request(struct dbt_device_slot *d, int op, uint64_t addr, uint
     if (res->complete_ns > d->busy_mark) d->busy_mark = res->complete_ns;
     if (!d->first_ns || arrival < d->first_ns) d->first_ns = arrival;
     if (res->complete_ns > d->last_ns) d->last_ns = res->complete_ns;
-    dbt_dev_unlock(d);
 }
 
 /* Issues, counts and reports one device request; returns its completion. Inlined: it is the
- * interposer's hot path. */
-static inline __attribute__((always_inline)) uint64_t device_request(struct core *k, int devno, int64_t file, int op, uint64_t off, uint64_t len,
-                               uint64_t arrival, uint64_t host_end, uint8_t flags) {
+ * interposer's hot path. locked: the caller holds the device's lock. */
+static inline __attribute__((always_inline)) uint64_t
+issue(struct core *k, int devno, int64_t file, int op, uint64_t off, uint64_t len, uint64_t arrival,
+      uint64_t host_end, uint8_t flags, int locked) {
     struct dbt_device_slot *d = &k->s->dev[devno];
     uint64_t addr = (d->kind == DBT_KIND_HDD && op != DBT_OP_FLUSH) ? dbt_state_addr(k->s, devno, file, off) : off;
     struct dbt_result res;
-    model_request(d, op, addr, len, arrival, host_end, &res);
+    if (!locked) dbt_dev_lock(d);
+    model_request_locked(d, op, addr, len, arrival, host_end, &res);
+    if (!locked) dbt_dev_unlock(d);
     count_latency(&d->c, op, len, res.complete_ns - arrival, res.start_ns - arrival);
     if (res.flags & DBT_RES_CACHE_HIT) {
         ADD(d->c.cache_hits, 1);
@@ -74,13 +75,83 @@ static inline __attribute__((always_inline)) uint64_t device_request(struct core
     return res.complete_ns;
 }
 
+/* ---- Background writeback, paced as the kernel sends it. The flusher's requests wait in the block
+ * layer and go to the device one at a time, each when the last one completed; a program's own
+ * request (a read, a synchronous write) goes before those still waiting, as Linux's I/O schedulers
+ * prefer them. So they are queued here and sent lazily: before each request the device gets, every
+ * waiting one whose turn came before it. */
+
+/* Some writeback waits: a hint read without the lock (the hot path pays one load), acted on under it. */
+static inline int waiting(struct core *k, int devno) {
+    return __atomic_load_n(&k->s->dev[devno].pend_count, __ATOMIC_RELAXED) != 0;
+}
+
+/* Sends the waiting writeback whose turn comes before `until` (all of it: until = UINT64_MAX).
+ * Returns when the last one sent completes. */
+static uint64_t pending_send(struct core *k, int devno, uint64_t until) {
+    struct dbt_device_slot *d = &k->s->dev[devno];
+    dbt_dev_lock(d);
+    while (d->pend_count) {
+        struct dbt_pending_write w = d->pend[d->pend_head];
+        uint64_t turn = w.queued > d->pend_done ? w.queued : d->pend_done;
+        if (turn >= until && until != UINT64_MAX) break;
+        d->pend_head = (d->pend_head + 1) % DBT_PENDING_WRITES;
+        d->pend_count--;
+        d->pend_done = issue(k, devno, w.file, DBT_OP_WRITE, w.off, w.len, turn, turn, DBT_TF_ASYNC, 1);
+    }
+    uint64_t done = d->pend_done;
+    dbt_dev_unlock(d);
+    return done;
+}
+
+static void pending_queue(struct core *k, int devno, int64_t file, uint64_t off, uint64_t len, uint64_t queued) {
+    struct dbt_device_slot *d = &k->s->dev[devno];
+    dbt_dev_lock(d);
+    if (d->pend_count == DBT_PENDING_WRITES) { /* a full queue: its oldest goes now */
+        struct dbt_pending_write w = d->pend[d->pend_head];
+        uint64_t turn = w.queued > d->pend_done ? w.queued : d->pend_done;
+        d->pend_head = (d->pend_head + 1) % DBT_PENDING_WRITES;
+        d->pend_count--;
+        d->pend_done = issue(k, devno, w.file, DBT_OP_WRITE, w.off, w.len, turn, turn, DBT_TF_ASYNC, 1);
+    }
+    d->pend[(d->pend_head + d->pend_count) % DBT_PENDING_WRITES] = (struct dbt_pending_write){off, len, queued, file};
+    d->pend_count++;
+    dbt_dev_unlock(d);
+}
+
+/* A request from a program's call: the writeback whose turn came first goes before it. */
+static inline __attribute__((always_inline)) uint64_t device_request(struct core *k, int devno, int64_t file, int op,
+                                                                     uint64_t off, uint64_t len, uint64_t arrival,
+                                                                     uint64_t host_end, uint8_t flags) {
+    if (waiting(k, devno)) (void)pending_send(k, devno, arrival);
+    return issue(k, devno, file, op, off, len, arrival, host_end, flags, 0);
+}
+
+/* fsync and sync_file_range's wait: the writeback already handed to the block layer completes first
+ * (Linux waits for the file's pages under writeback; the queue is sent in order, so all of it). */
+static uint64_t pending_drain(struct core *k, int devno, uint64_t t) {
+    if (!waiting(k, devno)) return t;
+    uint64_t done = pending_send(k, devno, UINT64_MAX);
+    return done > t ? done : t;
+}
+
 /* The page cache's way to the devices (called with its lock held): a miss, read-ahead or writeback. */
 static uint64_t pc_device_io(void *ctx, int op, int64_t file, uint64_t off, uint64_t len, uint64_t arrival,
                              int async) {
     struct core *k = ctx;
     int devno = dbt_state_file_device(k->s, file); /* the file came from a page key in shared memory */
     if (devno < 0) return arrival;
+    if (async && op == DBT_OP_WRITE && k->s->dev[devno].kind != DBT_KIND_REAL) {
+        pending_queue(k, devno, file, off, len, arrival);
+        return arrival;
+    }
     return device_request(k, devno, file, op, off, len, arrival, arrival, async ? DBT_TF_ASYNC : 0);
+}
+
+void dbt_emulate_settle(struct dbt_state *s) {
+    struct core k = {s, NULL};
+    for (uint32_t i = 0; i < s->ndev && i < DBT_MAX_DEVICES; i++)
+        if (waiting(&k, (int)i)) (void)pending_send(&k, (int)i, UINT64_MAX);
 }
 
 static void add_pc_stats(struct dbt_counters *c, const struct dbt_pc_stats *st) {
@@ -105,6 +176,7 @@ static void buffered(struct core *k, struct dbt_pc *pc, const struct dbt_call *c
         complete = dbt_pc_write(pc, c->file, c->off, c->len, c->t0, write_through, pc_device_io, k, &st);
     else /* fsync, fdatasync: the file's dirty pages, then the device's cache */
         complete = dbt_pc_writeback(pc, c->file, 0, 0, c->t0, 1, pc_device_io, k, &st);
+    if (c->op == DBT_TOP_FLUSH) complete = pending_drain(k, c->dev, complete);
     if (c->op == DBT_TOP_FLUSH || (c->op == DBT_TOP_WRITE && write_through))
         complete = device_request(k, c->dev, c->file, DBT_OP_FLUSH, 0, 0, complete, complete, c->flags);
     add_pc_stats(&d->c, &st);
@@ -116,7 +188,8 @@ static void buffered(struct core *k, struct dbt_pc *pc, const struct dbt_call *c
 /* A transfer or flush that goes straight to the device: O_DIRECT, a `real` device, or no page cache. */
 static void direct(struct core *k, const struct dbt_call *c, struct dbt_outcome *out) {
     struct dbt_device_slot *d = &k->s->dev[c->dev];
-    uint64_t complete = device_request(k, c->dev, c->file, c->op, c->off, c->len, c->t0, c->host_end, c->flags);
+    uint64_t at = c->op == DBT_TOP_FLUSH ? pending_drain(k, c->dev, c->t0) : c->t0;
+    uint64_t complete = device_request(k, c->dev, c->file, c->op, c->off, c->len, at, c->host_end, c->flags);
     if (c->op == DBT_TOP_WRITE && (c->flags & DBT_TF_DSYNC)) /* O_DSYNC: the write carries a flush */
         complete = device_request(k, c->dev, c->file, DBT_OP_FLUSH, 0, 0, complete, complete, c->flags);
     out->complete = complete;
@@ -137,8 +210,9 @@ static void other(struct core *k, struct dbt_pc *pc, const struct dbt_call *c, s
         } else if (c->op == DBT_TOP_ADVISE && c->aux == POSIX_FADV_WILLNEED) {
             dbt_pc_willneed(pc, c->file, c->off, c->len, c->t0, pc_device_io, k, &st);
         } else if (c->op == DBT_TOP_SYNC_RANGE && (c->aux & SYNC_FILE_RANGE_WRITE)) {
-            done = dbt_pc_writeback(pc, c->file, c->off, c->len, c->t0, (c->aux & SYNC_FILE_RANGE_WAIT_AFTER) != 0,
-                                    pc_device_io, k, &st);
+            int wait = (c->aux & SYNC_FILE_RANGE_WAIT_AFTER) != 0;
+            done = dbt_pc_writeback(pc, c->file, c->off, c->len, c->t0, wait, pc_device_io, k, &st);
+            if (wait) done = pending_drain(k, c->dev, done);
         }
         add_pc_stats(&d->c, &st);
     }

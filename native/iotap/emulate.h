@@ -61,4 +61,9 @@ struct dbt_outcome {
 void dbt_emulate(struct dbt_state *s, const struct dbt_call *c, const struct dbt_emulate_hooks *hooks,
                  struct dbt_outcome *out);
 
+/* Sends every background write still waiting in the emulated block layer, at its paced time, so a
+ * snapshot of the counters holds all the writeback the interval started. No request hook: it is a
+ * snapshot's, not a call's. */
+void dbt_emulate_settle(struct dbt_state *s);
+
 #endif

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "devmodel.h"
+#include "emulate.h"
 #include "state.h"
 #include "replay.h"
 #include "trace.h"
@@ -206,6 +207,10 @@ EXPORT int64_t dbt_chunk_map(const char *state_path, uint64_t *out, uint64_t cap
 }
 
 EXPORT char *dbt_dump_state(const char *state_path, char *err, size_t errlen) {
+    struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
+    if (!s) return NULL;
+    dbt_emulate_settle(s); /* the writeback still queued is the interval's */
+    munmap(s, s->size);
     return dbt_state_json(state_path, err, errlen);
 }
 

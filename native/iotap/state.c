@@ -279,6 +279,11 @@ static int check_device(const struct dbt_device_slot *d, char *why, size_t whyle
         return -1;
     }
     if (dbt_params_check(&d->params, d->kind, why, whylen) != 0) return -1;
+    if (d->pend_head >= DBT_PENDING_WRITES || d->pend_count > DBT_PENDING_WRITES) {
+        snprintf(why, whylen, "its writeback queue (head %u, %u entries) exceeds its %u entries", d->pend_head,
+                 d->pend_count, DBT_PENDING_WRITES);
+        return -1;
+    }
     return dbt_model_check(&d->model, d->kind, why, whylen);
 }
 

@@ -40,6 +40,15 @@ struct dbt_counters {
     _Atomic uint64_t late[DBT_LAT_BUCKETS];
 };
 
+/* A background writeback request waiting in the block layer (see emulate.c). */
+struct dbt_pending_write {
+    uint64_t off, len;
+    uint64_t queued; /* when the page cache handed it over */
+    int64_t file;
+};
+
+#define DBT_PENDING_WRITES 512
+
 struct dbt_device_slot {
     char name[DBT_NAME_MAX];
     char dir[DBT_DIR_MAX];
@@ -52,6 +61,10 @@ struct dbt_device_slot {
     uint64_t first_ns, last_ns;
     struct dbt_model_state model;
     uint64_t alloc_cursor;
+    /* background writeback not yet sent to the device: a ring, oldest first */
+    uint32_t pend_head, pend_count;
+    uint64_t pend_done; /* the last one sent completes */
+    struct dbt_pending_write pend[DBT_PENDING_WRITES];
     /* lock-free */
     struct dbt_counters c;
 };

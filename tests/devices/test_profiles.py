@@ -5,14 +5,17 @@ import pytest
 from dbtier.devices import native, patterns, profile
 from dbtier.errors import UserError
 
-REQUIRED = ["hdd-sata-7200", "hdd-sas-15k", "ssd-sata-mlc", "pcie-flash-mlc", "pcie-flash-slc", "ram-san", "nvme-gen4"]
+REQUIRED = ["hdd-sata-7200", "hdd-sas-15k", "ssd-sata-mlc", "pcie-flash-mlc", "pcie-flash-slc", "ram-san", "nvme-gen4",
+            "nvme-enterprise-plp", "optane-p5800x"]
+#: every packaged profile with a model
+MODELLED = [n for n in profile.names() if n != "real"]
 
 
 def test_required_profiles_are_packaged():
     assert set(REQUIRED) <= set(profile.names())
 
 
-@pytest.mark.parametrize("name", REQUIRED)
+@pytest.mark.parametrize("name", MODELLED)
 def test_every_parameter_has_a_source_comment(name):
     """The figures come from somewhere: each [params] line says where (device-figures.md letters or [est])."""
     from importlib import resources
@@ -20,6 +23,11 @@ def test_every_parameter_has_a_source_comment(name):
     text = (resources.files("dbtier.devices") / "profiles" / f"{name}.toml").read_text()
     lines = text.split("[params]", 1)[1].strip().splitlines()
     assert lines and all("#" in line for line in lines if line.strip()), name
+
+
+@pytest.mark.parametrize("name", profile.names())
+def test_every_profile_names_its_era(name):
+    assert profile.load(name).era in profile.ERAS or name == "real"
 
 
 def test_option_table_comes_from_c():
