@@ -34,6 +34,16 @@ static const struct dbt_param_def hdd_params[] = {
     {"write_cache_mib", "MiB", P(write_cache_mib), 16, 0, 4096, "buffer space for dirty data awaiting destage"},
     {"cylinders", "count", P(cylinders), 100000, 100, 10000000, "cylinders over the stroke: seek distances are counted in these"},
     {"write_cache_protected", "0/1", P(write_cache_protected), 0, 0, 1, "1: the write cache survives power loss (a RAID controller's battery-backed cache): a flush returns once the data is in it, destage goes on behind"},
+    {"write_overhead_us", "us", P(write_overhead_us), 0, 0, 5000, "command overhead of a write, acknowledged from the write cache or written through; 0 = as a read's (cache_hit_overhead_us, controller_overhead_ms)"},
+    {"readahead_kib", "KiB", P(readahead_kib), 0, 0, 4194304, "how far the drive reads ahead after a read; 0 = a segment (cache_mib / cache_segments)"},
+    {"readahead_includes_request", "0/1", P(readahead_includes_request), 0, 0, 1, "1: the read-ahead is counted from the request's start (the request is part of it), 0: from its end"},
+    {"read_watermark", "fraction", P(read_watermark), 0, 0, 1, "the drive starts sending a read's data to the host once this fraction of it is in its buffer (SCSI reconnection); 0 = with the first sector"},
+    {"head_switch_ms", "ms", P(head_switch_ms), 0, 0, 10, "time lost at each track boundary a transfer crosses (head switch, track skew); 0 = none"},
+    {"seek_knee_cyl", "cylinders", P(seek_knee_cyl), 0, 0, 10000000, "a measured seek curve instead of the three figures: a + b sqrt(d) up to this distance, c + e d beyond (Ruemmler & Wilkes); 0 = fit through track, average and full-stroke seeks"},
+    {"seek_a_ms", "ms", P(seek_a_ms), 0, -50, 50, "seek curve a (with seek_knee_cyl)"},
+    {"seek_b_ms", "ms", P(seek_b_ms), 0, 0, 50, "seek curve b, per square root of a cylinder (with seek_knee_cyl)"},
+    {"seek_c_ms", "ms", P(seek_c_ms), 0, -50, 50, "seek curve c (with seek_knee_cyl)"},
+    {"seek_e_ms", "ms", P(seek_e_ms), 0, 0, 1, "seek curve e, per cylinder (with seek_knee_cyl)"},
     DBT_ARRAY_PARAMS,
 };
 
@@ -91,6 +101,8 @@ static double hdd_radius(const struct dbt_derived *d, uint64_t addr) {
 }
 
 double dbt_hdd_cyl_of(const struct dbt_derived *d, uint64_t addr) {
+    if (d->r_in > 1.0 - 1e-9) /* one zone: every track holds the same, so cylinders follow the address */
+        return fmod((double)addr, d->cap_bytes) / d->cap_bytes * d->cyl;
     return (1.0 - hdd_radius(d, addr)) / (1.0 - d->r_in) * d->cyl;
 }
 
@@ -111,15 +123,37 @@ static double hdd_angle(const struct dbt_derived *d, uint64_t addr) {
     return frac((double)addr / track_bytes);
 }
 
+/* The host sees a media transfer end no sooner than its data crossed the interface, which starts
+ * once the drive's read water mark of it is in the buffer (the first sector, at 0): a slow bus, not
+ * the platters, may be the limit. */
+static uint64_t hdd_host_done(const struct dbt_derived *d, uint64_t media_done, uint64_t addr, uint32_t len,
+                              int is_write) {
+    double media = (double)len / dbt_hdd_media_bpns(d, addr);
+    double first = (double)media_done - media + (is_write ? 0.0 : d->watermark * media);
+    double host = first + (double)len / d->bytes_per_ns_iface;
+    return host > (double)media_done ? (uint64_t)host : media_done;
+}
+
 /* Positions the head from cylinder `from` starting at t and transfers [addr, addr+len) at the
  * media rate. Returns when the last byte is off the media. */
-uint64_t dbt_hdd_media(const struct dbt_derived *d, double from, uint64_t t, uint64_t addr, uint32_t len,
-                      int is_write) {
+/* One media access with the given command overhead. */
+static uint64_t hdd_media_with(const struct dbt_derived *d, double from, uint64_t t, uint64_t addr, uint32_t len,
+                               int is_write, double overhead_ns) {
     double seek = dbt_hdd_seek_ns(d, fabs(dbt_hdd_cyl_of(d, addr) - from), is_write);
-    double ta = (double)t + d->ctrl_overhead_ns + seek;
+    double ta = (double)t + overhead_ns + seek;
     double rot = frac(hdd_angle(d, addr) - frac(ta / d->rot_ns)) * d->rot_ns;
     double xfer = (double)len / dbt_hdd_media_bpns(d, addr);
+    if (d->head_switch_ns > 0) { /* each track boundary inside the transfer: a head (or track) switch */
+        double track = dbt_hdd_media_bpns(d, addr) * d->rot_ns;
+        double crossings = floor(hdd_angle(d, addr) + (double)len / track);
+        xfer += crossings * d->head_switch_ns;
+    }
     return (uint64_t)(ta + rot + xfer);
+}
+
+uint64_t dbt_hdd_media(const struct dbt_derived *d, double from, uint64_t t, uint64_t addr, uint32_t len,
+                       int is_write) {
+    return hdd_media_with(d, from, t, addr, len, is_write, d->ctrl_overhead_ns);
 }
 
 static void hdd_init(struct dbt_drive *st, const struct dbt_params *p) {
@@ -133,6 +167,8 @@ static void hdd_init(struct dbt_drive *st, const struct dbt_params *p) {
     d->rot_ns = 60e9 / p->rpm;
     d->ctrl_overhead_ns = p->controller_overhead_ms * 1e6;
     d->hit_overhead_ns = p->cache_hit_overhead_us * 1e3;
+    d->wack_overhead_ns = (p->write_overhead_us > 0 ? p->write_overhead_us : p->cache_hit_overhead_us) * 1e3;
+    d->wthrough_overhead_ns = p->write_overhead_us > 0 ? p->write_overhead_us * 1e3 : d->ctrl_overhead_ns;
     /* Seek curve through (1, track), (D/3, average) with a + b sqrt(d); linear on to (D, full). */
     double D = d->cyl, knee = D / 3.0;
     double t1 = p->seek_track_ms * 1e6, tavg = p->seek_avg_read_ms * 1e6, tfull = p->seek_full_ms * 1e6;
@@ -143,6 +179,13 @@ static void hdd_init(struct dbt_drive *st, const struct dbt_params *p) {
     d->seek_a_r = t1 - d->seek_b_r;
     d->seek_e_r = (tfull - tavg) / (D - knee);
     d->seek_c_r = tavg - d->seek_e_r * knee;
+    if (p->seek_knee_cyl > 0) { /* the drive's own measured curve */
+        d->knee = p->seek_knee_cyl;
+        d->seek_a_r = p->seek_a_ms * 1e6;
+        d->seek_b_r = p->seek_b_ms * 1e6;
+        d->seek_c_r = p->seek_c_ms * 1e6;
+        d->seek_e_r = p->seek_e_ms * 1e6;
+    }
     double settle = (p->seek_avg_write_ms - p->seek_avg_read_ms) * 1e6;
     if (settle < 0) settle = 0;
     d->seek_a_w = d->seek_a_r + settle;
@@ -153,6 +196,11 @@ static void hdd_init(struct dbt_drive *st, const struct dbt_params *p) {
     if (d->nseg < 1) d->nseg = 1;
     if (d->nseg > DBT_HDD_MAX_SEGMENTS) d->nseg = DBT_HDD_MAX_SEGMENTS;
     d->seg_bytes = p->cache_mib * 1048576.0 / d->nseg;
+    d->ra_bytes = p->readahead_kib > 0 ? p->readahead_kib * 1024.0 : d->seg_bytes;
+    if (d->ra_bytes > d->seg_bytes) d->ra_bytes = d->seg_bytes; /* a segment holds no more */
+    d->ra_from_start = p->readahead_includes_request > 0.5;
+    d->watermark = p->read_watermark;
+    d->head_switch_ns = p->head_switch_ms * 1e6;
     d->wc_bytes = p->write_cache > 0.5 ? p->write_cache_mib * 1048576.0 : 0.0;
     d->wc_protected = d->wc_bytes > 0 && p->write_cache_protected > 0.5;
     struct dbt_hdd_state *h = &st->u.hdd;
@@ -327,6 +375,13 @@ static int wb_holds(const struct dbt_hdd_state *h, uint64_t a, uint64_t b, uint6
     return i > 0 && h->wb[i - 1].start <= a && b <= h->wb[i - 1].end;
 }
 
+/* Where the read-ahead after a read of [addr, end) stops: readahead_kib past its end, or counted
+ * from its start when the drive's read-ahead includes the request. */
+static uint64_t hdd_readahead_limit(const struct dbt_derived *d, uint64_t addr, uint64_t end) {
+    if (d->ra_from_start) return addr + (uint64_t)d->ra_bytes > end ? addr + (uint64_t)d->ra_bytes : end;
+    return end + (uint64_t)d->ra_bytes;
+}
+
 static int hdd_seg_victim(const struct dbt_derived *d, const struct dbt_hdd_state *h) {
     int best = 0;
     for (int i = 0; i < d->nseg; i++) {
@@ -375,7 +430,8 @@ static void hdd_read(struct dbt_drive *st, const struct dbt_request *rq, struct 
             reachable = ready <= media;
         }
         if (reachable) {
-            if (end + (uint64_t)d->seg_bytes > h->fill_limit) h->fill_limit = end + (uint64_t)d->seg_bytes;
+            uint64_t limit = hdd_readahead_limit(d, rq->addr, end);
+            if (limit > h->fill_limit) h->fill_limit = limit;
             uint64_t ready = h->fill_t + (uint64_t)((double)(end - s->end) / h->fill_bpns);
             uint64_t quick = start + (uint64_t)(d->hit_overhead_ns + xfer_iface);
             out->complete_ns = ready > quick ? ready : quick;
@@ -400,12 +456,11 @@ static void hdd_read(struct dbt_drive *st, const struct dbt_request *rq, struct 
     h->active = v;
     h->fill_t = done;
     h->fill_bpns = dbt_hdd_media_bpns(d, end);
-    h->fill_limit = end + (uint64_t)d->seg_bytes;
+    h->fill_limit = hdd_readahead_limit(d, rq->addr, end);
     h->head_cyl = dbt_hdd_cyl_of(d, end);
     h->head_pos = end;
     h->act_free = done;
-    out->complete_ns = done;
-    h->busy_until = done;
+    out->complete_ns = h->busy_until = hdd_host_done(d, done, rq->addr, rq->len, 0);
 }
 
 static void hdd_write(struct dbt_drive *st, const struct dbt_request *rq, struct dbt_result *out) {
@@ -417,12 +472,12 @@ static void hdd_write(struct dbt_drive *st, const struct dbt_request *rq, struct
     if (d->wc_bytes <= 0) { /* write-through: the command ends when the data is on the media */
         hdd_stop_readahead(d, h, start);
         uint64_t go = start > h->act_free ? start : h->act_free;
-        uint64_t done = dbt_hdd_media(d, h->head_cyl, go, rq->addr, rq->len, 1);
+        uint64_t done = hdd_media_with(d, h->head_cyl, go, rq->addr, rq->len, 1, d->wthrough_overhead_ns);
         h->head_cyl = dbt_hdd_cyl_of(d, end);
         h->head_pos = end;
         h->act_free = done;
         out->start_ns = start;
-        out->complete_ns = h->busy_until = done;
+        out->complete_ns = h->busy_until = hdd_host_done(d, done, rq->addr, rq->len, 1);
         return;
     }
     wb_idle(d, h, start);
@@ -440,9 +495,16 @@ static void hdd_write(struct dbt_drive *st, const struct dbt_request *rq, struct
         else break; /* larger than the whole buffer: it goes in alone */
     }
     out->start_ns = start;
-    uint64_t acked = start + (uint64_t)(d->hit_overhead_ns + (double)rq->len / d->bytes_per_ns_iface);
+    uint64_t acked = start + (uint64_t)(d->wack_overhead_ns + (double)rq->len / d->bytes_per_ns_iface);
     if (grow == 0) out->flags = DBT_RES_CACHE_HIT; /* a rewrite of data still in the buffer */
     wb_insert(h, rq->addr, end, acked);
+    /* The buffer is one memory: the written data takes a segment from the read cache (the least
+     * recently used), where a later read finds it. */
+    int v = hdd_seg_victim(d, h);
+    if (v == h->active) hdd_stop_readahead(d, h, start);
+    h->seg[v].start = rq->addr;
+    h->seg[v].end = end;
+    h->seg[v].last_use = ++h->use_clock;
     out->complete_ns = h->busy_until = acked;
 }
 

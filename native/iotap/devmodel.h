@@ -27,6 +27,7 @@ struct dbt_params {
     double rpm, seek_track_ms, seek_avg_read_ms, seek_avg_write_ms, seek_full_ms;
     double outer_mb_s, inner_mb_s, controller_overhead_ms, cache_hit_overhead_us, interface_mb_s;
     double cache_mib, cache_segments, write_cache, write_cache_mib, cylinders, write_cache_protected;
+    double seek_knee_cyl, seek_a_ms, seek_b_ms, seek_c_ms, seek_e_ms, write_overhead_us, readahead_kib, readahead_includes_request, read_watermark, head_switch_ms;
     /* ssd (interface_mb_s shared) */
     double channels, read_latency_us, write_latency_us, channel_read_mb_s, channel_write_mb_s;
     double page_kib, flush_ms;
@@ -59,11 +60,13 @@ struct dbt_hdd_seg {
 
 /* Derived constants, computed once from the parameters. */
 struct dbt_derived {
-    double bytes_per_ns_iface, hit_overhead_ns, ctrl_overhead_ns, rot_ns;
+    double bytes_per_ns_iface, hit_overhead_ns, ctrl_overhead_ns, rot_ns, wack_overhead_ns, wthrough_overhead_ns;
     double seek_a_r, seek_b_r, seek_c_r, seek_e_r; /* read curve: a + b sqrt(d) to knee, c + e d after */
     double seek_a_w, seek_b_w, seek_c_w, seek_e_w;
     double knee, cyl, cap_bytes, r_in; /* r_in: inner radius as a fraction of outer */
-    double outer_bytes_per_ns, seg_bytes, wc_bytes;
+    double outer_bytes_per_ns, seg_bytes, wc_bytes, ra_bytes;
+    int ra_from_start;
+    double watermark, head_switch_ns;
     int wc_protected;
     int nseg, nchan;
     double rd_lat_ns, wr_lat_ns, ch_rd_bpns, ch_wr_bpns, page_bytes, flush_ns, lat_ns;

@@ -341,6 +341,55 @@ static void test_interleaved_streams_destage_in_sweeps(void) {
     CHECK(rate >= bound, "three streams at %.1f MB/s, the sweep bound is %.1f MB/s", rate, bound);
 }
 
+/* A bus slower than the platters: a read's data reaches the host once the drive's read water mark of
+ * it is in the buffer plus its transfer over the bus; a write command pays its own overhead. */
+static void test_slow_bus_and_write_overhead(void) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    set(&p, DBT_KIND_HDD, "interface_mb_s", "3");
+    set(&p, DBT_KIND_HDD, "read_watermark", "0.75");
+    set(&p, DBT_KIND_HDD, "write_cache", "0");
+    set(&p, DBT_KIND_HDD, "write_overhead_us", "800");
+    struct dbt_model_state st;
+    dbt_model_init(&st, DBT_KIND_HDD, &p);
+    const struct dbt_derived *d = &st.drive[0].d;
+    const uint64_t a = 300 * MB;
+    struct dbt_result r = submit(&st, 0, DBT_OP_READ, a, 8192);
+    uint64_t media_done = dbt_hdd_media(d, 0.0, 0, a, 8192, 0);
+    double media = 8192 / dbt_hdd_media_bpns(d, a);
+    double expect = (double)media_done - media + 0.75 * media + 8192 / 0.003;
+    CHECK(near((double)r.complete_ns, expect, 1e-9), "read done at %llu, expected %.0f", (unsigned long long)r.complete_ns,
+          expect);
+    /* a write-through write: 0.8 ms of command overhead in place of the read's 0.3 ms */
+    struct dbt_model_state st2;
+    dbt_model_init(&st2, DBT_KIND_HDD, &p);
+    struct dbt_result w = submit(&st2, 0, DBT_OP_WRITE, a, 8192);
+    uint64_t wmedia = dbt_hdd_media(d, 0.0, 500000, a, 8192, 1); /* 0.5 ms more overhead: as if 0.5 ms later */
+    double wexpect = (double)wmedia - 8192 / dbt_hdd_media_bpns(d, a) + 8192 / 0.003; /* the bus, no water mark */
+    CHECK(near((double)w.complete_ns, wexpect, 1e-9), "write done at %llu, expected %.0f", (unsigned long long)w.complete_ns,
+          wexpect);
+}
+
+/* A head switch at each track boundary a transfer crosses. */
+static void test_head_switch_per_track_crossed(void) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    set(&p, DBT_KIND_HDD, "cache_mib", "0");
+    struct dbt_model_state plain, sw;
+    dbt_model_init(&plain, DBT_KIND_HDD, &p);
+    set(&p, DBT_KIND_HDD, "head_switch_ms", "1");
+    dbt_model_init(&sw, DBT_KIND_HDD, &p);
+    const struct dbt_derived *d = &plain.drive[0].d;
+    double track = dbt_hdd_media_bpns(d, 0) * 60e9 / 7200; /* bytes on the outermost track */
+    uint32_t len = (uint32_t)(2.5 * track);                  /* from the track's start: crosses 2 boundaries */
+    uint64_t t0 = dbt_hdd_media(d, 0.0, 0, 0, len, 0);
+    struct dbt_result r1 = submit(&plain, 0, DBT_OP_READ, 0, len), r2 = submit(&sw, 0, DBT_OP_READ, 0, len);
+    CHECK(r1.complete_ns == t0, "no switch time: the media access alone");
+    CHECK(r2.complete_ns - r1.complete_ns == 2000000 || r2.complete_ns - r1.complete_ns == 1999999 ||
+              r2.complete_ns - r1.complete_ns == 2000001,
+          "two track boundaries cost 2 ms (%lld ns)", (long long)(r2.complete_ns - r1.complete_ns));
+}
+
 /* N channels serve N requests at once; the N+1th waits for a channel. */
 static void test_channels_in_parallel(void) {
     struct dbt_params p;
@@ -456,6 +505,8 @@ int main(void) {
     test_read_goes_before_waiting_destage();
     test_full_buffer_destages_at_once();
     test_interleaved_streams_destage_in_sweeps();
+    test_slow_bus_and_write_overhead();
+    test_head_switch_per_track_crossed();
     test_channels_in_parallel();
     test_flash_flush_and_plp();
     test_ram_latency_and_cap();

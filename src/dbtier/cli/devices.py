@@ -5,7 +5,9 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from dbtier.devices import native, patterns, profile
+from pathlib import Path
+
+from dbtier.devices import native, patterns, profile, validate as validation
 from dbtier.report import jsonout
 from dbtier.report.terminal import console, fmt
 
@@ -18,6 +20,8 @@ def devices(ctx: click.Context) -> None:
     \b
     dbtier devices                 every profile, with its QD1 8 KiB random read latency
     dbtier devices show NAME       parameters and expected QD1 latencies
+    dbtier devices validate PROFILE TRACE
+                                   a real drive's measured service times against the model's
     """
     if ctx.invoked_subcommand:
         return
@@ -72,3 +76,41 @@ def show(name: str, as_json: bool) -> None:
         for f in figures:
             exp.add_row(f.pattern, fmt(f.mean_us), fmt(f.p50_us), fmt(f.p99_us), fmt(f.iops), fmt(f.mb_s))
         out.print(exp)
+
+
+@devices.command()
+@click.argument("profile_name", metavar="PROFILE")
+@click.argument("trace", type=click.Path(path_type=Path))
+@click.option("--json", "json_path", type=click.Path(path_type=Path), help="write the figures as JSON here")
+def validate(profile_name: str, trace: Path, json_path: Path | None) -> None:
+    """Replay a real drive's measured trace through PROFILE and compare service times.
+
+    TRACE is in DiskSim's "validate" format, one request per line: R or W, the drive buffer's action,
+    the block number and size in 512-byte sectors, the measured service time and the time to the next
+    request (us). Requests go one at a time, each that long after the previous completed, as DiskSim
+    replays them. The demerit is DiskSim's: the RMS horizontal distance (ms) between the measured and
+    modelled service-time distributions, computed as its rms program does, so it reads beside the
+    figures DiskSim publishes for its own model.
+
+    \b
+    Example, with a trace of DiskSim's validation suite (folder valid/ of its sources):
+      dbtier devices validate disksim-barracuda barracuda.trace"""
+    from dbtier.report import outputs
+
+    p = profile.load(profile_name)
+    if json_path:
+        json_path = outputs.check_file(json_path, "--json")
+    r = validation.validate(p, trace)
+    out = console()
+    table = Table(title=f"{p.name} against {trace.name}: {r['requests']:,} requests ({r['reads']:,} reads, "
+                        f"{r['writes']:,} writes)", title_justify="left")
+    for col in ("service time, mean ms", "measured", "modelled", "model/measured"):
+        table.add_column(col, justify="left" if col.startswith("service") else "right")
+    for label, key in (("all requests", "mean_ms"), ("reads", "read_mean_ms"), ("writes", "write_mean_ms")):
+        m, o = r[f"measured_{key}"], r[f"modelled_{key}"]
+        if m is not None:
+            table.add_row(label, f"{m:.3f}", f"{o:.3f}", f"{o / m:.2f}" if m else "-")
+    out.print(table)
+    out.print(f"demerit (RMS distance between the service-time distributions): {r['demerit_ms']:.3f} ms", markup=False)
+    if json_path:
+        jsonout.write(json_path, {"kind": "devices-validate", **r})
