@@ -1,0 +1,88 @@
+"""Cloud volumes: `dbtier iobench` shows the provisioned caps and the burst as their documentation
+states them: live through the interposer for seconds, and through the model alone (--engine model)
+for the half hour a burst lasts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dbtier.devices import profile
+from tests.conftest import dbtier
+
+MIB = 1048576
+
+
+def bench(tmp_path, *args) -> list[dict]:
+    out = tmp_path / "b.json"
+    proc = dbtier("iobench", "-q", *args, "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(out.read_text())["results"]
+
+
+def test_gp2_bursts_for_the_documented_time_then_falls_to_its_baseline(tmp_path):
+    """AWS: a 100 GiB gp2 volume has 300 IOPS, bursts to 3,000 on 5.4 million credits, and the burst
+    lasts 5.4M / (3,000 - 300) = 2,000 s."""
+    (row,) = bench(tmp_path, "-d", "v=ebs-gp2-100g", "--engine", "model", "--rw", "randread", "--bs", "16k",
+                   "--jobs", "8", "--runtime", "2400", "--size", "8g")
+    per_s = row["per_second"]
+    assert all(v == pytest.approx(3000, abs=2) for v in per_s[5:1995])
+    assert all(v == pytest.approx(300, abs=2) for v in per_s[2005:2399])
+    fell = next(i for i, v in enumerate(per_s) if v < 1650)
+    assert fell == pytest.approx(2000, abs=1)
+
+
+def test_the_iobench_table_names_the_step(tmp_path):
+    proc = dbtier("iobench", "-q", "-d", "v=azure-p20", "--engine", "model", "--rw", "randread", "--bs", "8k",
+                  "--jobs", "8", "--runtime", "2000", "--size", "8g")
+    assert proc.returncode == 0, proc.stderr
+    # 2.16M credits / (3,500 - 2,300) IOPS = 1,800 s, as Azure documents: 30 minutes
+    assert "3,500 requests/s until 1,800 s, then 2,300/s (credits spent: the burst ended)" in proc.stdout
+
+
+def test_azure_throughput_bursts_30_minutes_too(tmp_path):
+    (row,) = bench(tmp_path, "-d", "v=azure-p20", "--engine", "model", "--rw", "read", "--bs", "1m", "--jobs", "4",
+                   "--runtime", "2000", "--size", "8g")
+    per_s = row["per_second"]  # 1 MiB reads: 170 MB/s is 162 of them a second, 150 MB/s is 143
+    assert sum(per_s[10:1790]) / 1780 == pytest.approx(170e6 / MIB, rel=0.01)
+    assert sum(per_s[1810:1999]) / 189 == pytest.approx(150e6 / MIB, rel=0.01)
+
+
+@pytest.mark.parametrize("name", ["ebs-gp3", "ebs-io2-64k", "azure-premium-v2", "gcp-hyperdisk-balanced"])
+def test_provisioned_caps_hold(name, tmp_path):
+    """Enough workers to saturate: IOPS at the provisioned rate for small reads; MB/s at the provisioned
+    throughput (or the instance's link, if lower) for 1 MiB reads."""
+    p = profile.load(name).params
+    (small,) = bench(tmp_path, "-d", f"v={name}", "--engine", "model", "--rw", "randread", "--bs", "8k",
+                     "--jobs", "64", "--runtime", "60", "--size", "8g")
+    assert small["iops"] == pytest.approx(p["iops"], rel=0.01)
+    (large,) = bench(tmp_path, "-d", f"v={name}", "--engine", "model", "--rw", "read", "--bs", "1m", "--jobs", "16",
+                     "--runtime", "60", "--size", "8g")
+    cap = min(p["mb_s"], p["interface_mb_s"], p["iops"] * p["io_unit_kib"] * 1024 / 1e6)
+    assert large["mb_s"] == pytest.approx(cap * 1e6 / MIB, rel=0.01)
+
+
+def test_gp3_caps_hold_live(tmp_path):
+    """Through the interposer, as a program sees it: 8 workers of 8 KiB random reads get gp3's 3,000
+    IOPS; 1 MiB sequential reads its 125 MiB/s."""
+    rows = bench(tmp_path, "-d", "v=ebs-gp3", "--rw", "randread", "--bs", "8k", "--jobs", "8", "--runtime", "3",
+                 "--size", "16m")
+    print("live gp3:", rows[0]["iops"], "IOPS")
+    assert rows[0]["iops"] == pytest.approx(3000, rel=0.05)
+    rows = bench(tmp_path, "-d", "v=ebs-gp3", "--rw", "read", "--bs", "1m", "--jobs", "4", "--runtime", "3",
+                 "--size", "64m")
+    print("live gp3:", rows[0]["mb_s"], "MiB/s")
+    assert rows[0]["mb_s"] == pytest.approx(125, rel=0.05)
+
+
+def test_a_burst_runs_out_live(tmp_path):
+    """A volume of 500 IOPS with 2,000 credits to burst at 2,500: the burst lasts 2,000 / 2,000 = 1 s,
+    so 3 s of saturating reads make 2,500 + 2 x 500 = 3,500 requests."""
+    toml = tmp_path / "small-burst.toml"
+    toml.write_text('name = "small-burst"\nkind = "cloud"\n[params]\nread_latency_us = 200\niops = 500\n'
+                    'burst_iops = 2500\nburst_credits = 2000\nmb_s = 1000\n')
+    (row,) = bench(tmp_path, "-d", f"v={toml}", "--rw", "randread", "--bs", "8k", "--jobs", "8", "--runtime", "3",
+                   "--size", "16m")
+    print("live burst:", row["ios"], "requests")
+    assert row["ios"] == pytest.approx(3500, rel=0.05)
