@@ -169,3 +169,18 @@ def test_any_valid_device_name_works(shm_dir):
             conn.execute("CREATE TABLE x AS SELECT g FROM generate_series(1, 100) g")
             assert conn.execute("SELECT count(*) FROM x").fetchone()[0] == 100
         assert sorted(d.directory.name for d in lab.devices) == sorted(names)
+
+
+def test_the_measured_wal_goes_into_recycled_segments(shm_dir):
+    """A run writes its WAL into segments recycled ahead of it, as a production server does: the
+    measured part initialises no segment (pg_stat_io's WAL `init` writes), where a fresh cluster's
+    would zero-fill one per 16 MB."""
+    from dbtier.workloads.insert_loop import InsertLoop
+    from dbtier.workloads.runner import run_workload
+
+    result = run_workload(InsertLoop(rows=200_000), parse_all(["d=ram-san"]), placement.parse([], ["d"]),
+                          LabOptions(workspace=shm_dir), QuietProgress(), say=lambda _l: None)
+    assert result["pg_stat_wal"]["wal_bytes"] > 16 * 2**20  # more than a segment: at least one boundary crossed
+    inits = [r for r in result["pg_stat_io"] if r["object"] == "wal" and r["context"] == "init"]
+    assert sum(r["writes"] or 0 for r in inits) == 0, inits
+    assert result["wal_recycled_segments"] >= 2

@@ -1,4 +1,6 @@
-"""A reproduction goes on past a failed run, whatever the failure was, and says which and why."""
+"""A reproduction goes on past a failed run, whatever the failure was, and says which and why; an
+article with a CPU figure runs its reference statement first and slows the server's CPU for all its
+runs by the measured ratio."""
 
 from __future__ import annotations
 
@@ -6,13 +8,13 @@ import contextlib
 
 from dbtier.pg.lab import LabOptions
 from dbtier.reproduce import run as run_mod
-from dbtier.reproduce.plan import Article, RunSpec
+from dbtier.reproduce.plan import Article, CpuReference, RunSpec
 
 
 def test_a_run_that_fails_leaves_the_others_to_run(monkeypatch, tmp_path):
     ran = []
 
-    def fake_run_spec(spec, base, progress, artifacts, say):
+    def fake_run_spec(spec, base, progress, artifacts, say, cpu_scale=1.0):
         ran.append(spec.key)
         if spec.key == "broken":
             raise RuntimeError("the server went away")
@@ -28,3 +30,35 @@ def test_a_run_that_fails_leaves_the_others_to_run(monkeypatch, tmp_path):
     assert article["failures"] == {"broken": "RuntimeError: the server went away"}
     assert any("broken: failed: RuntimeError: the server went away" in line for line in said)
     assert [r["summary"] is not None for r in article["runs"]] == [True, False, True]
+
+
+def _calibration_result(cpu_s: float, units: int) -> dict:
+    return {"elapsed_s": 1.0, "server_cpu_s": cpu_s, "io_wait_s": 0.0, "host_steal_s": 0.0, "top_events": [],
+            "phases": [{"phase": "a=i", "server_cpu_s": cpu_s, "metrics": {"statements": units}}]}
+
+
+def test_the_cpu_reference_sets_every_runs_scale(monkeypatch, tmp_path):
+    calls = []
+
+    def fake_run_spec(spec, base, progress, artifacts, say, cpu_scale=1.0):
+        calls.append((spec.key, cpu_scale))
+        if spec.key == "calibrate":  # 12 us per unit here against the article's 240: K = 20
+            return _calibration_result(0.012, 1000)
+        return {"elapsed_s": 1.0, "server_cpu_s": 0.5, "io_wait_s": 0.1, "host_steal_s": 0.0, "top_events": []}
+
+    monkeypatch.setattr(run_mod, "run_spec", fake_run_spec)
+    ref = CpuReference(RunSpec("calibrate", "update-locality"), "a=i", "update", "statements", 240.0, "the article")
+    art = Article("999", "a test", "none", [RunSpec("one", "random-index"), RunSpec("two", "random-index")],
+                  lambda results: [], ref)
+    said = []
+    doc = run_mod.reproduce([art], LabOptions(), tmp_path, lambda _p: contextlib.nullcontext(None), said.append)
+    assert calls == [("calibrate", 1.0), ("one", 20.0), ("two", 20.0)]
+    cpu = doc["articles"][0]["cpu_scale"]
+    assert cpu["k"] == 20.0 and cpu["ours_us"] == 12.0 and cpu["units"] == 1000 and cpu["source"] == "the article"
+    assert any("--cpu-scale 20" in line for line in said)
+
+
+def test_a_cpu_slower_than_the_articles_runs_at_its_own_speed():
+    ref = CpuReference(RunSpec("calibrate", "update-locality"), "a=i", "update", "statements", 10.0, "the article")
+    cpu = run_mod.cpu_scale(ref, _calibration_result(0.020, 1000))  # 20 us here, 10 there
+    assert cpu["k"] == 1.0 and "slower" in cpu["note"]

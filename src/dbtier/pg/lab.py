@@ -263,6 +263,26 @@ class Lab:
                 self.user.give(path)
         return path
 
+    def recycle_wal(self, nbytes: int) -> int:
+        """Leaves about `nbytes` of WAL segments (at most min_wal_size) made and recycled ahead of the
+        insert position, unmeasured, as a production server's pg_wal holds them: the measured part
+        writes into them instead of creating and zero-filling new segments. Returns the segments
+        made ready."""
+        with self.connect() as conn:
+            def setting(name: str) -> int:  # in bytes
+                value, unit = conn.execute("SELECT setting::bigint, unit FROM pg_settings WHERE name = %s",
+                                           (name,)).fetchone()
+                return value * {"B": 1, "kB": 1 << 10, "MB": 1 << 20, "8kB": 8192}[unit]
+            segment = setting("wal_segment_size")
+            wanted = min(-(-nbytes // segment), setting("min_wal_size") // segment - 1)
+            for _ in range(max(wanted, 0)):  # each switch makes (and zero-fills) the next segment
+                conn.execute("SELECT pg_logical_emit_message(false, 'dbtier', 'recycled WAL')")
+                conn.execute("SELECT pg_switch_wal()")
+            conn.execute("CHECKPOINT")  # the segments behind the redo point are renamed ahead of it
+            ahead = conn.execute("SELECT count(*) FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$' "
+                                 "AND name > pg_walfile_name(pg_current_wal_lsn())").fetchone()[0]
+        return int(ahead)
+
     def restart_cold(self) -> None:
         """Empty caches: the server restarts, and the OS page cache is emptied (as after
         `sync; echo 3 > /proc/sys/vm/drop_caches`)."""

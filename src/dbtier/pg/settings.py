@@ -16,6 +16,11 @@ PRESET = {
     "autovacuum": "off",                 # the seeds ran "in isolation"; workloads vacuum when they load
     "checkpoint_timeout": "30min",       # no timed checkpoint in the middle of a measurement
     "max_wal_size": "4GB",
+    # A production server's pg_wal holds segments used and recycled (renamed ahead of the insert
+    # position) at every checkpoint, up to min_wal_size or the last cycle's need; the lab fills it so
+    # before measuring (Lab.recycle_wal), so the measured writes, as there, seldom create and zero-fill
+    # a segment. The default 80MB would keep five.
+    "min_wal_size": "1GB",
     "track_io_timing": "on",
     # A lab server has few backends. Each backend may pin only shared_buffers / (all backend slots),
     # and that share bounds a scan's read-ahead (the read stream and its buffer ring). With the small

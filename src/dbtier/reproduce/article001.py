@@ -40,12 +40,13 @@ def figures(r: dict) -> list[Figure]:
                       f"{took['ssd']:.3f} s on the SSD, so what differs is CPU time, not device time; the article's "
                       "disk index still cost 200 ms hot for Nevada, which a fully cached index would not")
         else:
-            idx = next((o for o in cold_fl["object_io"] if o["object"] == "pob_idx"), None)
-            reason = (f"in the cold Florida run on the RAID, {object_share(cold_fl, ('census',)):.0f}% of the device "
-                      f"time is the table's rows, which stay on the RAID in both layouts; the index cost "
-                      f"{idx['reads'] if idx else 0} reads: PostgreSQL 18 deduplicates equal keys and keeps their "
-                      "row pointers in table order, so an index range is a few pages and the rows are read in "
-                      "physical order, which the disks' read-ahead serves")
+            rows = {o["object"]: o for o in cold_fl["object_io"]}
+            idx, heap = rows.get("pob_idx", {}), rows.get("census", {})
+            reason = (f"in the cold {names[ORDER[0]]} run on the RAID, {object_share(cold_fl, ('census',)):.0f}% of "
+                      f"the device time is the table's rows, which stay on the RAID in both layouts: "
+                      f"{heap.get('reads', 0):,} reads of the table ({heap.get('sequential%', 0):.0f}% sequential, "
+                      f"{heap.get('device_s', 0):.2f} s) against {idx.get('reads', 0):,} of the index "
+                      f"({idx.get('device_s', 0):.3f} s), which is all the SSD can shorten")
         out.append(Figure(f"{state} cache: SSD index time as % of RAID index time ({', '.join(names.values())})",
                           text, ", ".join(f"{s:.0f}%" for s in shares), reason=reason, verdict=inside))
     return out

@@ -20,6 +20,20 @@ class RunSpec:
     label: str = ""                          # how the figure table names it
 
 
+@dataclass(frozen=True)
+class CpuReference:
+    """The article's own CPU figure for a statement we can run, from which the reproduction derives
+    its CPU scale K: the statement runs first here, small, on a RAM device and at this machine's
+    speed; K is the article's CPU per unit over ours, so the server's CPU is as slow as the
+    article's machine was for every run of that article (a K below 1 runs at this machine's speed)."""
+    run: RunSpec
+    phase: str
+    unit: str              # what one unit is, e.g. "update"
+    count_key: str         # the phase metric that counts the units
+    article_us: float      # the article's CPU per unit, in microseconds
+    source: str            # where in the article that figure comes from
+
+
 @dataclass
 class Figure:
     claim: str             # what the article measured
@@ -47,6 +61,7 @@ class Article:
     hardware: str          # what the article ran on, and the profiles standing in for it
     runs: list[RunSpec]
     figures: object        # callable(results: dict[key, result]) -> list[Figure]
+    cpu: CpuReference | None = None  # None: run at this machine's CPU speed (the article gives no CPU figure)
 
 
 def ratio(a: float, b: float) -> float:

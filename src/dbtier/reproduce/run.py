@@ -14,7 +14,7 @@ from dbtier.pg.lab import LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.report import jsonout
 from dbtier.reproduce import article000, article001, article002, article003, article004
-from dbtier.reproduce.plan import Article, RunSpec
+from dbtier.reproduce.plan import Article, CpuReference, RunSpec, phase
 from dbtier.workloads import registry
 from dbtier.errors import UserError
 from dbtier.workloads.base import WorkloadError
@@ -37,11 +37,11 @@ def articles(quick: bool, only: list[str] | None = None) -> list[Article]:
     return [ARTICLES[s].article(quick) for s in ARTICLES if not only or s in only]
 
 
-def _lab(spec: RunSpec, base: LabOptions):
+def _lab(spec: RunSpec, base: LabOptions, cpu_scale: float = 1.0):
     requests = parse_all([f"{name}={profile}" for name, profile in spec.devices])
     place = placement.parse([spec.places] if spec.places else [], [r.name for r in requests])
     options = LabOptions(cache=spec.cache, io_mode=spec.io_mode, page_cache=spec.page_cache, pg_bin=base.pg_bin,
-                         workspace=base.workspace)
+                         workspace=base.workspace, cpu_scale=cpu_scale)
     return registry.get(spec.workload)(**spec.params), requests, place, options
 
 
@@ -49,13 +49,41 @@ def check(chosen: list[Article], base: LabOptions) -> None:
     """Every run's options, and room for its data, before the first one starts: a reproduction takes
     long, and a run that cannot fit should not be found out an hour into it."""
     for art in chosen:
-        for spec in art.runs:
+        for spec in art.runs + ([art.cpu.run] if art.cpu else []):
             capacity.check_run(*_lab(spec, base))
 
 
-def run_spec(spec: RunSpec, base: LabOptions, progress, artifacts: Path, say: Callable[[str], None]) -> dict:
-    work, requests, place, options = _lab(spec, base)
+def run_spec(spec: RunSpec, base: LabOptions, progress, artifacts: Path, say: Callable[[str], None],
+             cpu_scale: float = 1.0) -> dict:
+    work, requests, place, options = _lab(spec, base, cpu_scale)
     return run_workload(work, requests, place, options, progress, artifacts, say)
+
+
+def cpu_scale(ref: CpuReference, result: dict) -> dict:
+    """K from the calibration run: the article's CPU per unit over this machine's, measured."""
+    ph = phase(result, ref.phase)
+    units = ph["metrics"][ref.count_key]
+    ours_us = 1e6 * ph["server_cpu_s"] / units
+    k = ref.article_us / ours_us
+    return {"k": round(max(1.0, k), 2), "article_us": ref.article_us, "ours_us": ours_us, "unit": ref.unit,
+            "units": units, "source": ref.source,
+            "note": "" if k >= 1 else "this machine's CPU is slower than the article's: runs at its own speed"}
+
+
+def calibrate(art: Article, base: LabOptions, folder: Path, progress_for, say: Callable[[str], None]) -> dict | None:
+    """Runs the article's CPU reference statement at this machine's speed; returns its CPU scale."""
+    if art.cpu is None:
+        return None
+    artifacts = folder / f"seed{art.seed}" / art.cpu.run.key
+    artifacts.mkdir(parents=True)
+    prefix = f"seed {art.seed} CPU calibration: "
+    with progress_for(prefix) as progress:
+        result = run_spec(art.cpu.run, base, progress, artifacts, say)
+    jsonout.write(artifacts / "result.json", result)
+    cpu = cpu_scale(art.cpu, result)
+    say(f"{prefix}{cpu['ours_us']:.1f} us of server CPU per {cpu['unit']} here, {cpu['article_us']:g} us in the "
+        f"article: its runs use --cpu-scale {cpu['k']:g}")
+    return cpu
 
 
 def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_for, say: Callable[[str], None]) -> dict:
@@ -63,6 +91,14 @@ def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_fo
     t0 = time.monotonic()
     for art in chosen:
         results, failures = {}, {}
+        try:
+            cpu = calibrate(art, base, folder, progress_for, say)
+        except Exception as exc:  # noqa: BLE001  the article's runs need K: they cannot go on without it
+            why = str(exc) if isinstance(exc, (WorkloadError, UserError)) else f"{type(exc).__name__}: {exc}"
+            say(f"seed {art.seed} CPU calibration failed: {why}")
+            doc["articles"].append(_article_doc(art, [], {"cpu calibration": why}, {}, None))
+            continue
+        k = cpu["k"] if cpu else 1.0
         for i, spec in enumerate(art.runs, 1):
             artifacts = folder / f"seed{art.seed}" / spec.key
             artifacts.mkdir(parents=True)
@@ -77,7 +113,7 @@ def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_fo
                         shutil.rmtree(artifacts)
                         artifacts.mkdir()
                     with progress_for(prefix) as progress:
-                        result = run_spec(spec, base, progress, artifacts, say)
+                        result = run_spec(spec, base, progress, artifacts, say, k)
                     result["attempts"] = attempt + 1
                     if not stolen(result):
                         break
@@ -93,14 +129,18 @@ def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_fo
             figures = [vars(f) | {"agrees": f.agrees} for f in art.figures(results)] if not failures else []
         except (KeyError, StopIteration, ZeroDivisionError) as exc:  # a figure needs a run that gave no result
             figures, failures["figures"] = [], f"could not compute the figures: {type(exc).__name__} {exc}"
-        doc["articles"].append({
-            "seed": art.seed, "title": art.title, "hardware": art.hardware, "figures": figures, "failures": failures,
-            "runs": [{"key": s.key, "label": s.label or s.key, "workload": s.workload, "params": s.params,
-                      "devices": [list(d) for d in s.devices], "places": s.places, "cache": s.cache,
-                      "io_mode": s.io_mode, "summary": _summary(results.get(s.key))} for s in art.runs],
-        })
+        doc["articles"].append(_article_doc(art, figures, failures, results, cpu))
     doc["elapsed_s"] = time.monotonic() - t0
     return doc
+
+
+def _article_doc(art: Article, figures: list, failures: dict, results: dict, cpu: dict | None) -> dict:
+    return {"seed": art.seed, "title": art.title, "hardware": art.hardware, "figures": figures, "failures": failures,
+            "cpu_scale": cpu or {"k": 1.0, "source": "the article gives no CPU figure for a statement run here: "
+                                                     "this machine's CPU speed"},
+            "runs": [{"key": s.key, "label": s.label or s.key, "workload": s.workload, "params": s.params,
+                      "devices": [list(d) for d in s.devices], "places": s.places, "cache": s.cache,
+                      "io_mode": s.io_mode, "summary": _summary(results.get(s.key))} for s in art.runs]}
 
 
 def _summary(result: dict | None) -> dict | None:

@@ -49,6 +49,16 @@ def steal_notes(art: dict) -> list[str]:
     return out
 
 
+def cpu_line(art: dict) -> str:
+    """The CPU scale the article's runs used, and where it came from."""
+    cpu = art.get("cpu_scale") or {"k": 1.0, "source": ""}
+    if "ours_us" not in cpu:
+        return f"CPU: this machine's speed ({cpu['source']})" if cpu["source"] else "CPU: this machine's speed"
+    return (f"CPU scale {cpu['k']:g}: the article's CPU took {cpu['article_us']:g} us per {cpu['unit']} "
+            f"({cpu['source']}), this machine's server {cpu['ours_us']:.1f} us, measured on {cpu['units']:,} of "
+            f"them{'; ' + cpu['note'] if cpu.get('note') else ''}")
+
+
 def terminal_tables(doc: dict) -> list[Table]:
     out = []
     for art in doc["articles"]:
@@ -60,9 +70,8 @@ def terminal_tables(doc: dict) -> list[Table]:
             t.add_row(*row)
         for key, why in art["failures"].items():
             t.add_row(f"{key} failed", "", "", "", why)
-        if steal_notes(art):
-            t.caption = "\n".join(steal_notes(art))
-            t.caption_justify = "left"
+        t.caption = "\n".join([cpu_line(art)] + steal_notes(art))
+        t.caption_justify = "left"
         out.append(t)
     return out
 
@@ -77,7 +86,7 @@ def sections(doc: dict) -> list[Section]:
             chart = [charts.grouped_bars(names, {"article": [f["article_value"] for f in numeric],
                                                  "dbtier": [f["our_value"] for f in numeric]},
                                          "ratio (log scale)", "the article's figures beside ours", log=True)]
-        text = ([f"Hardware: {art['hardware']}."] + [f"{k} failed: {v}" for k, v in art["failures"].items()]
+        text = ([f"Hardware: {art['hardware']}.", cpu_line(art) + "."] + [f"{k} failed: {v}" for k, v in art["failures"].items()]
                 + steal_notes(art))
         out.append(Section(f"seed {art['seed']}: {art['title']}", text=text, charts=chart,
                            tables=[TableData(COLUMNS, figure_rows(art), "figures", 5),

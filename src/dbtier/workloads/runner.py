@@ -52,6 +52,8 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Plac
             if workload.user_objects or options.seed is not None:  # a copied cluster's objects move too
                 progress.phase("placing the objects")
                 moved = lab.place_objects()
+            progress.phase("recycling WAL segments ahead of the measurement")
+            recycled = lab.recycle_wal(workload.footprint(cache_state).wal)
             phases = []
             for phase in workload.phases(cache_state):
                 if phase.cold:
@@ -78,7 +80,7 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Plac
                 "cache_state": cache_state, "started": started, "lab": lab.describe(),
                 "objects": ([o.describe() for o in db.objects()] if workload.user_objects
                             else lab.object_placement(list(workload.objects))),
-                "checks": checks, "wal_bytes": wal_bytes, "catalog_bytes": catalog_bytes, **({"moved": moved} if moved else {}),
+                "checks": checks, "wal_bytes": wal_bytes, "wal_recycled_segments": recycled, "catalog_bytes": catalog_bytes, **({"moved": moved} if moved else {}),
                 **({"notes": workload.notes()} if workload.notes() else {}),
             }
             if len(phases) == 1:
