@@ -86,11 +86,10 @@ static inline int waiting(struct core *k, int devno) {
     return __atomic_load_n(&k->s->dev[devno].pend_count, __ATOMIC_RELAXED) != 0;
 }
 
-/* Sends the waiting writeback whose turn comes before `until` (all of it: until = UINT64_MAX).
- * Returns when the last one sent completes. */
-static uint64_t pending_send(struct core *k, int devno, uint64_t until) {
+/* Sends, the device's lock held, the waiting writeback whose turn comes before `until` (all of it:
+ * until = UINT64_MAX). Returns when the last one sent completes. */
+static uint64_t send_locked(struct core *k, int devno, uint64_t until) {
     struct dbt_device_slot *d = &k->s->dev[devno];
-    dbt_dev_lock(d);
     while (d->pend_count) {
         struct dbt_pending_write w = d->pend[d->pend_head];
         uint64_t turn = w.queued > d->pend_done ? w.queued : d->pend_done;
@@ -99,23 +98,51 @@ static uint64_t pending_send(struct core *k, int devno, uint64_t until) {
         d->pend_count--;
         d->pend_done = issue(k, devno, w.file, DBT_OP_WRITE, w.off, w.len, turn, turn, DBT_TF_ASYNC, 1);
     }
-    uint64_t done = d->pend_done;
+    return d->pend_done;
+}
+
+static uint64_t pending_send(struct core *k, int devno, uint64_t until) {
+    struct dbt_device_slot *d = &k->s->dev[devno];
+    dbt_dev_lock(d);
+    uint64_t done = send_locked(k, devno, until);
     dbt_dev_unlock(d);
     return done;
+}
+
+/* The block layer's merge: a request adjacent to one still waiting (not yet sent) joins it, at its
+ * end or its start, while the two fit in one request of DBT_BLOCK_MAX_REQUEST bytes. */
+static int merge_locked(struct dbt_device_slot *d, int64_t file, uint64_t off, uint64_t len) {
+    for (uint32_t i = 0; i < d->pend_count; i++) {
+        struct dbt_pending_write *w = &d->pend[(d->pend_head + i) % DBT_PENDING_WRITES];
+        if (w->file != file || w->len + len > DBT_BLOCK_MAX_REQUEST) continue;
+        if (w->off + w->len == off) {
+            w->len += len;
+            return 1;
+        }
+        if (off + len == w->off) {
+            w->off = off;
+            w->len += len;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static void pending_queue(struct core *k, int devno, int64_t file, uint64_t off, uint64_t len, uint64_t queued) {
     struct dbt_device_slot *d = &k->s->dev[devno];
     dbt_dev_lock(d);
-    if (d->pend_count == DBT_PENDING_WRITES) { /* a full queue: its oldest goes now */
-        struct dbt_pending_write w = d->pend[d->pend_head];
-        uint64_t turn = w.queued > d->pend_done ? w.queued : d->pend_done;
-        d->pend_head = (d->pend_head + 1) % DBT_PENDING_WRITES;
-        d->pend_count--;
-        d->pend_done = issue(k, devno, w.file, DBT_OP_WRITE, w.off, w.len, turn, turn, DBT_TF_ASYNC, 1);
+    (void)send_locked(k, devno, queued); /* what went to the device before now can merge no more */
+    if (!merge_locked(d, file, off, len)) {
+        if (d->pend_count == DBT_PENDING_WRITES) { /* a full queue: its oldest goes now */
+            struct dbt_pending_write w = d->pend[d->pend_head];
+            uint64_t turn = w.queued > d->pend_done ? w.queued : d->pend_done;
+            d->pend_head = (d->pend_head + 1) % DBT_PENDING_WRITES;
+            d->pend_count--;
+            d->pend_done = issue(k, devno, w.file, DBT_OP_WRITE, w.off, w.len, turn, turn, DBT_TF_ASYNC, 1);
+        }
+        d->pend[(d->pend_head + d->pend_count) % DBT_PENDING_WRITES] = (struct dbt_pending_write){off, len, queued, file};
+        d->pend_count++;
     }
-    d->pend[(d->pend_head + d->pend_count) % DBT_PENDING_WRITES] = (struct dbt_pending_write){off, len, queued, file};
-    d->pend_count++;
     dbt_dev_unlock(d);
 }
 

@@ -308,15 +308,18 @@ static uint64_t thread_cpu_ns(void) {
 /* CPU time dilation, without root: a server K times slower spends K times the CPU time between two
  * of its calls, so each interposed call first spends K - 1 times the CPU time the thread used since
  * it left its previous one (an emulated I/O's own time, the host's copy and the wait, is the
- * device's: account marks its end), before it takes effect: before a result is sent, a page written or another process woken. It spins until the
- * thread's CPU clock has advanced that much, as a slower CPU would stay busy: the core is not free
- * for others meanwhile, and the server's CPU time comes out K times the program's. A forked child's
- * clock starts again: it charges from its own first call. */
+ * device's: account marks its end), before it takes effect: before a result is sent, a page written
+ * or another process woken. It spins until the thread's CPU clock has advanced that much, as a
+ * slower CPU would stay busy: the core is not free for others meanwhile, and the server's CPU time
+ * comes out K times the program's. A forked child's clock starts again: it charges from its own
+ * first call. */
 static void cpu_dilate(void) {
     if (tl_guard || !g_state) return;
     int saved = errno;
     uint64_t cpu = thread_cpu_ns(), mark = tl_cpu_mark;
-    if (mark && cpu > mark) {
+    /* Paused (a run's preparation), the emulation charges nothing, the CPU included: a load before
+     * the measurement takes this machine's time, not the slower CPU's. */
+    if (mark && cpu > mark && !atomic_load_explicit(&g_state->paused, memory_order_relaxed)) {
         uint64_t extra = (uint64_t)((double)(cpu - mark) * g_cpu_excess);
         if (extra) {
             /* CPU time, not wall time: preempted, a slower CPU would not have got on with its work either */

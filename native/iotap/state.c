@@ -657,6 +657,9 @@ int64_t dbt_state_chunk_map(const char *state_path, uint64_t *out, uint64_t cap,
 }
 
 int dbt_path_in_dsync_scope(const char *path) {
+    /* a sort's or hash's temp files, named like segments inside a shared file set's folder
+     * (pgsql_tmp/pgsql_tmp1234.0.fileset/1.0), are temp files all the same */
+    if (strstr(path, "/pgsql_tmp")) return 0;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     const char *p = base;

@@ -48,6 +48,9 @@ struct dbt_pending_write {
 };
 
 #define DBT_PENDING_WRITES 512
+/* The largest request the block layer makes by merging: Linux's default max_sectors_kb, 1280 KiB
+ * (BLK_DEF_MAX_SECTORS, 2560 sectors, since "block: bump BLK_DEF_MAX_SECTORS to 2560", 2015). */
+#define DBT_BLOCK_MAX_REQUEST (1280ull << 10)
 
 struct dbt_device_slot {
     char name[DBT_NAME_MAX];

@@ -35,6 +35,13 @@ def test_the_rule(name, scoped):
     assert native.dsync_scope(f"/srv/base/5/{name}") is scoped
 
 
+@pytest.mark.parametrize("path", ["/srv/ts/PG_18_202506291/pgsql_tmp/pgsql_tmp18207.0.fileset/1.0",
+                                  "/srv/base/pgsql_tmp/pgsql_tmp99.3"])
+def test_temp_files_named_like_segments_are_temp_files(path):
+    """A sort's shared file set names its files 0.0, 1.0, ... inside pgsql_tmp: not relation segments."""
+    assert native.dsync_scope(path) is False
+
+
 def test_only_database_files_are_written_through(shm_dir, tmp_path):
     files = [shm_dir / "16384", shm_dir / "pgsql_tmp99.0", shm_dir / "pg_internal.init"]
     session = Session([Device("d", shm_dir, load("ssd-sata-mlc"))], tmp_path / "s",

@@ -204,13 +204,15 @@ static void refuses_bad_events(void) {
     munmap(s, s->size);
 }
 
-/* 3. Paced writeback, hand-computed. A RAM device of 100 us and 100 MB/s (a 4 KiB page moves in
- *    40,960 ns) under a 1,024-page cache whose flusher starts past 102 dirty pages and writes the
- *    oldest down to 51. 256 buffered 8 KiB writes, 1 us apart, cross that line at calls 51 (53 pages
- *    go), 77, 103, 129, 155, 181, 207 and 233 (52 pages each): eight writeback requests, waiting in
- *    the block layer. A direct 8 KiB read at call 256's time finds the first sent (its turn came at
- *    call 51) and waits only for its transfer; the other seven follow the read, each sent when the
- *    one before completed. Sent all at once, as before, the read waited for all eight (17 ms). */
+/* 3. Paced and merged writeback, hand-computed. A RAM device of 100 us and 100 MB/s (a 4 KiB page
+ *    moves in 40,960 ns) under a 1,024-page cache whose flusher starts past 102 dirty pages and
+ *    writes the oldest down to 51. 256 buffered 8 KiB writes, 1 us apart, cross that line at calls
+ *    51 (pages 0-52 go), 77, 103, 129, 155, 181, 207 and 233 (the next 52 pages each). The first
+ *    request's turn has come by call 77, so it is sent; the next six wait behind it in the block
+ *    layer, and each joins the one before (contiguous), up to 312 pages (1,248 KiB: another 52
+ *    would pass the 1,280 KiB cap); call 233's waits alone. A direct 8 KiB read at call 256's time
+ *    waits only for the first one's transfer; the two merged requests follow it, each sent when the
+ *    one before completed. Sent all at once, unpaced, the read waited for all of them (17 ms). */
 static void writeback_is_paced(void) {
     const char *map = "ram\tram\t/nonexistent/ram\tlatency_us=100 interface_mb_s=100\n"
                       "@pagecache\tbytes=4194304 readahead_kb=128 dirty_background_pct=10 dirty_pct=90\n";
@@ -226,28 +228,31 @@ static void writeback_is_paced(void) {
         struct dbt_call c = {t, t, (uint64_t)i * 8192, 8192, UINT64_MAX, data, 0, DBT_TOP_WRITE, 0, 0};
         dbt_emulate(s, &c, &hooks, &o);
     }
-    CHECK(r->n == 0 && s->dev[0].pend_count == 8, "eight writeback requests wait (%u), none sent (%d)",
-          s->dev[0].pend_count, r->n);
+    uint64_t q51 = T0 + 51 * 1000, w1_xfer_end = q51 + 53 * page_ns;
+    CHECK(r->n == 1 && r->ev[0].op == DBT_OP_WRITE && r->ev[0].arrival == q51 && r->ev[0].len == 53 * 4096,
+          "the first writeback went at its turn (%d requests sent)", r->n);
+    CHECK(r->ev[0].complete == w1_xfer_end + lat, "it completed at %llu", (unsigned long long)r->ev[0].complete);
+    CHECK(s->dev[0].pend_count == 2, "two merged requests wait (%u)", s->dev[0].pend_count);
+    struct dbt_pending_write *w = &s->dev[0].pend[s->dev[0].pend_head];
+    CHECK(w[0].off == 53 * 4096ull && w[0].len == 312 * 4096ull && w[0].queued == T0 + 77 * 1000,
+          "the first waiting is pages 53-364, queued at call 77 (%llu + %llu)", (unsigned long long)w[0].off,
+          (unsigned long long)w[0].len);
     uint64_t t = T0 + 256 * 1000;
     struct dbt_call rd = {t, t, 0, 8192, 1 << 20, other, 0, DBT_TOP_READ, 0, DBT_TF_DIRECT};
     dbt_emulate(s, &rd, &hooks, &o);
-    uint64_t q51 = T0 + 51 * 1000, w1_xfer_end = q51 + 53 * page_ns;
-    CHECK(r->n == 2 && r->ev[0].op == DBT_OP_WRITE && r->ev[0].arrival == q51 && r->ev[0].len == 53 * 4096,
-          "the first writeback went at its turn (%d requests)", r->n);
-    CHECK(r->ev[0].complete == w1_xfer_end + lat, "it completed at %llu", (unsigned long long)r->ev[0].complete);
-    CHECK(r->ev[1].op == DBT_OP_READ && o.complete == w1_xfer_end + 2 * page_ns,
+    CHECK(r->n == 2 && r->ev[1].op == DBT_OP_READ && o.complete == w1_xfer_end + 2 * page_ns,
           "the read waited for that transfer only: done at %llu, expected %llu", (unsigned long long)o.complete,
           (unsigned long long)(w1_xfer_end + 2 * page_ns));
-    CHECK(s->dev[0].pend_count == 7, "seven still wait (%u)", s->dev[0].pend_count);
+    CHECK(s->dev[0].pend_count == 2, "two still wait (%u)", s->dev[0].pend_count);
     int n = r->n;
     dbt_emulate_settle(s);
     CHECK(r->n == n && s->dev[0].pend_count == 0, "a snapshot's settle sends the rest, reported to no call");
-    CHECK(s->dev[0].c.writes == 8 && s->dev[0].c.write_bytes == (53 + 7 * 52) * 4096ull,
-          "eight writes of 417 pages counted (%llu, %llu)", (unsigned long long)s->dev[0].c.writes,
+    CHECK(s->dev[0].c.writes == 3 && s->dev[0].c.write_bytes == 417 * 4096ull,
+          "three writes of 417 pages counted (%llu, %llu)", (unsigned long long)s->dev[0].c.writes,
           (unsigned long long)s->dev[0].c.write_bytes);
-    /* each of the seven was sent when the one before completed: the last completes 8 transfers and
-     * 8 latencies after call 51 (the read's transfer fitted in the first one's latency) */
-    uint64_t last = q51 + 417 * page_ns + 8 * lat;
+    /* each was sent when the one before completed: the last completes 417 pages' transfers and three
+     * latencies after call 51 (the read's transfer fitted in the first one's latency) */
+    uint64_t last = q51 + 417 * page_ns + 3 * lat;
     CHECK(s->dev[0].last_ns == last, "the last writeback completed at %llu, expected %llu",
           (unsigned long long)s->dev[0].last_ns, (unsigned long long)last);
     free(r);
