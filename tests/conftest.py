@@ -101,3 +101,15 @@ def dbtier(*args: str, check: bool = False, **kw) -> subprocess.CompletedProcess
     if check and proc.returncode != 0:
         raise AssertionError(f"dbtier {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def stop_session(proc: subprocess.Popen) -> None:
+    """Kills a process started with start_new_session=True and everything in its group: a shell's
+    child (`sh -c "sleep 600"` forks its sleep) would otherwise outlive the test."""
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the group outlives its leader: killed even if the shell is gone
+    except ProcessLookupError:
+        pass
+    proc.wait()

@@ -21,7 +21,7 @@ import pytest
 from dbtier.pg import placement
 from dbtier.pg.lab import Lab, LabOptions
 from dbtier.devices.spec import parse_all
-from tests.conftest import dbtier, shm_folder
+from tests.conftest import dbtier, shm_folder, stop_session
 
 OTHER = "dbtier-other"
 
@@ -187,17 +187,18 @@ def test_the_reaper_signals_only_what_dbtier_recorded(other, shm_dir, tmp_path):
             time.sleep(0.05)
         (claim,) = root.glob("exec-*")
         decoy = subprocess.Popen(["sh", "-c", "sleep 600", str(claim / "iotap")], user=other.pw_uid, group=other.pw_gid,
-                                 extra_groups=[])
+                                 extra_groups=[], start_new_session=True)
         proc.kill()
         proc.wait()
         dbtier("exec", "--workspace", str(shm_dir), "-q", "-d", f"d=ram-san:{tmp_path}", "--", "true", check=True)
         assert not claim.exists()
         assert decoy.poll() is None, "the other user's process was signalled"
     finally:
-        for p in (proc, decoy):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if decoy is not None:
+            stop_session(decoy)
 
 
 def test_exec_fails_when_the_program_drops_to_a_user_the_emulation_cannot_reach(other, tmp_path):

@@ -16,6 +16,7 @@ import pytest
 from dbtier import lifecycle
 from dbtier.errors import UserError
 from dbtier.workspace import OWNER_FILE, Workspace, _sysv_segments
+from tests.conftest import stop_session
 
 
 def dead_pid() -> int:
@@ -129,8 +130,7 @@ def test_the_reaper_stops_recorded_processes_and_only_those(shm_dir):
         assert any(f"pid {recorded.pid}" in line for line in done)
     finally:
         for p in (recorded, decoy):
-            p.kill()
-            p.wait()
+            stop_session(p)
 
 
 def test_a_reused_pid_is_not_signalled(shm_dir):

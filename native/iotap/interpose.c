@@ -233,6 +233,12 @@ static inline int tracked(int fd, uint64_t *e) {
     return 1;
 }
 
+static uint64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* Sleeps to an absolute time. A timed sleep wakes late by the host's wake-up delay: a few us on
  * bare metal, 20-60 us on some VMs (measured: a 100 us sleep with a timer slack of 1 ns woke 40 us
  * late at the median on a Firecracker guest). So the wait sleeps to `lead` before the completion
@@ -263,7 +269,9 @@ static void learn_wake_delay(uint64_t delay) {
     atomic_store_explicit(&g_wake_p90_ns, est, memory_order_relaxed);
 }
 
-/* Returns the time spent spinning, which is CPU time the program would not spend on a real device. */
+/* Returns the CPU time spent spinning, which the program would not spend on a real device: read
+ * from the thread's CPU clock, since a spinning thread preempted on a busy machine spends wall time
+ * that is not its CPU (counted as wall time, 4 backends spinning on 2 CPUs "spun" 116 s in 60). */
 static uint64_t wait_until(uint64_t target) {
     uint64_t now = now_ns();
     if (now >= target) return 0;
@@ -279,9 +287,11 @@ static uint64_t wait_until(uint64_t target) {
         now = now_ns();
         learn_wake_delay(now > wake ? now - wake : 0);
     }
-    uint64_t spin_from = now;
-    while ((now = now_ns()) < target) cpu_relax();
-    return now > spin_from ? now - spin_from : 0;
+    if (now >= target) return 0;
+    uint64_t cpu_from = thread_cpu_ns();
+    while (now_ns() < target) cpu_relax();
+    uint64_t cpu_to = thread_cpu_ns();
+    return cpu_to > cpu_from ? cpu_to - cpu_from : 0;
 }
 
 /* Waits for a completion and records how late the call came back. */
@@ -297,12 +307,6 @@ static uint64_t wait_and_record(struct dbt_device_slot *d, uint64_t complete, ui
     while (late > prev && !atomic_compare_exchange_weak(&d->c.late_max_ns, &prev, late)) {
     }
     return end;
-}
-
-static uint64_t thread_cpu_ns(void) {
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* CPU time dilation, without root: a server K times slower spends K times the CPU time between two

@@ -9,6 +9,7 @@ import contextlib
 from dbtier.pg.lab import LabOptions
 from dbtier.reproduce import run as run_mod
 from dbtier.reproduce.plan import Article, CpuReference, RunSpec
+from dbtier.workloads.base import QuietProgress
 
 
 def test_a_run_that_fails_leaves_the_others_to_run(monkeypatch, tmp_path):
@@ -62,3 +63,19 @@ def test_a_cpu_slower_than_the_articles_runs_at_its_own_speed():
     ref = CpuReference(RunSpec("calibrate", "update-locality"), "a=i", "update", "statements", 10.0, "the article")
     cpu = run_mod.cpu_scale(ref, _calibration_result(0.020, 1000))  # 20 us here, 10 there
     assert cpu["k"] == 1.0 and "slower" in cpu["note"]
+
+
+def test_seed_003s_cpu_reference_on_a_real_server(shm_dir, tmp_path):
+    """The calibration run itself: the updates by key on a RAM device, their server CPU per update
+    measured, and K the article's 240 us over it."""
+    from dbtier.reproduce import article003
+
+    art = article003.article(quick=True)
+    said = []
+    cpu = run_mod.calibrate(art, LabOptions(workspace=shm_dir), tmp_path,
+                            lambda _p: contextlib.nullcontext(QuietProgress()), said.append)
+    assert cpu["units"] == art.cpu.run.params["updates"]
+    # PostgreSQL spends microseconds per update by key on any current CPU, a P4 spent 240
+    assert 0.5 < cpu["ours_us"] < 100 and cpu["k"] == round(240.0 / cpu["ours_us"], 2)
+    assert (tmp_path / "seed003" / "cpu-calibration" / "result.json").exists()
+    assert any(f"--cpu-scale {cpu['k']:g}" in line for line in said)

@@ -39,6 +39,10 @@ def reproduce(quick: bool, only: str | None, output: Path, pg_bin: Path | None, 
     seed 003  Oracle: inserts 1.09x; updates 1.1x, 1.18x, 2.1x by locality; merge join 3.06x
     seed 004  ASE: direct I/O against dsync, per command
 
+    An article that states its CPU's time for a statement we can run (seed 003: 240 us per update)
+    first runs that statement here, and its runs use --cpu-scale K, the article's CPU time over
+    ours, so the server is as slow as the article's machine; the others run at this machine's speed.
+
     Writes OUTPUT/reproduce-<time>/ with result.json (every figure and run summary), report.html (one
     section per article) and each run's own result.json and server log."""
     chosen_seeds = None

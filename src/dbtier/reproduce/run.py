@@ -94,7 +94,7 @@ def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_fo
         try:
             cpu = calibrate(art, base, folder, progress_for, say)
         except Exception as exc:  # noqa: BLE001  the article's runs need K: they cannot go on without it
-            why = str(exc) if isinstance(exc, (WorkloadError, UserError)) else f"{type(exc).__name__}: {exc}"
+            why = _why(exc)
             say(f"seed {art.seed} CPU calibration failed: {why}")
             doc["articles"].append(_article_doc(art, [], {"cpu calibration": why}, {}, None))
             continue
@@ -118,7 +118,7 @@ def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_fo
                     if not stolen(result):
                         break
             except Exception as exc:  # noqa: BLE001  one run's failure, whatever it is, leaves the others to run
-                why = str(exc) if isinstance(exc, (WorkloadError, UserError)) else f"{type(exc).__name__}: {exc}"
+                why = _why(exc)
                 failures[spec.key] = why
                 say(f"{prefix}failed: {why}")
                 continue
@@ -134,10 +134,14 @@ def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_fo
     return doc
 
 
+def _why(exc: Exception) -> str:
+    """A failure as the table states it: ours in our words, anything else with its type."""
+    return str(exc) if isinstance(exc, (WorkloadError, UserError)) else f"{type(exc).__name__}: {exc}"
+
+
 def _article_doc(art: Article, figures: list, failures: dict, results: dict, cpu: dict | None) -> dict:
     return {"seed": art.seed, "title": art.title, "hardware": art.hardware, "figures": figures, "failures": failures,
-            "cpu_scale": cpu or {"k": 1.0, "source": "the article gives no CPU figure for a statement run here: "
-                                                     "this machine's CPU speed"},
+            "cpu_scale": cpu or {"k": 1.0, "source": "the article gives no CPU figure for a statement run here"},
             "runs": [{"key": s.key, "label": s.label or s.key, "workload": s.workload, "params": s.params,
                       "devices": [list(d) for d in s.devices], "places": s.places, "cache": s.cache,
                       "io_mode": s.io_mode, "summary": _summary(results.get(s.key))} for s in art.runs]}

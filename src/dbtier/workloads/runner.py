@@ -80,7 +80,8 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Plac
                 "cache_state": cache_state, "started": started, "lab": lab.describe(),
                 "objects": ([o.describe() for o in db.objects()] if workload.user_objects
                             else lab.object_placement(list(workload.objects))),
-                "checks": checks, "wal_bytes": wal_bytes, "wal_recycled_segments": recycled, "catalog_bytes": catalog_bytes, **({"moved": moved} if moved else {}),
+                "checks": checks, "wal_bytes": wal_bytes, "wal_recycled_segments": recycled,
+                "catalog_bytes": catalog_bytes, **({"moved": moved} if moved else {}),
                 **({"notes": workload.notes()} if workload.notes() else {}),
             }
             if len(phases) == 1:
