@@ -271,9 +271,10 @@ static void learn_wake_delay(uint64_t delay) {
 
 /* Returns the CPU time spent spinning, which the program would not spend on a real device: read
  * from the thread's CPU clock, since a spinning thread preempted on a busy machine spends wall time
- * that is not its CPU (counted as wall time, 4 backends spinning on 2 CPUs "spun" 116 s in 60). */
-static uint64_t wait_until(uint64_t target) {
-    uint64_t now = now_ns();
+ * that is not its CPU (counted as wall time, 4 backends spinning on 2 CPUs "spun" 116 s in 60).
+ * *end: when the wait ended, read before the CPU clock's own cost. */
+static uint64_t wait_until(uint64_t target, uint64_t *end) {
+    uint64_t now = *end = now_ns();
     if (now >= target) return 0;
     uint64_t lead = atomic_load_explicit(&g_wake_p90_ns, memory_order_relaxed) + LEAD_MARGIN_NS;
     if (lead < g_spin_ns) lead = g_spin_ns;
@@ -287,9 +288,13 @@ static uint64_t wait_until(uint64_t target) {
         now = now_ns();
         learn_wake_delay(now > wake ? now - wake : 0);
     }
-    if (now >= target) return 0;
+    if (now >= target) {
+        *end = now;
+        return 0;
+    }
     uint64_t cpu_from = thread_cpu_ns();
-    while (now_ns() < target) cpu_relax();
+    while ((now = now_ns()) < target) cpu_relax();
+    *end = now;
     uint64_t cpu_to = thread_cpu_ns();
     return cpu_to > cpu_from ? cpu_to - cpu_from : 0;
 }
@@ -297,9 +302,9 @@ static uint64_t wait_until(uint64_t target) {
 /* Waits for a completion and records how late the call came back. */
 static uint64_t wait_and_record(struct dbt_device_slot *d, uint64_t complete, uint64_t host_end) {
     if (host_end > complete) atomic_fetch_add_explicit(&d->c.overruns, 1, memory_order_relaxed);
-    uint64_t spun = wait_until(complete);
+    uint64_t end;
+    uint64_t spun = wait_until(complete, &end);
     if (spun) atomic_fetch_add_explicit(&d->c.spin_ns, spun, memory_order_relaxed);
-    uint64_t end = now_ns();
     uint64_t late = end > complete ? end - complete : 0;
     atomic_fetch_add_explicit(&d->c.late[dbt_lat_bucket(late)], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&d->c.late_sum_ns, late, memory_order_relaxed);
