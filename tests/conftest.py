@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -106,8 +107,6 @@ def dbtier(*args: str, check: bool = False, **kw) -> subprocess.CompletedProcess
 def stop_session(proc: subprocess.Popen) -> None:
     """Kills a process started with start_new_session=True and everything in its group: a shell's
     child (`sh -c "sleep 600"` forks its sleep) would otherwise outlive the test."""
-    import signal
-
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # the group outlives its leader: killed even if the shell is gone
     except ProcessLookupError:

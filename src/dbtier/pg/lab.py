@@ -269,12 +269,9 @@ class Lab:
         writes into them instead of creating and zero-filling new segments. Returns the segments
         made ready."""
         with self.connect() as conn:
-            def setting(name: str) -> int:  # in bytes
-                value, unit = conn.execute("SELECT setting::bigint, unit FROM pg_settings WHERE name = %s",
-                                           (name,)).fetchone()
-                return value * {"B": 1, "kB": 1 << 10, "MB": 1 << 20, "8kB": 8192}[unit]
-            segment = setting("wal_segment_size")
-            wanted = min(-(-nbytes // segment), setting("min_wal_size") // segment - 1)
+            segment, keep = conn.execute("SELECT pg_size_bytes(current_setting('wal_segment_size')), "
+                                         "pg_size_bytes(current_setting('min_wal_size'))").fetchone()
+            wanted = min(-(-nbytes // segment), keep // segment - 1)
             for _ in range(max(wanted, 0)):  # each switch makes (and zero-fills) the next segment
                 conn.execute("SELECT pg_logical_emit_message(false, 'dbtier', 'recycled WAL')")
                 conn.execute("SELECT pg_switch_wal()")
