@@ -17,7 +17,7 @@
 /* The option table: every device parameter, declared once. Python reads it (dbt_param_table_json)
  * to validate profiles and to document them. */
 static const struct dbt_param_def hdd_params[] = {
-    {"capacity_gb", "GB", P(capacity_gb), 1000, 1, 100000, "capacity (10^9 bytes); sets the zoned geometry"},
+    {"capacity_gb", "GB", P(capacity_gb), 1000, 0.01, 100000, "capacity (10^9 bytes); sets the zoned geometry"},
     {"rpm", "rev/min", P(rpm), 7200, 3600, 20000, "spindle speed; one rotation = 60000/rpm ms"},
     {"seek_track_ms", "ms", P(seek_track_ms), 0.8, 0.05, 10, "track-to-track (one cylinder) read seek"},
     {"seek_avg_read_ms", "ms", P(seek_avg_read_ms), 8.5, 0.5, 30, "datasheet average read seek (one-third stroke)"},

@@ -105,3 +105,22 @@ def test_a_phased_workload_reports_each_phase(shm_dir, tmp_path):
         assert ph["top_events"] and ph["object_io"] and "pg_stat_io" in ph
     html = next(tmp_path.glob("update-locality-*/report.html")).read_text()
     assert html.count("<svg") >= 4 and "update-locality: a=100*i-j" in html and "I/O by object" in html
+
+
+def test_scale_model_reaches_the_server_and_the_devices(shm_dir, tmp_path):
+    """--scale-model 200: sizes given as the system's (a 6,400 MB cache, a 1 TB disk with a 64 MB
+    buffer) run at 1/200, and the result and the report say so."""
+    proc = dbtier("run", "random-index", "-d", "hdd=hdd-sata-7200", "--rows", "300",
+                  "--cache", "6400MB", "--scale-model", "200", "--workspace", str(shm_dir), "-o", str(tmp_path),
+                  check=True)
+    (run,) = tmp_path.glob("random-index-*")
+    doc = json.loads((run / "result.json").read_text())
+    lab = doc["lab"]
+    assert lab["cache_bytes"] == 32 * 1024 * 1024 and lab["settings"]["shared_buffers"] == "32768kB"
+    assert lab["settings"]["work_mem"] == "64kB"  # PostgreSQL's 4MB / 200 is under its minimum
+    assert lab["scale_model"]["factor"] == 200
+    params = lab["devices"][0]["params"]
+    assert params["capacity_gb"] == pytest.approx(1000 / 200)
+    sizes = {s["what"]: s for s in lab["scale_model"]["sizes"]}
+    assert sizes["hdd: capacity (span of the stroke)"]["run"] == pytest.approx(5.0)
+    assert "data at 1/200 of the system described" in proc.stdout

@@ -15,7 +15,7 @@ from dbtier.workloads.base import QuietProgress
 def test_a_run_that_fails_leaves_the_others_to_run(monkeypatch, tmp_path):
     ran = []
 
-    def fake_run_spec(spec, base, progress, artifacts, say, cpu_scale=1.0):
+    def fake_run_spec(spec, base, progress, artifacts, say, cpu_scale=1.0, scale=1.0):
         ran.append(spec.key)
         if spec.key == "broken":
             raise RuntimeError("the server went away")
@@ -41,7 +41,7 @@ def _calibration_result(cpu_s: float, units: int) -> dict:
 def test_the_cpu_reference_sets_every_runs_scale(monkeypatch, tmp_path):
     calls = []
 
-    def fake_run_spec(spec, base, progress, artifacts, say, cpu_scale=1.0):
+    def fake_run_spec(spec, base, progress, artifacts, say, cpu_scale=1.0, scale=1.0):
         calls.append((spec.key, cpu_scale))
         if spec.key == "calibrate":  # 12 us per unit here against the article's 240: K = 20
             return _calibration_result(0.012, 1000)
@@ -79,3 +79,27 @@ def test_seed_003s_cpu_reference_on_a_real_server(shm_dir, tmp_path):
     assert 0.5 < cpu["ours_us"] < 100 and cpu["k"] == round(240.0 / cpu["ours_us"], 2)
     assert (tmp_path / "seed003" / "cpu-calibration" / "result.json").exists()
     assert any(f"--cpu-scale {cpu['k']:g}" in line for line in said)
+
+
+def test_the_scale_reference_sets_every_runs_scale_model(monkeypatch, tmp_path):
+    """F is the article's database over the footprint of the run that stands for it, for every run."""
+    from dbtier.reproduce.plan import ScaleReference
+    from dbtier.workloads import registry
+
+    calls = []
+
+    def fake_run_spec(spec, base, progress, artifacts, say, cpu_scale=1.0, scale=1.0):
+        calls.append((spec.key, scale))
+        return {"elapsed_s": 1.0, "server_cpu_s": 0.5, "io_wait_s": 0.1, "host_steal_s": 0.0, "top_events": []}
+
+    monkeypatch.setattr(run_mod, "run_spec", fake_run_spec)
+    runs = [RunSpec("db", "random-index", {"rows": 16000}), RunSpec("other", "table-scan", {"rows": 16000})]
+    ours = registry.get("random-index")(rows=16000).footprint().data
+    art = Article("999", "a test", "none", runs, lambda results: [],
+                  scale=ScaleReference(1000 * ours, "db", "the article's section 1"))
+    said = []
+    doc = run_mod.reproduce([art], LabOptions(), tmp_path, lambda _p: contextlib.nullcontext(None), said.append)
+    assert calls == [("db", 1000.0), ("other", 1000.0)]
+    scale = doc["articles"][0]["scale_model"]
+    assert scale["factor"] == 1000.0 and scale["ours_bytes"] == ours and scale["source"] == "the article's section 1"
+    assert any("1/1000" in line for line in said)

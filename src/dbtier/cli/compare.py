@@ -9,7 +9,7 @@ import click
 
 from dbtier.cli.progress import progress_for
 from dbtier.cli.run import LAYOUT_OPTIONS, WorkloadGroup
-from dbtier.pg import capacity
+from dbtier.pg import capacity, scale_model
 from dbtier.pg.lab import LabOptions
 from dbtier.pg.settings import parse_sets
 from dbtier.report import jsonout, outputs
@@ -64,6 +64,10 @@ def execute(cls, kw: dict) -> None:
     options = LabOptions(cache=kw["cache"], io_mode=kw["io_mode"], page_cache=kw["page_cache"],
                          sets=parse_sets(kw["sets"]), pg_bin=kw["pg_bin"], workspace=kw["workspace"], trace=kw["trace"],
                          cpu_scale=kw["cpu_scale"])
+    scaled = [scale_model.apply(kw["scale_model"], options, c.devices) for c in configs]
+    if scaled:
+        options = scaled[0][0]  # the same for every layout; each layout's devices scaled with it
+        configs = [replace(c, devices=devices) for c, (_, devices, _) in zip(configs, scaled)]
     say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
     for c in configs:  # every check before anything is made
         capacity.check_run(workload, c.devices, c.placement, options)

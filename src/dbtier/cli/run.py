@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from dbtier.cli.progress import progress_for
-from dbtier.pg import capacity
+from dbtier.pg import capacity, scale_model
 from dbtier.pg import placement as placement_mod
 from dbtier.pg.lab import LabOptions
 from dbtier.devices.spec import parse_all
@@ -49,6 +49,10 @@ LAB_OPTIONS = [
     ("cpu_scale", click.option("--cpu-scale", type=float, default=1.0, show_default=True, metavar="K",
         help="run the server as on a CPU K times slower (2: twice as slow); its processes spend K times "
         "their CPU time between calls, clients keep this machine's")),
+    ("scale_model", click.option("--scale-model", type=float, default=1.0, show_default=True, metavar="F",
+        help="this run's data stands for a system with F times as much: give every size (--cache, --page-cache, "
+        "--set work_mem...) as that system's, and dbtier divides them, each HDD's caches and its capacity (so "
+        "seeks span as much of the disk) by F; 1: off")),
     ("sets", click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
         help="any PostgreSQL setting, on top of dbtier's preset (repeatable)")),
     ("pg_bin", click.option("--pg-bin", type=click.Path(path_type=Path),
@@ -145,6 +149,7 @@ def execute(cls, kw: dict) -> None:
     options = LabOptions(cache=kw["cache"], io_mode=kw["io_mode"], page_cache=kw["page_cache"],
                          sets=parse_sets(kw["sets"]), pg_bin=kw["pg_bin"],
                          workspace=kw["workspace"], trace=kw["trace"], keep=kw["keep"], cpu_scale=kw["cpu_scale"])
+    options, requests, _ = scale_model.apply(kw["scale_model"], options, requests)
     say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
     # Every check before the first thing is made: the workspace, the run directory, a device's folder.
     capacity.check_run(workload, requests, placement, options, kw["cache_state"])

@@ -62,6 +62,7 @@ class LabOptions:
     keep: bool = False           # leave the workspace (cluster, server log) for inspection
     seed: Seed | None = None     # a loaded cluster to copy instead of a new one (dbtier compare)
     cpu_scale: float = 1.0       # the server's CPU K times slower (CPU time dilation; clients unchanged)
+    scale_model: dict | None = None  # set by scale_model.apply: the sizes above are 1/F of the system's
 
 
 @dataclass
@@ -431,6 +432,7 @@ class Lab:
             "cache_bytes": self.cache_bytes,
             "io_mode": self.options.io_mode,
             "cpu_scale": self.options.cpu_scale,
+            "scale_model": self.options.scale_model,
             "page_cache": self.page_cache.describe(),
             "settings": {k: v for k, v in getattr(self, "server_settings", {}).items()
                          if k != "unix_socket_directories"},

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from dbtier.devices import profile as profiles
 from dbtier.devices import spec as device_spec
 from dbtier.devices.profile import Profile
+from dbtier.pg.scale_model import ScaleModel
 from dbtier.errors import UserError
 from dbtier.measure.objects import owner
 from dbtier.pg import placement as placement_mod
@@ -55,6 +56,9 @@ def build(rec: Recording, device_texts: tuple[str, ...], place_texts: tuple[str,
                             "own, which a replay cannot take apart from the program's; record the run on a modelled "
                             "profile")
         devices.append((dev["name"], _recorded_profile(dev)))
+    # A run recorded under a scale model gave its sizes as its system's: so are the profiles and the
+    # page cache asked of it here, divided by the same factor.
+    scaled = ScaleModel((rec.result["lab"].get("scale_model") or {}).get("factor", 1.0))
     for text in device_texts:
         name, sep, spec = text.partition("=")
         name, spec = name.strip(), spec.strip()
@@ -66,6 +70,8 @@ def build(rec: Recording, device_texts: tuple[str, ...], place_texts: tuple[str,
         if not device_spec.NAME.match(name):
             raise UserError(f"-d {text!r}: a device name is a letter, then up to 30 letters, digits, - or _")
         prof = profiles.load(spec)
+        if scaled.factor != 1.0:
+            prof = scaled.profile(name, prof)
         if prof.kind == "real":
             raise UserError(f"-d {text!r}: a real device has no model to predict with; choose a modelled profile "
                             "('dbtier devices' lists them)")
@@ -85,6 +91,9 @@ def build(rec: Recording, device_texts: tuple[str, ...], place_texts: tuple[str,
         if rec.result["lab"].get("io_mode") == "direct":
             raise UserError("--page-cache: the recorded run used direct I/O, so no data file went through the page "
                             "cache and its size changes nothing; record a buffered run to ask this")
+        if scaled.factor != 1.0:  # the system's page cache, divided before it is checked against this machine
+            from dbtier.pg.settings import parse_option_size
+            page_cache = f"{int(scaled.page_cache(parse_option_size(page_cache, '--page-cache'))) // 1024}kB"
         scenario.page_cache_bytes = check_page_cache(page_cache)
     return scenario
 

@@ -22,6 +22,13 @@ def placement_text(result: dict) -> str:
     return ",".join(parts)
 
 
+def scale_text(model: dict) -> str:
+    """The scale model in a line: the factor, and the sizes a floor kept above their share."""
+    floors = [f"{s['what']} ({s['floor']})" for s in model["sizes"] if s.get("floor")]
+    return (f"data at 1/{model['factor']:g} of the system described: its caches and disks divided as much"
+            + (f"; kept larger: {', '.join(floors)}" if floors else ""))
+
+
 def time_rows(result: dict) -> list[tuple[str, str]]:
     el = result["elapsed_s"]
     rows = [
@@ -33,6 +40,8 @@ def time_rows(result: dict) -> list[tuple[str, str]]:
         *([("CPU scale", f"{result['lab']['cpu_scale']:g}x slower server CPU: {fmt(result['cpu_dilation_s'])} s of the "
                          "server CPU above is the dilation")]
           if result.get("cpu_dilation_s") is not None and "lab" in result else []),
+        *([("scale model", scale_text(result["lab"]["scale_model"]))]
+          if "lab" in result and result["lab"].get("scale_model") else []),
         ("client CPU", f"{fmt(result['client_cpu_s'])} s (dbtier's own driver)"),
         ("host CPU steal", f"{fmt(result.get('host_steal_s', 0.0))} s (taken by the hypervisor; wakes sleepers late)"),
     ]

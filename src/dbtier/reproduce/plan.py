@@ -34,6 +34,16 @@ class CpuReference:
     source: str            # where in the article that figure comes from
 
 
+@dataclass(frozen=True)
+class ScaleReference:
+    """The article's database size, from which the reproduction derives its scale model F: F is that
+    size over the data of `run` here (its workload's footprint at the reproduction's parameters), and
+    every run of the article gives its caches at the article's sizes, divided by F (--scale-model)."""
+    data_bytes: float
+    run: str               # the key of the run whose data stands for the article's database
+    source: str            # where in the article the size comes from
+
+
 @dataclass
 class Figure:
     claim: str             # what the article measured
@@ -62,6 +72,7 @@ class Article:
     runs: list[RunSpec]
     figures: object        # callable(results: dict[key, result]) -> list[Figure]
     cpu: CpuReference | None = None  # None: run at this machine's CPU speed (the article gives no CPU figure)
+    scale: ScaleReference | None = None  # None: caches as given (the article states no database size to scale to)
 
 
 def ratio(a: float, b: float) -> float:

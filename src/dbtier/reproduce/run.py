@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from dbtier.pg import capacity, placement
+from dbtier.pg import capacity, placement, scale_model
 from dbtier.pg.lab import LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.report import jsonout
@@ -37,25 +37,39 @@ def articles(quick: bool, only: list[str] | None = None) -> list[Article]:
     return [ARTICLES[s].article(quick) for s in ARTICLES if not only or s in only]
 
 
-def _lab(spec: RunSpec, base: LabOptions, cpu_scale: float = 1.0):
+def _lab(spec: RunSpec, base: LabOptions, cpu_scale: float = 1.0, scale: float = 1.0):
     requests = parse_all([f"{name}={profile}" for name, profile in spec.devices])
     place = placement.parse([spec.places] if spec.places else [], [r.name for r in requests])
     options = LabOptions(cache=spec.cache, io_mode=spec.io_mode, page_cache=spec.page_cache, pg_bin=base.pg_bin,
                          workspace=base.workspace, cpu_scale=cpu_scale)
+    options, requests, _ = scale_model.apply(scale, options, requests)
     return registry.get(spec.workload)(**spec.params), requests, place, options
+
+
+def scale_factor(art: Article) -> dict | None:
+    """The article's scale model: its database size over the data of ours that stands for it."""
+    if art.scale is None:
+        return None
+    spec = next(s for s in art.runs if s.key == art.scale.run)
+    ours = registry.get(spec.workload)(**spec.params).footprint().data
+    return {"factor": round(art.scale.data_bytes / ours, 1), "article_bytes": art.scale.data_bytes,
+            "ours_bytes": ours, "run": spec.key, "source": art.scale.source}
 
 
 def check(chosen: list[Article], base: LabOptions) -> None:
     """Every run's options, and room for its data, before the first one starts: a reproduction takes
     long, and a run that cannot fit should not be found out an hour into it."""
     for art in chosen:
-        for spec in art.runs + ([art.cpu.run] if art.cpu else []):
-            capacity.check_run(*_lab(spec, base))
+        scale = scale_factor(art)
+        for spec in art.runs:
+            capacity.check_run(*_lab(spec, base, scale=scale["factor"] if scale else 1.0))
+        if art.cpu:
+            capacity.check_run(*_lab(art.cpu.run, base))
 
 
 def run_spec(spec: RunSpec, base: LabOptions, progress, artifacts: Path, say: Callable[[str], None],
-             cpu_scale: float = 1.0) -> dict:
-    work, requests, place, options = _lab(spec, base, cpu_scale)
+             cpu_scale: float = 1.0, scale: float = 1.0) -> dict:
+    work, requests, place, options = _lab(spec, base, cpu_scale, scale)
     return run_workload(work, requests, place, options, progress, artifacts, say)
 
 
@@ -96,9 +110,14 @@ def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_fo
         except Exception as exc:  # noqa: BLE001  the article's runs need K: they cannot go on without it
             why = _why(exc)
             say(f"seed {art.seed} CPU calibration failed: {why}")
-            doc["articles"].append(_article_doc(art, [], {"cpu calibration": why}, {}, None))
+            doc["articles"].append(_article_doc(art, [], {"cpu calibration": why}, {}, None, None))
             continue
         k = cpu["k"] if cpu else 1.0
+        scale = scale_factor(art)
+        if scale:
+            say(f"seed {art.seed}: the article's {scale['article_bytes'] / 1e9:g} GB database stands as "
+                f"{scale['ours_bytes'] / 1e6:.0f} MB here: every cache and disk at 1/{scale['factor']:g} "
+                "(--scale-model)")
         for i, spec in enumerate(art.runs, 1):
             artifacts = folder / f"seed{art.seed}" / spec.key
             artifacts.mkdir(parents=True)
@@ -113,7 +132,7 @@ def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_fo
                         shutil.rmtree(artifacts)
                         artifacts.mkdir()
                     with progress_for(prefix) as progress:
-                        result = run_spec(spec, base, progress, artifacts, say, k)
+                        result = run_spec(spec, base, progress, artifacts, say, k, scale["factor"] if scale else 1.0)
                     result["attempts"] = attempt + 1
                     if not stolen(result):
                         break
@@ -129,7 +148,7 @@ def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_fo
             figures = [vars(f) | {"agrees": f.agrees} for f in art.figures(results)] if not failures else []
         except (KeyError, StopIteration, ZeroDivisionError) as exc:  # a figure needs a run that gave no result
             figures, failures["figures"] = [], f"could not compute the figures: {type(exc).__name__} {exc}"
-        doc["articles"].append(_article_doc(art, figures, failures, results, cpu))
+        doc["articles"].append(_article_doc(art, figures, failures, results, cpu, scale))
     doc["elapsed_s"] = time.monotonic() - t0
     return doc
 
@@ -139,9 +158,11 @@ def _why(exc: Exception) -> str:
     return str(exc) if isinstance(exc, (WorkloadError, UserError)) else f"{type(exc).__name__}: {exc}"
 
 
-def _article_doc(art: Article, figures: list, failures: dict, results: dict, cpu: dict | None) -> dict:
+def _article_doc(art: Article, figures: list, failures: dict, results: dict, cpu: dict | None,
+                 scale: dict | None) -> dict:
     return {"seed": art.seed, "title": art.title, "hardware": art.hardware, "figures": figures, "failures": failures,
             "cpu_scale": cpu or {"k": 1.0, "source": "the article gives no CPU figure for a statement run here"},
+            "scale_model": scale or {"factor": 1.0, "source": "the article states no database size to scale to"},
             "runs": [{"key": s.key, "label": s.label or s.key, "workload": s.workload, "params": s.params,
                       "devices": [list(d) for d in s.devices], "places": s.places, "cache": s.cache,
                       "io_mode": s.io_mode, "summary": _summary(results.get(s.key))} for s in art.runs]}

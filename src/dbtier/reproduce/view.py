@@ -59,6 +59,16 @@ def cpu_line(art: dict) -> str:
             f"them{'; ' + cpu['note'] if cpu.get('note') else ''}")
 
 
+def scale_line(art: dict) -> str:
+    """The scale model the article's runs used, and where its factor came from."""
+    scale = art.get("scale_model") or {"factor": 1.0, "source": ""}
+    if scale["factor"] == 1.0:
+        return f"scale: caches as given ({scale['source']})" if scale["source"] else "scale: caches as given"
+    return (f"scale model 1/{scale['factor']:g}: the article's {scale['article_bytes'] / 1e9:g} GB database "
+            f"({scale['source']}) stands as {scale['ours_bytes'] / 1e6:.0f} MB here, so every cache and disk is "
+            f"divided by {scale['factor']:g}")
+
+
 def terminal_tables(doc: dict) -> list[Table]:
     out = []
     for art in doc["articles"]:
@@ -70,7 +80,7 @@ def terminal_tables(doc: dict) -> list[Table]:
             t.add_row(*row)
         for key, why in art["failures"].items():
             t.add_row(f"{key} failed", "", "", "", why)
-        t.caption = "\n".join([cpu_line(art)] + steal_notes(art))
+        t.caption = "\n".join([cpu_line(art), scale_line(art)] + steal_notes(art))
         t.caption_justify = "left"
         out.append(t)
     return out
@@ -86,8 +96,8 @@ def sections(doc: dict) -> list[Section]:
             chart = [charts.grouped_bars(names, {"article": [f["article_value"] for f in numeric],
                                                  "dbtier": [f["our_value"] for f in numeric]},
                                          "ratio (log scale)", "the article's figures beside ours", log=True)]
-        text = ([f"Hardware: {art['hardware']}.", cpu_line(art) + "."] + [f"{k} failed: {v}" for k, v in art["failures"].items()]
-                + steal_notes(art))
+        text = ([f"Hardware: {art['hardware']}.", cpu_line(art) + ".", scale_line(art) + "."]
+                + [f"{k} failed: {v}" for k, v in art["failures"].items()] + steal_notes(art))
         out.append(Section(f"seed {art['seed']}: {art['title']}", text=text, charts=chart,
                            tables=[TableData(COLUMNS, figure_rows(art), "figures", 5),
                                    TableData(RUN_COLUMNS, run_rows(art), "runs", 3)]))

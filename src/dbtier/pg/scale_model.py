@@ -1,0 +1,127 @@
+"""The scale model: a run whose data is 1/F of the system it stands for, with every cache and distance
+shrunk by the same F, so the data meets its caches and platters as it did at full size.
+
+With `--scale-model F` every size a user gives is the real system's: `--cache` (shared_buffers),
+`--page-cache`, work_mem, maintenance_work_mem, effective_cache_size and min_wal_size (given with
+--set, or PostgreSQL's defaults and dbtier's preset), and each device's profile (an HDD's read
+segments, its write cache or controller cache, and its capacity, so the data spans the same share
+of the stroke and seeks are as long). This module is the one place that divides them; the run
+reports each size as given and as run, and says where a floor (PostgreSQL's minimum, one read-ahead
+segment of a drive) kept a size larger than its share."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from dbtier.devices.profile import Profile
+from dbtier.devices.spec import DeviceSpec
+from dbtier.errors import UserError
+from dbtier.pg import settings
+
+#: PostgreSQL's defaults for the memory settings the scale model divides when --set gives none
+#: (postgresql.conf.sample of PostgreSQL 18), and dbtier's preset for min_wal_size.
+PG_DEFAULTS = {"work_mem": "4MB", "maintenance_work_mem": "64MB", "effective_cache_size": "4GB",
+               "min_wal_size": settings.PRESET["min_wal_size"]}
+#: PostgreSQL's minimum for each (its GUC table: guc_tables.c); min_wal_size is at least two 16 MB
+#: WAL segments.
+PG_MINIMUM = {"shared_buffers": 128 * 1024, "work_mem": 64 * 1024, "maintenance_work_mem": 1024 * 1024,
+              "effective_cache_size": 8192, "min_wal_size": 32 * 1024 * 1024}
+#: The smallest emulated page cache (capacity.MIN_PAGE_CACHE).
+MIN_PAGE_CACHE = 64 * 1024
+MAX_FACTOR = 1e6
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """One size as given (the real system's) and as the run has it."""
+    what: str
+    system: float
+    run: float
+    unit: str
+    floor: str = ""  # why the run's is more than system / F, if it is
+
+    def describe(self) -> dict:
+        out = {"what": self.what, "system": self.system, "run": self.run, "unit": self.unit}
+        if self.floor:
+            out["floor"] = self.floor
+        return out
+
+
+@dataclass
+class ScaleModel:
+    factor: float
+    sizes: list[Scaled] = field(default_factory=list)
+
+    def size(self, what: str, system: float, unit: str, minimum: float = 0.0, why: str = "") -> float:
+        run = system / self.factor
+        floor = ""
+        if run < minimum:
+            run, floor = minimum, why
+        self.sizes.append(Scaled(what, system, run, unit, floor))
+        return run
+
+    def describe(self) -> dict:
+        return {"factor": self.factor, "sizes": [s.describe() for s in self.sizes]}
+
+    def profile(self, name: str, p: Profile) -> Profile:
+        """An HDD's caches and capacity divided; other kinds keep theirs (a flash device's figures do not
+        depend on how much data it holds)."""
+        if p.kind != "hdd":
+            return p
+        params = dict(p.params)
+        params["capacity_gb"] = self.size(f"{name}: capacity (span of the stroke)", p.params["capacity_gb"], "GB",
+                                          0.01, "the model's smallest disk")
+        segments = p.params["cache_segments"]
+        segment_mib = p.params["cache_mib"] / segments
+        kept = self.size(f"{name}: read cache segments of {segment_mib * 1024:g} KiB", segments, "segments", 1,
+                         "a drive keeps one read-ahead segment")
+        params["cache_segments"] = float(max(1, math.floor(kept)))
+        params["cache_mib"] = params["cache_segments"] * segment_mib
+        if p.params.get("write_cache", 0) > 0.5:
+            # What a write cache holds shrinks with the data; how much of a stream it gathers into one
+            # destage does not (a host's writes are no smaller at scale): at least a segment's worth.
+            params["write_cache_mib"] = self.size(f"{name}: write cache", p.params["write_cache_mib"], "MiB",
+                                                  min(segment_mib, p.params["write_cache_mib"]),
+                                                  "a drive gathers at least a segment of writes")
+        return replace(p, params=params, summary=f"{p.summary} (scale model 1/{self.factor:g})")
+
+    def page_cache(self, nbytes: float) -> float:
+        return self.size("OS page cache (--page-cache)", nbytes, "bytes", MIN_PAGE_CACHE,
+                         "the emulation's smallest page cache")
+
+
+def check_factor(factor: float) -> None:
+    if not (math.isfinite(factor) and 1.0 <= factor <= MAX_FACTOR):
+        raise UserError(f"--scale-model {factor:g}: give how many times larger the real system's data is than "
+                        f"this run's, from 1 (off) to {MAX_FACTOR:g}, for example --scale-model 1000")
+
+
+def _kib(nbytes: float) -> str:
+    return f"{max(1, int(nbytes // 1024))}kB"
+
+
+def apply(factor: float, options, requests: list[DeviceSpec]):
+    """The options and devices of a run at 1/factor of the system they describe, and the scale model's
+    account (None when factor is 1: everything as given)."""
+    check_factor(factor)
+    if factor == 1.0:
+        return options, requests, None
+    model = ScaleModel(factor)
+    cache = model.size("shared_buffers (--cache)", settings.parse_option_size(options.cache, "--cache"), "bytes",
+                       PG_MINIMUM["shared_buffers"], "PostgreSQL's minimum")
+    page_cache = None
+    if options.page_cache:
+        page_cache = _kib(model.page_cache(settings.parse_option_size(options.page_cache, "--page-cache")))
+    sets = dict(options.sets)
+    for name, default in PG_DEFAULTS.items():
+        given = sets.get(name, default).strip().strip("'\"")
+        if given.isdigit():
+            raise UserError(f"--set {name}={given}: with --scale-model give it with a unit (e.g. 64MB), so it can be "
+                            "scaled")
+        nbytes = model.size(name, settings.parse_size(given, f"--set {name}"), "bytes", PG_MINIMUM[name],
+                            "PostgreSQL's minimum")
+        sets[name] = _kib(nbytes)
+    devices = [replace(r, profile=model.profile(r.name, r.profile)) for r in requests]
+    return (replace(options, cache=_kib(cache), page_cache=page_cache, sets=sets, scale_model=model.describe()),
+            devices, model)
