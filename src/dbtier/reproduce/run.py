@@ -162,7 +162,7 @@ def _article_doc(art: Article, figures: list, failures: dict, results: dict, cpu
                  scale: dict | None) -> dict:
     return {"seed": art.seed, "title": art.title, "hardware": art.hardware, "figures": figures, "failures": failures,
             "cpu_scale": cpu or {"k": 1.0, "source": "the article gives no CPU figure for a statement run here"},
-            "scale_model": scale or {"factor": 1.0, "source": "the article states no database size to scale to"},
+            "scale_model": scale or {"factor": 1.0, "source": "the article does not state both its database size and its memory, to scale them together"},
             "runs": [{"key": s.key, "label": s.label or s.key, "workload": s.workload, "params": s.params,
                       "devices": [list(d) for d in s.devices], "places": s.places, "cache": s.cache,
                       "io_mode": s.io_mode, "summary": _summary(results.get(s.key))} for s in art.runs]}
