@@ -17,7 +17,7 @@
 /* The option table: every device parameter, declared once. Python reads it (dbt_param_table_json)
  * to validate profiles and to document them. */
 static const struct dbt_param_def hdd_params[] = {
-    {"capacity_gb", "GB", P(capacity_gb), 1000, 0.01, 100000, "capacity (10^9 bytes); sets the zoned geometry"},
+    {"capacity_gb", "GB", P(capacity_gb), 1000, 1, 100000, "capacity (10^9 bytes); sets the zoned geometry"},
     {"rpm", "rev/min", P(rpm), 7200, 3600, 20000, "spindle speed; one rotation = 60000/rpm ms"},
     {"seek_track_ms", "ms", P(seek_track_ms), 0.8, 0.05, 10, "track-to-track (one cylinder) read seek"},
     {"seek_avg_read_ms", "ms", P(seek_avg_read_ms), 8.5, 0.5, 30, "datasheet average read seek (one-third stroke)"},
@@ -39,6 +39,7 @@ static const struct dbt_param_def hdd_params[] = {
     {"readahead_includes_request", "0/1", P(readahead_includes_request), 0, 0, 1, "1: the read-ahead is counted from the request's start (the request is part of it), 0: from its end"},
     {"read_watermark", "fraction", P(read_watermark), 0, 0, 1, "the drive starts sending a read's data to the host once this fraction of it is in its buffer (SCSI reconnection); 0 = with the first sector"},
     {"head_switch_ms", "ms", P(head_switch_ms), 0, 0, 10, "time lost at each track boundary a transfer crosses (head switch, track skew); 0 = none"},
+    {"span_scale", "x", P(span_scale), 1, 1, 1e6, "a scale model's stretch of the data's span: a seek beyond a read segment's reach crosses this many times as many cylinders, so data 1/F of the size seeks as the full-size data did; 1 = as laid out"},
     {"seek_knee_cyl", "cylinders", P(seek_knee_cyl), 0, 0, 10000000, "a measured seek curve instead of the three figures: a + b sqrt(d) up to this distance, c + e d beyond (Ruemmler & Wilkes); 0 = fit through track, average and full-stroke seeks"},
     {"seek_a_ms", "ms", P(seek_a_ms), 0, -50, 50, "seek curve a (with seek_knee_cyl)"},
     {"seek_b_ms", "ms", P(seek_b_ms), 0, 0, 50, "seek curve b, per square root of a cylinder (with seek_knee_cyl)"},
@@ -111,6 +112,10 @@ double dbt_hdd_media_bpns(const struct dbt_derived *d, uint64_t addr) {
 }
 
 double dbt_hdd_seek_ns(const struct dbt_derived *d, double dist, int is_write) {
+    /* A scale model: a step within a read segment's reach is a stream's, as long as at full size; a
+     * farther jump crosses span_scale times as many cylinders, as the full-size data lay, up to the
+     * full stroke. */
+    if (d->span > 1.0 && dist > d->span_from) dist = fmin(d->span_from + (dist - d->span_from) * d->span, d->cyl);
     if (dist < 1.0) return 0.0; /* same cylinder: a head switch, charged in the overhead */
     if (is_write)
         return dist <= d->knee ? d->seek_a_w + d->seek_b_w * sqrt(dist) : d->seek_c_w + d->seek_e_w * dist;
@@ -197,6 +202,8 @@ static void hdd_init(struct dbt_drive *st, const struct dbt_params *p) {
     if (d->nseg > DBT_HDD_MAX_SEGMENTS) d->nseg = DBT_HDD_MAX_SEGMENTS;
     d->seg_bytes = p->cache_mib * 1048576.0 / d->nseg;
     d->ra_bytes = p->readahead_kib > 0 ? p->readahead_kib * 1024.0 : d->seg_bytes;
+    d->span = p->span_scale;
+    d->span_from = d->seg_bytes / (d->cap_bytes / d->cyl); /* a segment's reach, in (average) cylinders */
     if (d->ra_bytes > d->seg_bytes) d->ra_bytes = d->seg_bytes; /* a segment holds no more */
     d->ra_from_start = p->readahead_includes_request > 0.5;
     d->watermark = p->read_watermark;

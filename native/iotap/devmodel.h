@@ -28,6 +28,7 @@ struct dbt_params {
     double outer_mb_s, inner_mb_s, controller_overhead_ms, cache_hit_overhead_us, interface_mb_s;
     double cache_mib, cache_segments, write_cache, write_cache_mib, cylinders, write_cache_protected;
     double seek_knee_cyl, seek_a_ms, seek_b_ms, seek_c_ms, seek_e_ms, write_overhead_us, readahead_kib, readahead_includes_request, read_watermark, head_switch_ms;
+    double span_scale;
     /* ssd (interface_mb_s shared) */
     double channels, read_latency_us, write_latency_us, channel_read_mb_s, channel_write_mb_s;
     double page_kib, flush_ms;
@@ -64,6 +65,7 @@ struct dbt_derived {
     double seek_a_r, seek_b_r, seek_c_r, seek_e_r; /* read curve: a + b sqrt(d) to knee, c + e d after */
     double seek_a_w, seek_b_w, seek_c_w, seek_e_w;
     double knee, cyl, cap_bytes, r_in; /* r_in: inner radius as a fraction of outer */
+    double span, span_from; /* span_scale, beyond a segment's reach (cylinders) */
     double outer_bytes_per_ns, seg_bytes, wc_bytes, ra_bytes;
     int ra_from_start;
     double watermark, head_switch_ns;

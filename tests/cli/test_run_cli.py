@@ -108,8 +108,8 @@ def test_a_phased_workload_reports_each_phase(shm_dir, tmp_path):
 
 
 def test_scale_model_reaches_the_server_and_the_devices(shm_dir, tmp_path):
-    """--scale-model 200: sizes given as the system's (a 6,400 MB cache, a 1 TB disk with a 64 MB
-    buffer) run at 1/200, and the result and the report say so."""
+    """--scale-model 200: sizes given as the system's (a 6,400 MB cache, a 1 TB disk's seeks and its
+    write cache) run at 1/200, and the result and the report say so."""
     proc = dbtier("run", "random-index", "-d", "hdd=hdd-sata-7200", "--rows", "300",
                   "--cache", "6400MB", "--scale-model", "200", "--workspace", str(shm_dir), "-o", str(tmp_path),
                   check=True)
@@ -120,7 +120,7 @@ def test_scale_model_reaches_the_server_and_the_devices(shm_dir, tmp_path):
     assert lab["settings"]["work_mem"] == "64kB"  # PostgreSQL's 4MB / 200 is under its minimum
     assert lab["scale_model"]["factor"] == 200
     params = lab["devices"][0]["params"]
-    assert params["capacity_gb"] == pytest.approx(1000 / 200)
+    assert params["span_scale"] == 200 and params["capacity_gb"] == 1000
     sizes = {s["what"]: s for s in lab["scale_model"]["sizes"]}
-    assert sizes["hdd: capacity (span of the stroke)"]["run"] == pytest.approx(5.0)
+    assert sizes["hdd: write cache"]["run"] == 2.0 and sizes["hdd: write cache"]["floor"]  # 16 MiB / 200: a segment
     assert "data at 1/200 of the system described" in proc.stdout

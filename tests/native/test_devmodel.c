@@ -74,6 +74,26 @@ static void test_seek_curve_points(void) {
     CHECK(mono, "seek time grows with distance");
 }
 
+/* A scale model's span: a step within a read segment's reach (r cylinders) is as laid out; a jump of
+ * d cylinders beyond it crosses r + (d - r) * F, at most the full stroke. */
+static void test_span_scale(void) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    struct dbt_model_state plain, st;
+    dbt_model_init(&plain, DBT_KIND_HDD, &p);
+    p.span_scale = 100;
+    dbt_model_init(&st, DBT_KIND_HDD, &p);
+    const struct dbt_derived *d = &st.drive[0].d, *d0 = &plain.drive[0].d;
+    double reach = p.cache_mib * 1048576.0 / p.cache_segments / (p.capacity_gb * 1e9 / p.cylinders);
+    CHECK(reach > 0 && reach < 1, "a segment's reach is %.3f cylinders", reach);
+    CHECK(dbt_hdd_seek_ns(d, reach, 0) == 0, "a stream's step within reach: no seek");
+    CHECK(near(dbt_hdd_seek_ns(d, 0.5, 0), dbt_hdd_seek_ns(d0, reach + (0.5 - reach) * 100, 0), 1e-12),
+          "half a cylinder jumps as %.1f", reach + (0.5 - reach) * 100);
+    CHECK(near(dbt_hdd_seek_ns(d, 5, 0), dbt_hdd_seek_ns(d0, reach + (5 - reach) * 100, 0), 1e-12), "5 cylinders");
+    CHECK(near(dbt_hdd_seek_ns(d, p.cylinders / 2, 1), dbt_hdd_seek_ns(d0, p.cylinders, 1), 1e-12),
+          "no farther than the full stroke");
+}
+
 /* A full-stroke access costs overhead + full seek + transfer, plus less than one rotation. */
 static void test_full_stroke_access(void) {
     struct dbt_params p;
@@ -497,6 +517,7 @@ int main(void) {
     test_raid0_stripes_over_members();
     test_protected_write_cache_flush();
     test_seek_curve_points();
+    test_span_scale();
     test_full_stroke_access();
     test_buffer_hit();
     test_write_back_and_flush();

@@ -23,7 +23,7 @@ def _apply(factor, **options):
 def test_factor_one_changes_nothing():
     options, requests, model = _apply(1.0, cache="64MB")
     assert model is None and options.cache == "64MB" and options.scale_model is None
-    assert requests[0].profile.params["capacity_gb"] == 450
+    assert requests[0].profile.params["span_scale"] == 1
 
 
 def test_every_size_divided_by_the_factor():
@@ -35,22 +35,21 @@ def test_every_size_divided_by_the_factor():
     assert options.sets["effective_cache_size"] == f"{4096 * MB // 100 // 1024}kB"  # PostgreSQL's default 4GB
     assert options.sets["min_wal_size"] == "32768kB"  # 1GB / 100 is under two 16 MB segments: the floor
     p = disk.profile.params
-    assert p["capacity_gb"] == pytest.approx(4.5)  # the same share of the stroke: seeks as long
+    assert p["capacity_gb"] == 450 and p["span_scale"] == 100  # seeks cross as many cylinders as at full size
     # the controller's 32 MiB per disk: 0.32 MiB would not gather one segment of a stream (1 MiB)
     assert p["write_cache_mib"] == 1.0
-    # 16 segments of 1 MiB: a hundredth keeps one, a drive's smallest read cache
-    assert p["cache_segments"] == 1 and p["cache_mib"] == 1
+    assert p["cache_segments"] == 16 and p["cache_mib"] == 16  # read segments serve streams: kept
     assert flash.profile.params == _apply(1.0)[1][1].profile.params  # flash holds no cache that scales
     account = {s["what"]: s for s in options.scale_model["sizes"]}
     assert options.scale_model["factor"] == 100.0
     assert account["min_wal_size"]["floor"] == "PostgreSQL's minimum"
     assert "floor" not in account["work_mem"] and account["work_mem"]["system"] == 400 * MB
-    assert account["disk: read cache segments of 1024 KiB"]["floor"] == "a drive keeps one read-ahead segment"
+    assert account["disk: seek span (cylinders crossed beyond the next)"]["run"] == 100
 
 
 def test_a_write_cache_above_its_floor_is_divided():
     _, (disk, _), _ = _apply(4.0)
-    assert disk.profile.params["write_cache_mib"] == 8.0 and disk.profile.params["cache_segments"] == 4
+    assert disk.profile.params["write_cache_mib"] == 8.0
 
 
 def test_floors_at_postgresqls_minimums_and_a_drives_segment():
