@@ -1,5 +1,5 @@
 """The scale model divides every size of a run by one factor, in one place: the database cache, the
-page cache, PostgreSQL's memory settings and WAL preallocation, an HDD's caches and capacity; it
+page cache, PostgreSQL's memory settings and WAL preallocation, an HDD's write cache and seeks; it
 keeps floors where PostgreSQL or a drive needs them, says so, and reaches the server and the device
 map of a real run."""
 
@@ -44,7 +44,7 @@ def test_every_size_divided_by_the_factor():
     assert options.scale_model["factor"] == 100.0
     assert account["min_wal_size"]["floor"] == "PostgreSQL's minimum"
     assert "floor" not in account["work_mem"] and account["work_mem"]["system"] == 400 * MB
-    assert account["disk: seek span (cylinders crossed beyond the next)"]["run"] == 100
+    assert account["disk: seek span (cylinders crossed beyond a segment's reach)"]["run"] == 100
 
 
 def test_a_write_cache_above_its_floor_is_divided():

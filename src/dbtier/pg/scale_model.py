@@ -5,9 +5,9 @@ With `--scale-model F` every size a user gives is the real system's: `--cache` (
 `--page-cache`, work_mem, maintenance_work_mem, effective_cache_size and min_wal_size (given with
 --set, or PostgreSQL's defaults and dbtier's preset), and each device's profile (an HDD's write
 cache or controller cache; its seeks stretched, so the data spans as many cylinders as at full size
-and seeks are as long). This module is the one place that divides them; the run
-reports each size as given and as run, and says where a floor (PostgreSQL's minimum, one read-ahead
-segment of a drive) kept a size larger than its share."""
+and seeks are as long). This module is the one place that divides them; the run reports each size
+as given and as run, and says where a floor (PostgreSQL's minimum, a drive's one segment of write
+cache) kept a size larger than its share."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from dbtier.devices.profile import Profile
 from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
 from dbtier.pg import settings
+from dbtier.pg.capacity import MIN_CACHE, MIN_PAGE_CACHE
 
 #: PostgreSQL's defaults for the memory settings the scale model divides when --set gives none
 #: (postgresql.conf.sample of PostgreSQL 18), and dbtier's preset for min_wal_size.
@@ -25,10 +26,8 @@ PG_DEFAULTS = {"work_mem": "4MB", "maintenance_work_mem": "64MB", "effective_cac
                "min_wal_size": settings.PRESET["min_wal_size"]}
 #: PostgreSQL's minimum for each (its GUC table: guc_tables.c); min_wal_size is at least two 16 MB
 #: WAL segments.
-PG_MINIMUM = {"shared_buffers": 128 * 1024, "work_mem": 64 * 1024, "maintenance_work_mem": 1024 * 1024,
+PG_MINIMUM = {"shared_buffers": MIN_CACHE, "work_mem": 64 * 1024, "maintenance_work_mem": 1024 * 1024,
               "effective_cache_size": 8192, "min_wal_size": 32 * 1024 * 1024}
-#: The smallest emulated page cache (capacity.MIN_PAGE_CACHE).
-MIN_PAGE_CACHE = 64 * 1024
 MAX_FACTOR = 1e6
 
 
@@ -72,10 +71,10 @@ class ScaleModel:
         if p.kind != "hdd":
             return p
         params = dict(p.params)
-        # The data covers 1/F of the cylinders the full-size data did: each seek beyond the next
-        # cylinder crosses F times as many (devmodel.c, span_scale), not the data's own few.
+        # The data covers 1/F of the cylinders the full-size data did: each seek beyond a segment's
+        # reach crosses F times as many (devmodel.c, span_scale), not the data's own few.
         params["span_scale"] = p.params["span_scale"] * self.factor
-        self.sizes.append(Scaled(f"{name}: seek span (cylinders crossed beyond the next)", p.params["span_scale"],
+        self.sizes.append(Scaled(f"{name}: seek span (cylinders crossed beyond a segment's reach)", p.params["span_scale"],
                                  params["span_scale"], "x"))
         if p.params.get("write_cache", 0) > 0.5:
             # What a write cache holds shrinks with the data; how much of a stream it gathers into one
