@@ -11,6 +11,7 @@ from dbtier.devices import profile as profiles
 from dbtier.devices import spec as device_spec
 from dbtier.devices.profile import Profile
 from dbtier.pg.scale_model import ScaleModel
+from dbtier.pg.settings import parse_option_size
 from dbtier.errors import UserError
 from dbtier.measure.objects import owner
 from dbtier.pg import placement as placement_mod
@@ -92,7 +93,6 @@ def build(rec: Recording, device_texts: tuple[str, ...], place_texts: tuple[str,
             raise UserError("--page-cache: the recorded run used direct I/O, so no data file went through the page "
                             "cache and its size changes nothing; record a buffered run to ask this")
         if scaled.factor != 1.0:  # the system's page cache, divided before it is checked against this machine
-            from dbtier.pg.settings import parse_option_size
             page_cache = f"{int(scaled.page_cache(parse_option_size(page_cache, '--page-cache'))) // 1024}kB"
         scenario.page_cache_bytes = check_page_cache(page_cache)
     return scenario
