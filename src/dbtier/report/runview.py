@@ -25,7 +25,7 @@ def placement_text(result: dict) -> str:
 def scale_text(model: dict) -> str:
     """The scale model in a line: the factor, and the sizes a floor kept above their share."""
     floors = [f"{s['what']} ({s['floor']})" for s in model["sizes"] if s.get("floor")]
-    return (f"data at 1/{model['factor']:g} of the system described: its caches and disks divided as much"
+    return (f"data at 1/{model['factor']:g} of the system described: its caches divided as much, its disks' seeks as long as at full size"
             + (f"; kept larger: {', '.join(floors)}" if floors else ""))
 
 
