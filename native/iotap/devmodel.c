@@ -39,6 +39,7 @@ static const struct dbt_param_def hdd_params[] = {
     {"readahead_includes_request", "0/1", P(readahead_includes_request), 0, 0, 1, "1: the read-ahead is counted from the request's start (the request is part of it), 0: from its end"},
     {"read_watermark", "fraction", P(read_watermark), 0, 0, 1, "the drive starts sending a read's data to the host once this fraction of it is in its buffer (SCSI reconnection); 0 = with the first sector"},
     {"head_switch_ms", "ms", P(head_switch_ms), 0, 0, 10, "time lost at each track boundary a transfer crosses (head switch, track skew); 0 = none"},
+    {"queue_depth", "commands", P(queue_depth), 1, 1, DBT_MAX_QUEUE_DEPTH, "commands the drive holds and reorders (SATA NCQ: up to 32; SCSI TCQ: more), starting next the one it reaches soonest; 1 = one command at a time, in arrival order"},
     {"span_scale", "x", P(span_scale), 1, 1, 1e6, "a scale model's stretch of the data's span: a seek beyond a read segment's reach crosses this many times as many cylinders, so data 1/F of the size seeks as the full-size data did; 1 = as laid out"},
     {"seek_knee_cyl", "cylinders", P(seek_knee_cyl), 0, 0, 10000000, "a measured seek curve instead of the three figures: a + b sqrt(d) up to this distance, c + e d beyond (Ruemmler & Wilkes); 0 = fit through track, average and full-stroke seeks"},
     {"seek_a_ms", "ms", P(seek_a_ms), 0, -50, 50, "seek curve a (with seek_knee_cyl)"},
@@ -203,6 +204,7 @@ static void hdd_init(struct dbt_drive *st, const struct dbt_params *p) {
     d->seg_bytes = p->cache_mib * 1048576.0 / d->nseg;
     d->ra_bytes = p->readahead_kib > 0 ? p->readahead_kib * 1024.0 : d->seg_bytes;
     d->span = p->span_scale;
+    d->queue_depth = p->queue_depth >= 1 ? (int)p->queue_depth : 1;
     d->span_from = d->seg_bytes / (d->cap_bytes / d->cyl); /* a segment's reach, in (average) cylinders */
     if (d->ra_bytes > d->seg_bytes) d->ra_bytes = d->seg_bytes; /* a segment holds no more */
     d->ra_from_start = p->readahead_includes_request > 0.5;
@@ -733,7 +735,7 @@ static const struct dbt_device_ops ops_table[DBT_KIND_COUNT] = {
     [DBT_KIND_REAL] = {"real", DBT_OPS_VERSION, DBT_KIND_REAL, NULL, 0,
                        "a real directory: no injected latency, counters only", real_init, real_submit},
     [DBT_KIND_HDD] = {"hdd", DBT_OPS_VERSION, DBT_KIND_HDD, hdd_params, NELEM(hdd_params),
-                      "spinning disk: seek curve, rotation, zoned media rate, read-ahead segments, a write-back buffer destaged sorted (C-LOOK) in idle time, one command at a time",
+                      "spinning disk: seek curve, rotation, zoned media rate, read-ahead segments, a write-back buffer destaged sorted (C-LOOK) in idle time, a command queue reordered (NCQ/TCQ) at queue_depth > 1",
                       hdd_init, hdd_submit},
     [DBT_KIND_SSD] = {"ssd", DBT_OPS_VERSION, DBT_KIND_SSD, ssd_params, NELEM(ssd_params),
                       "flash (SATA SSD, PCIe flash, NVMe): parallel channels, read/write latency, channel and interface bandwidth, flush cost",
@@ -834,6 +836,11 @@ int dbt_model_check(const struct dbt_model_state *st, int kind, char *err, size_
                  DBT_MAX_MEMBERS, (unsigned long long)st->stripe_bytes);
         return -1;
     }
+    if (st->q_count > DBT_QUEUED_REQUESTS || st->q_waiting > st->q_count) {
+        snprintf(err, errlen, "its command queue holds %u requests (%u waiting), more than its %u", st->q_count,
+                 st->q_waiting, DBT_QUEUED_REQUESTS);
+        return -1;
+    }
     for (int m = 0; m < st->members; m++) {
         const struct dbt_drive *dr = &st->drive[m];
         if (dr->kind != kind) {
@@ -866,8 +873,230 @@ int dbt_model_check(const struct dbt_model_state *st, int kind, char *err, size_
 }
 
 /* RAID 0: the request is cut at stripe boundaries; each member gets one request covering its
- * pieces (consecutive rows of one member are contiguous on it), all issued at the arrival time.
- * It completes when the slowest member does. A flush goes to every member. */
+ * pieces (consecutive rows of one member are contiguous on it). Fills used/lo/hi per member. A flush
+ * (or an empty request) goes to every member. */
+static void model_split(const struct dbt_model_state *st, const struct dbt_request *rq, int *used, uint64_t *lo,
+                        uint64_t *hi) {
+    const uint64_t S = st->stripe_bytes, M = (uint64_t)st->members;
+    for (int m = 0; m < st->members; m++) used[m] = 0, lo[m] = hi[m] = 0;
+    if (rq->op == DBT_OP_FLUSH || rq->len == 0) {
+        for (int m = 0; m < st->members; m++) used[m] = 1;
+        return;
+    }
+    uint64_t addr = rq->addr, left = rq->len;
+    while (left) {
+        uint64_t stripe = addr / S, within = addr % S, piece = S - within < left ? S - within : left;
+        int m = (int)(stripe % M);
+        uint64_t maddr = (stripe / M) * S + within;
+        if (!used[m]) used[m] = 1, lo[m] = maddr;
+        hi[m] = maddr + piece;
+        addr += piece;
+        left -= piece;
+    }
+}
+
+static int model_sane(const struct dbt_model_state *st) {
+    return (unsigned)st->kind < DBT_KIND_COUNT && st->members >= 1 && st->members <= DBT_MAX_MEMBERS &&
+           st->stripe_bytes > 0;
+}
+
+/* ---- Command queueing: what the drive knows when it chooses among its queued commands. */
+
+static int queue_depth(const struct dbt_model_state *st) {
+    if (!model_sane(st) || st->kind != DBT_KIND_HDD) return 1;
+    int q = st->drive[0].d.queue_depth;
+    return q >= 1 && q <= DBT_MAX_QUEUE_DEPTH ? q : 1;
+}
+
+/* When the drive can begin rq: it has arrived, and the members it needs are done with their commands. */
+static uint64_t model_ready(const struct dbt_model_state *st, const struct dbt_request *rq) {
+    uint64_t t = rq->arrival_ns;
+    if (!model_sane(st) || st->kind != DBT_KIND_HDD) return t;
+    int used[DBT_MAX_MEMBERS];
+    uint64_t lo[DBT_MAX_MEMBERS], hi[DBT_MAX_MEMBERS];
+    model_split(st, rq, used, lo, hi);
+    for (int m = 0; m < st->members; m++)
+        if (used[m] && st->drive[m].u.hdd.busy_until > t) t = st->drive[m].u.hdd.busy_until;
+    return t;
+}
+
+/* One drive's time for rq begun at t, as hdd_read and hdd_write would take it, without changing the
+ * drive: a hit in the buffer, a ride on the read-ahead, a write the write cache takes, or a media
+ * access from where the head is (after a destage under way). */
+static uint64_t hdd_estimate(const struct dbt_drive *st, const struct dbt_request *rq, uint64_t t) {
+    const struct dbt_derived *d = &st->d;
+    const struct dbt_hdd_state *h = &st->u.hdd;
+    uint64_t s = t > h->busy_until ? t : h->busy_until, end = rq->addr + rq->len;
+    double xfer_iface = (double)rq->len / d->bytes_per_ns_iface;
+    double from = h->head_cyl;
+    uint64_t go = s > h->act_free ? s : h->act_free;
+    if (h->active >= 0) { /* a media access stops the read-ahead where it got to */
+        uint64_t cur = hdd_fill_end(h, s);
+        from = dbt_hdd_cyl_of(d, cur);
+        if (h->fill_t > go) go = h->fill_t;
+    }
+    if (rq->op == DBT_OP_WRITE) {
+        if (d->wc_bytes > 0 && (double)(wb_dirty_at(h, s) + rq->len) <= d->wc_bytes)
+            return (uint64_t)(d->wack_overhead_ns + xfer_iface);
+        double oh = d->wc_bytes > 0 ? d->ctrl_overhead_ns : d->wthrough_overhead_ns;
+        uint64_t done = hdd_media_with(d, from, go, rq->addr, rq->len, 1, oh);
+        return hdd_host_done(d, done, rq->addr, rq->len, 1) - s;
+    }
+    uint64_t hit = (uint64_t)(d->hit_overhead_ns + xfer_iface);
+    if (wb_holds(h, rq->addr, end, s)) return hit;
+    for (int i = 0; i < d->nseg; i++) {
+        const struct dbt_hdd_seg *g = &h->seg[i];
+        uint64_t g_end = (i == h->active) ? hdd_fill_end(h, s) : g->end;
+        if (g->end > g->start && rq->addr >= g->start && end <= g_end) return hit;
+    }
+    uint64_t media = hdd_host_done(d, dbt_hdd_media(d, from, go, rq->addr, rq->len, 0), rq->addr, rq->len, 0);
+    if (h->active >= 0) { /* the read-ahead may get there first */
+        const struct dbt_hdd_seg *g = &h->seg[h->active];
+        if (rq->addr >= g->start && rq->addr < h->fill_limit && end > g->end) {
+            uint64_t ready = h->fill_t + (uint64_t)((double)(end - g->end) / h->fill_bpns);
+            if (ready < s + hit) ready = s + hit;
+            if (ready < media) media = ready;
+        }
+    }
+    return media > s ? media - s : 0;
+}
+
+/* How long rq would take begun at t: the slowest member's part. */
+static uint64_t model_estimate(const struct dbt_model_state *st, const struct dbt_request *rq, uint64_t t) {
+    if (!model_sane(st) || st->kind != DBT_KIND_HDD) return 0;
+    int used[DBT_MAX_MEMBERS];
+    uint64_t lo[DBT_MAX_MEMBERS], hi[DBT_MAX_MEMBERS], worst = 0;
+    model_split(st, rq, used, lo, hi);
+    for (int m = 0; m < st->members; m++) {
+        if (!used[m]) continue;
+        struct dbt_request part = {rq->arrival_ns, lo[m], (uint32_t)(hi[m] - lo[m]), rq->op};
+        uint64_t e = hdd_estimate(&st->drive[m], st->members > 1 ? &part : rq, t);
+        if (e > worst) worst = e;
+    }
+    return worst;
+}
+
+
+/* ---- The command queue (see devmodel.h). */
+
+int dbt_model_queueing(const struct dbt_model_state *st) { return queue_depth(st) > 1; }
+
+static struct dbt_request queued_rq(const struct dbt_queued *q) {
+    return (struct dbt_request){q->arrival, q->addr, q->len, q->op};
+}
+
+/* The drive's next choice among the waiting requests, and when it makes it; -1 if none waits. */
+static int q_choose(const struct dbt_model_state *st, uint64_t *at, int *passed_over) {
+    int order[DBT_QUEUED_REQUESTS], n = 0;
+    for (int i = 0; i < DBT_QUEUED_REQUESTS; i++) {
+        if (!st->q[i].ticket || st->q[i].started) continue;
+        int j = n++; /* insertion by ticket: the oldest first */
+        while (j > 0 && st->q[order[j - 1]].ticket > st->q[i].ticket) order[j] = order[j - 1], j--;
+        order[j] = i;
+    }
+    if (!n) return -1;
+    int window = queue_depth(st) * st->members;
+    if (window > n) window = n;
+    uint64_t ready[DBT_QUEUED_REQUESTS], when = UINT64_MAX;
+    for (int w = 0; w < window; w++) {
+        struct dbt_request rq = queued_rq(&st->q[order[w]]);
+        ready[w] = model_ready(st, &rq);
+        if (ready[w] < when) when = ready[w];
+    }
+    int best = 0;
+    uint64_t best_cost = UINT64_MAX;
+    for (int w = 0; w < window; w++) {
+        if (ready[w] > when) continue;
+        struct dbt_request rq = queued_rq(&st->q[order[w]]);
+        uint64_t cost = model_estimate(st, &rq, when);
+        if (cost < best_cost) best = w, best_cost = cost;
+    }
+    *passed_over = 0;
+    for (int w = 0; w < best; w++) /* an older request that had come: the drive took this one first */
+        if (st->q[order[w]].arrival <= when) *passed_over = 1;
+    *at = when;
+    return order[best];
+}
+
+static void q_start(struct dbt_model_state *st, int i, int passed_over, dbt_started_fn started, void *ctx) {
+    struct dbt_queued *q = &st->q[i];
+    struct dbt_request rq = queued_rq(q);
+    struct dbt_result res;
+    dbt_model_submit(st, &rq, &res);
+    q->start = res.start_ns;
+    q->complete = res.complete_ns;
+    q->rflags = res.flags;
+    q->started = 1;
+    q->reordered = (uint8_t)passed_over;
+    st->q_waiting--;
+    if (started) started(ctx, &rq, &res);
+}
+
+uint64_t dbt_model_run(struct dbt_model_state *st, uint64_t now, dbt_started_fn started, void *ctx) {
+    while (st->q_waiting && st->q_count <= DBT_QUEUED_REQUESTS) {
+        uint64_t at;
+        int passed_over, i = q_choose(st, &at, &passed_over);
+        if (i < 0) break;
+        if (at > now) return at;
+        q_start(st, i, passed_over, started, ctx);
+    }
+    return UINT64_MAX;
+}
+
+/* A started entry nobody took within STALE_NS of its completion (its issuer was killed) is taken
+ * back when the queue needs room. */
+#define STALE_NS 10000000000ull
+
+uint64_t dbt_model_enqueue(struct dbt_model_state *st, const struct dbt_request *rq) {
+    struct dbt_queued *q = NULL, *stale = NULL;
+    for (int i = 0; i < DBT_QUEUED_REQUESTS && !q; i++) {
+        if (!st->q[i].ticket) q = &st->q[i];
+        else if (!stale && st->q[i].started && st->q[i].complete + STALE_NS < rq->arrival_ns) stale = &st->q[i];
+    }
+    if (!q && stale) {
+        q = stale;
+        st->q_count--;
+    }
+    if (!q) return 0;
+    *q = (struct dbt_queued){++st->q_next_ticket, rq->arrival_ns, rq->addr, 0, 0, rq->len, 0, rq->op, 0, 0, {0}};
+    st->q_count++;
+    st->q_waiting++;
+    return q->ticket;
+}
+
+int dbt_model_take(struct dbt_model_state *st, uint64_t ticket, struct dbt_result *res, int *reordered) {
+    for (int i = 0; i < DBT_QUEUED_REQUESTS; i++) {
+        struct dbt_queued *q = &st->q[i];
+        if (!ticket || q->ticket != ticket) continue;
+        if (!q->started) return 0;
+        *res = (struct dbt_result){q->start, q->complete, q->rflags};
+        *reordered = q->reordered;
+        q->ticket = 0;
+        st->q_count--;
+        return 1;
+    }
+    return -1;
+}
+
+void dbt_model_submit_now(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out,
+                          dbt_started_fn started, void *ctx) {
+    uint64_t ticket = st->q_waiting && rq->op != DBT_OP_FLUSH ? dbt_model_enqueue(st, rq) : 0;
+    if (!ticket) {
+        (void)dbt_model_run(st, UINT64_MAX, started, ctx);
+        dbt_model_submit(st, rq, out);
+        if (started) started(ctx, rq, out);
+        return;
+    }
+    int reordered;
+    while (dbt_model_take(st, ticket, out, &reordered) == 0) {
+        uint64_t at;
+        int passed_over, i = q_choose(st, &at, &passed_over);
+        q_start(st, i, passed_over, started, ctx);
+    }
+}
+
+/* Every member used is issued its part at the arrival time; the request completes when the slowest
+ * member does. */
 void dbt_model_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
     /* The state may be shared memory: its kind and member count index tables, so they are checked
      * here too (two compares), not only when the state was attached. */
@@ -881,22 +1110,8 @@ void dbt_model_submit(struct dbt_model_state *st, const struct dbt_request *rq, 
         return;
     }
     uint64_t lo[DBT_MAX_MEMBERS], hi[DBT_MAX_MEMBERS];
-    int used[DBT_MAX_MEMBERS] = {0};
-    const uint64_t S = st->stripe_bytes, M = (uint64_t)st->members;
-    if (rq->op == DBT_OP_FLUSH || rq->len == 0) {
-        for (int m = 0; m < st->members; m++) used[m] = 1, lo[m] = hi[m] = 0;
-    } else {
-        uint64_t addr = rq->addr, left = rq->len;
-        while (left) {
-            uint64_t stripe = addr / S, within = addr % S, piece = S - within < left ? S - within : left;
-            int m = (int)(stripe % M);
-            uint64_t maddr = (stripe / M) * S + within;
-            if (!used[m]) used[m] = 1, lo[m] = maddr;
-            hi[m] = maddr + piece;
-            addr += piece;
-            left -= piece;
-        }
-    }
+    int used[DBT_MAX_MEMBERS];
+    model_split(st, rq, used, lo, hi);
     int first = 1;
     uint32_t flags = DBT_RES_CACHE_HIT | DBT_RES_STREAM;
     for (int m = 0; m < st->members; m++) {

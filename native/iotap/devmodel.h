@@ -28,7 +28,7 @@ struct dbt_params {
     double outer_mb_s, inner_mb_s, controller_overhead_ms, cache_hit_overhead_us, interface_mb_s;
     double cache_mib, cache_segments, write_cache, write_cache_mib, cylinders, write_cache_protected;
     double seek_knee_cyl, seek_a_ms, seek_b_ms, seek_c_ms, seek_e_ms, write_overhead_us, readahead_kib, readahead_includes_request, read_watermark, head_switch_ms;
-    double span_scale;
+    double span_scale, queue_depth;
     /* ssd (interface_mb_s shared) */
     double channels, read_latency_us, write_latency_us, channel_read_mb_s, channel_write_mb_s;
     double page_kib, flush_ms;
@@ -53,6 +53,7 @@ struct dbt_param_def {
 #define DBT_MAX_MEMBERS 16
 #define DBT_HDD_MAX_SEGMENTS 32
 #define DBT_HDD_WB_EXTENTS 512
+#define DBT_MAX_QUEUE_DEPTH 64
 
 struct dbt_hdd_seg {
     uint64_t start, end; /* bytes [start, end) held, as of fill_t for the active segment */
@@ -70,7 +71,7 @@ struct dbt_derived {
     int ra_from_start;
     double watermark, head_switch_ns;
     int wc_protected;
-    int nseg, nchan;
+    int nseg, nchan, queue_depth;
     double rd_lat_ns, wr_lat_ns, ch_rd_bpns, ch_wr_bpns, page_bytes, flush_ns, lat_ns;
     /* cloud: the IOPS and byte limiters (per ns), their credit buckets, the I/O accounting unit */
     double iops_base, iops_peak, iops_cap, bytes_base, bytes_peak, bytes_cap, io_unit_bytes;
@@ -130,10 +131,26 @@ struct dbt_drive {
     } u;
 };
 
+/* A request held in a queueing drive's command queue, or behind it in the block layer: the drive
+ * chooses which to start when it is free, so its result is known only then; the issuer takes it
+ * by ticket. */
+struct dbt_queued {
+    uint64_t ticket; /* 0: a free entry */
+    uint64_t arrival, addr, start, complete;
+    uint32_t len, rflags;
+    uint8_t op, started, reordered, pad_[5];
+};
+/* Room for a full queue on every member of an array, and the block layer's requests behind it. */
+#define DBT_QUEUED_REQUESTS 128
+
 /* A device as the host sees it: one drive, or `members` identical drives striped (RAID 0). */
 struct dbt_model_state {
     int kind, members;
     uint64_t stripe_bytes;
+    uint64_t q_next_ticket;
+    uint32_t q_count;   /* entries in use: waiting, or started and not yet taken */
+    uint32_t q_waiting; /* not yet started */
+    struct dbt_queued q[DBT_QUEUED_REQUESTS];
     struct dbt_drive drive[DBT_MAX_MEMBERS];
 };
 
@@ -180,6 +197,33 @@ void dbt_model_init(struct dbt_model_state *st, int kind, const struct dbt_param
  * with a message in err. */
 int dbt_model_check(const struct dbt_model_state *st, int kind, char *err, size_t errlen);
 void dbt_model_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out);
+
+/* Command queueing (SATA NCQ, SCSI TCQ). A drive with queue_depth > 1 holds that many commands (per
+ * member of an array) and, whenever it is free, starts the one it can reach soonest (shortest access
+ * time: positioning, rotation and transfer, or the buffer's time for a hit or a write the write
+ * cache takes; the oldest on a tie); older requests beyond its depth wait in the block layer in
+ * arrival order, which bounds how long a far request is passed over. Time is an input here too: the
+ * caller queues a request, then asks the model to make the choices due by `now` (a choice at time T
+ * is made among the requests queued by then, so the caller asks once T has passed), and takes the
+ * result by ticket. `started` hears of every request as the drive starts it (busy-time accounting),
+ * may be NULL. */
+typedef void (*dbt_started_fn)(void *ctx, const struct dbt_request *rq, const struct dbt_result *res);
+
+/* The drive reorders: an HDD with queue_depth > 1. Otherwise dbt_model_submit answers at once. */
+int dbt_model_queueing(const struct dbt_model_state *st);
+/* Queues rq; returns its ticket, or 0 when the queue is full (submit it at once instead). */
+uint64_t dbt_model_enqueue(struct dbt_model_state *st, const struct dbt_request *rq);
+/* Makes the choices due by now. Returns when the next is due (UINT64_MAX: nothing waits). */
+uint64_t dbt_model_run(struct dbt_model_state *st, uint64_t now, dbt_started_fn started, void *ctx);
+/* 1: the request started; its result is in *res and its entry is freed (*reordered: the drive took it
+ * before an older request that had come). 0: it waits. -1: no such ticket. */
+int dbt_model_take(struct dbt_model_state *st, uint64_t ticket, struct dbt_result *res, int *reordered);
+/* A request the caller needs answered now (a flush, the page cache's, an O_DSYNC write). Without
+ * waiting requests: dbt_model_submit. A flush is no queued command: the drive first finishes its
+ * queue. Another request joins the queue, and the drive starts requests in its order until it has
+ * started that one, choosing among those come so far. `started` hears of rq too. */
+void dbt_model_submit_now(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out,
+                          dbt_started_fn started, void *ctx);
 
 /* Exposed for tests: HDD seek time in ns for a distance in cylinders. */
 double dbt_hdd_seek_ns(const struct dbt_derived *d, double dist_cyl, int is_write);

@@ -28,8 +28,19 @@ static void count_latency(struct dbt_counters *c, int op, uint64_t len, uint64_t
     ADD(c->queue_ns, queued);
 }
 
-/* One request through the device's model, the device's lock held; keeps iostat's busy time (the
- * union of [arrival, completion]). A `real` device's request completes when the host's call did. */
+/* iostat's busy time (the union of [arrival, completion]) and the device's first and last request,
+ * as the model starts each request; the device's lock held. */
+static void busy_locked(void *ctx, const struct dbt_request *rq, const struct dbt_result *res) {
+    struct dbt_device_slot *d = ctx;
+    uint64_t from = rq->arrival_ns > d->busy_mark ? rq->arrival_ns : d->busy_mark;
+    if (res->complete_ns > from) d->busy_ns += res->complete_ns - from;
+    if (res->complete_ns > d->busy_mark) d->busy_mark = res->complete_ns;
+    if (!d->first_ns || rq->arrival_ns < d->first_ns) d->first_ns = rq->arrival_ns;
+    if (res->complete_ns > d->last_ns) d->last_ns = res->complete_ns;
+}
+
+/* One request through the device's model, the device's lock held. A `real` device's request
+ * completes when the host's call did. */
 static void model_request_locked(struct dbt_device_slot *d, int op, uint64_t addr, uint64_t len, uint64_t arrival,
                                  uint64_t host_end, struct dbt_result *res) {
     struct dbt_request rq = {arrival, addr, (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len), (uint8_t)op};
@@ -37,14 +48,35 @@ static void model_request_locked(struct dbt_device_slot *d, int op, uint64_t add
         res->start_ns = arrival;
         res->complete_ns = host_end;
         res->flags = 0;
+        uint64_t from = arrival > d->busy_mark ? arrival : d->busy_mark;
+        if (host_end > from) d->busy_ns += host_end - from;
+        if (host_end > d->busy_mark) d->busy_mark = host_end;
+        if (!d->first_ns || arrival < d->first_ns) d->first_ns = arrival;
+        if (host_end > d->last_ns) d->last_ns = host_end;
     } else {
-        dbt_model_submit(&d->model, &rq, res);
+        dbt_model_submit_now(&d->model, &rq, res, busy_locked, d);
     }
-    uint64_t from = arrival > d->busy_mark ? arrival : d->busy_mark;
-    if (res->complete_ns > from) d->busy_ns += res->complete_ns - from;
-    if (res->complete_ns > d->busy_mark) d->busy_mark = res->complete_ns;
-    if (!d->first_ns || arrival < d->first_ns) d->first_ns = arrival;
-    if (res->complete_ns > d->last_ns) d->last_ns = res->complete_ns;
+}
+
+/* Counts and reports one device request the model answered. */
+static inline __attribute__((always_inline)) void
+report(struct core *k, int devno, int64_t file, int op, uint64_t off, uint64_t len, uint64_t arrival,
+       const struct dbt_result *res, uint8_t flags) {
+    struct dbt_device_slot *d = &k->s->dev[devno];
+    count_latency(&d->c, op, len, res->complete_ns - arrival, res->start_ns - arrival);
+    if (res->flags & DBT_RES_CACHE_HIT) {
+        ADD(d->c.cache_hits, 1);
+        flags |= DBT_TF_CACHE_HIT;
+    }
+    if (res->flags & DBT_RES_STREAM) {
+        ADD(d->c.streams, 1);
+        flags |= DBT_TF_STREAM;
+    }
+    if (k->hooks && k->hooks->request) {
+        struct dbt_request_event ev = {arrival, res->start_ns, res->complete_ns, op == DBT_OP_FLUSH ? 0 : off,
+                                       op == DBT_OP_FLUSH ? 0 : len, file, (uint8_t)op, (uint8_t)devno, flags};
+        k->hooks->request(k->hooks->ctx, &ev);
+    }
 }
 
 /* Issues, counts and reports one device request; returns its completion. Inlined: it is the
@@ -58,20 +90,7 @@ issue(struct core *k, int devno, int64_t file, int op, uint64_t off, uint64_t le
     if (!locked) dbt_dev_lock(d);
     model_request_locked(d, op, addr, len, arrival, host_end, &res);
     if (!locked) dbt_dev_unlock(d);
-    count_latency(&d->c, op, len, res.complete_ns - arrival, res.start_ns - arrival);
-    if (res.flags & DBT_RES_CACHE_HIT) {
-        ADD(d->c.cache_hits, 1);
-        flags |= DBT_TF_CACHE_HIT;
-    }
-    if (res.flags & DBT_RES_STREAM) {
-        ADD(d->c.streams, 1);
-        flags |= DBT_TF_STREAM;
-    }
-    if (k->hooks && k->hooks->request) {
-        struct dbt_request_event ev = {arrival, res.start_ns, res.complete_ns, op == DBT_OP_FLUSH ? 0 : off,
-                                       op == DBT_OP_FLUSH ? 0 : len, file, (uint8_t)op, (uint8_t)devno, flags};
-        k->hooks->request(k->hooks->ctx, &ev);
-    }
+    report(k, devno, file, op, off, len, arrival, &res, flags);
     return res.complete_ns;
 }
 
@@ -212,15 +231,74 @@ static void buffered(struct core *k, struct dbt_pc *pc, const struct dbt_call *c
     if (c->op == DBT_TOP_READ && !st.miss_pages) out->flags |= DBT_TF_PAGE_CACHE;
 }
 
+/* Takes a queued call's request once the drive started it: counted and reported as issue() does.
+ * Returns 0 while it waits. */
+static int collect(struct core *k, const struct dbt_call *c, struct dbt_outcome *out) {
+    struct dbt_device_slot *d = &k->s->dev[c->dev];
+    struct dbt_result res;
+    int reordered = 0;
+    dbt_dev_lock(d);
+    int got = dbt_model_take(&d->model, out->ticket, &res, &reordered);
+    dbt_dev_unlock(d);
+    if (got == 0) return 0;
+    out->ticket = 0;
+    if (got < 0) { /* taken back as stale: only by a caller that stopped waiting for it */
+        out->complete = c->host_end;
+        return 1;
+    }
+    if (reordered) ADD(d->c.reordered, 1);
+    report(k, c->dev, c->file, c->op, c->off, c->len, c->t0, &res, c->flags);
+    out->complete = res.complete_ns;
+    return 1;
+}
+
+/* A plain direct read or write on a queueing drive joins its queue (an O_DSYNC write's flush and a
+ * flush are not queued commands). The call waits: out->ticket names its request and out->complete
+ * says when to ask again (dbt_emulate_resume). Decisions are made once their time has passed, among
+ * the requests come by then (live, the waiting issuers make them as they wake; offline, the replay
+ * asks at their times), so the drive sees what a real one would have. */
+static int queued(struct core *k, const struct dbt_call *c, struct dbt_outcome *out) {
+    struct dbt_device_slot *d = &k->s->dev[c->dev];
+    if (d->kind != DBT_KIND_HDD || !dbt_model_queueing(&d->model) || c->file < 0 ||
+        (c->op != DBT_TOP_READ && c->op != DBT_TOP_WRITE) || (c->flags & DBT_TF_DSYNC))
+        return 0;
+    if (waiting(k, c->dev)) (void)pending_send(k, c->dev, c->t0);
+    uint64_t addr = dbt_state_addr(k->s, c->dev, c->file, c->off);
+    struct dbt_request rq = {c->t0, addr, (uint32_t)(c->len > UINT32_MAX ? UINT32_MAX : c->len), c->op};
+    dbt_dev_lock(d);
+    (void)dbt_model_run(&d->model, c->host_end, busy_locked, d); /* the choices made while the host call ran */
+    uint64_t ticket = dbt_model_enqueue(&d->model, &rq);
+    uint64_t next = ticket ? dbt_model_run(&d->model, c->host_end, busy_locked, d) : 0;
+    dbt_dev_unlock(d);
+    if (!ticket) return 0; /* the queue is full: answered at once, behind it */
+    out->ticket = ticket;
+    out->complete = next;
+    out->wait = 1;
+    (void)collect(k, c, out);
+    return 1;
+}
+
 /* A transfer or flush that goes straight to the device: O_DIRECT, a `real` device, or no page cache. */
 static void direct(struct core *k, const struct dbt_call *c, struct dbt_outcome *out) {
     struct dbt_device_slot *d = &k->s->dev[c->dev];
+    if (queued(k, c, out)) return;
     uint64_t at = c->op == DBT_TOP_FLUSH ? pending_drain(k, c->dev, c->t0) : c->t0;
     uint64_t complete = device_request(k, c->dev, c->file, c->op, c->off, c->len, at, c->host_end, c->flags);
     if (c->op == DBT_TOP_WRITE && (c->flags & DBT_TF_DSYNC)) /* O_DSYNC: the write carries a flush */
         complete = device_request(k, c->dev, c->file, DBT_OP_FLUSH, 0, 0, complete, complete, c->flags);
     out->complete = complete;
     out->wait = d->kind != DBT_KIND_REAL; /* a real device's wait was the host call itself */
+}
+
+void dbt_emulate_resume(struct dbt_state *s, const struct dbt_call *c, const struct dbt_emulate_hooks *hooks,
+                        uint64_t now, struct dbt_outcome *out) {
+    struct core k = {s, hooks};
+    struct dbt_device_slot *d = &s->dev[c->dev];
+    if (!out->ticket) return;
+    dbt_dev_lock(d);
+    uint64_t next = dbt_model_run(&d->model, now, busy_locked, d);
+    dbt_dev_unlock(d);
+    if (!collect(&k, c, out)) out->complete = next;
 }
 
 /* Calls that move no data: their page-cache part (advice, writeback hints, truncation), counted. */
@@ -253,7 +331,7 @@ void dbt_emulate(struct dbt_state *s, const struct dbt_call *c, const struct dbt
     struct core k = {s, hooks};
     struct dbt_device_slot *d = &s->dev[c->dev];
     int transfer = c->op == DBT_TOP_READ || c->op == DBT_TOP_WRITE;
-    *out = (struct dbt_outcome){c->t0, 0, 0, 0};
+    *out = (struct dbt_outcome){c->t0, 0, 0, 0, 0};
     /* A file gets its device space where the program first touches it, paused or not, so that the
      * measured part finds the layout the preparation left. */
     if (d->kind == DBT_KIND_HDD && transfer) (void)dbt_state_addr(s, c->dev, c->file, c->off);

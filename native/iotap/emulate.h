@@ -51,7 +51,8 @@ struct dbt_emulate_hooks {
 };
 
 struct dbt_outcome {
-    uint64_t complete; /* when the program may go on */
+    uint64_t complete; /* when the program may go on; while ticket is set, when to ask again */
+    uint64_t ticket;   /* nonzero: the call's request waits in a queueing drive's queue (dbt_emulate_resume) */
     uint8_t charged;   /* 0: paused (laid out only), or a `real` device's call with no device time */
     uint8_t wait;      /* the program waits for `complete` (the interposer sleeps until then) */
     uint8_t flags;     /* for the call's record: DBT_TF_PAGE_CACHE when a read found all it needed in memory */
@@ -60,6 +61,13 @@ struct dbt_outcome {
 /* Emulates one call. Counters go to the state's device slot; device requests to hooks->request. */
 void dbt_emulate(struct dbt_state *s, const struct dbt_call *c, const struct dbt_emulate_hooks *hooks,
                  struct dbt_outcome *out);
+
+/* A call whose outcome holds a ticket waits for the drive to choose its request: at out->complete
+ * (or later: `now`, when the caller asks), the drive's choices due by then are made, and the outcome
+ * is completed (ticket 0, complete set, the request counted and reported through hooks) or says
+ * when to ask again. Given the same call as dbt_emulate. */
+void dbt_emulate_resume(struct dbt_state *s, const struct dbt_call *c, const struct dbt_emulate_hooks *hooks,
+                        uint64_t now, struct dbt_outcome *out);
 
 /* Sends every background write still waiting in the emulated block layer, at its paced time, so a
  * snapshot of the counters holds all the writeback the interval started. No request hook: it is a

@@ -435,6 +435,12 @@ static void account(int fd, uint64_t e, int op, uint64_t off, uint64_t len, uint
     struct dbt_emulate_hooks hooks = {tracing ? trace_request : NULL, file_size_of, &ct};
     struct dbt_outcome o;
     dbt_emulate(g_state, &c, &hooks, &o);
+    /* A queueing drive chooses when it is free, among the requests come by then: sleep until that
+     * choice is due and ask again (each waiter makes the choices due when it wakes). */
+    while (UNLIKELY(o.ticket)) {
+        sleep_until(o.complete);
+        dbt_emulate_resume(g_state, &c, &hooks, now_ns(), &o);
+    }
     if (!o.charged) return;
     struct dbt_device_slot *d = &g_state->dev[c.dev];
     int moves = op == DBT_TOP_READ || op == DBT_TOP_WRITE || op == DBT_TOP_FLUSH;

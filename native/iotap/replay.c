@@ -9,6 +9,8 @@
 struct heap_item {
     uint64_t ready;
     uint32_t stream;
+    uint32_t resume; /* 1: the stream's call waits in a drive's queue and asks again (after the calls
+                        due at the same instant, which a live drive's choice then would have seen) */
 };
 
 struct heap {
@@ -17,12 +19,14 @@ struct heap {
 };
 
 static int before(const struct heap_item *x, const struct heap_item *y) {
-    return x->ready < y->ready || (x->ready == y->ready && x->stream < y->stream);
+    if (x->ready != y->ready) return x->ready < y->ready;
+    if (x->resume != y->resume) return x->resume < y->resume;
+    return x->stream < y->stream;
 }
 
-static void heap_push(struct heap *h, uint64_t ready, uint32_t stream) {
+static void heap_push_item(struct heap *h, uint64_t ready, uint32_t stream, uint32_t resume) {
     uint32_t i = h->n++;
-    h->a[i] = (struct heap_item){ready, stream};
+    h->a[i] = (struct heap_item){ready, stream, resume};
     while (i && before(&h->a[i], &h->a[(i - 1) / 2])) {
         struct heap_item t = h->a[i];
         h->a[i] = h->a[(i - 1) / 2];
@@ -30,6 +34,8 @@ static void heap_push(struct heap *h, uint64_t ready, uint32_t stream) {
         i = (i - 1) / 2;
     }
 }
+
+static void heap_push(struct heap *h, uint64_t ready, uint32_t stream) { heap_push_item(h, ready, stream, 0); }
 
 static struct heap_item heap_pop(struct heap *h) {
     struct heap_item top = h->a[0];
@@ -119,10 +125,11 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
     uint32_t *parked_next = calloc(nstreams + 1, sizeof *parked_next);
     uint32_t *parked_head = calloc(n + 1, sizeof *parked_head); /* per wake: the first parked stream + 1 */
     uint8_t *done = calloc(n + 1, 1);
+    struct dbt_outcome *waiting = calloc(nstreams + 1, sizeof *waiting); /* a call's outcome while queued */
     struct heap h = {calloc(nstreams + 1, sizeof(struct heap_item)), 0};
     struct collector col = {NULL, 0, 0, 0, 0};
     int rc = -1;
-    if (!first || !next || !ready || !parked_next || !parked_head || !done || !h.a) {
+    if (!first || !next || !ready || !parked_next || !parked_head || !done || !waiting || !h.a) {
         snprintf(err, errlen, "out of memory for %llu events", (unsigned long long)n);
         goto out;
     }
@@ -163,7 +170,17 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
                                  e->dev, e->flags};
             struct dbt_outcome o;
             col.event = i;
-            dbt_emulate(s, &c, &hooks, &o);
+            if (it.resume) {
+                o = waiting[st];
+                dbt_emulate_resume(s, &c, &hooks, it.ready, &o);
+            } else {
+                dbt_emulate(s, &c, &hooks, &o);
+            }
+            if (o.ticket) { /* its request waits for the drive's choice: ask again when it is due */
+                waiting[st] = o;
+                heap_push_item(&h, o.complete > it.ready ? o.complete : it.ready, st, 1);
+                continue;
+            }
             end = start + e->host_ns;
             if (o.wait && o.complete > end) end = o.complete;
             end += e->late_ns;
@@ -212,6 +229,7 @@ out:
     free(parked_next);
     free(parked_head);
     free(done);
+    free(waiting);
     free(h.a);
     return rc;
 }

@@ -114,36 +114,112 @@ EXPORT void dbt_pattern_offsets(uint64_t seed, int random, uint64_t span, uint32
     for (uint64_t i = 0; i < n; i++) out[i] = pattern_next(&x, random, blocks, block, i);
 }
 
+/* Closed-loop workers on one model, in simulated time: each worker issues its next request when its
+ * previous one completed (plus its think time). On a queueing drive a request waits in the drive's
+ * queue until the drive chooses it, and the choices are made at their times, after the requests
+ * issued by then (as the replay does). */
+enum { MAX_JOBS = 1024 };
+
+struct closed_loop {
+    /* the worker's next request; returns 0 when the worker stops */
+    int (*next)(void *ctx, int worker, uint64_t t, struct dbt_request *rq);
+    /* a request completed, issued at `issued`; returns the worker's think time before its next */
+    uint64_t (*done)(void *ctx, int worker, const struct dbt_request *rq, uint64_t issued, uint64_t complete);
+    void *ctx;
+};
+
+static void run_closed(struct dbt_model_state *st, int jobs, const struct closed_loop *cl) {
+    uint64_t t[MAX_JOBS], ticket[MAX_JOBS];
+    struct dbt_request rq[MAX_JOBS];
+    int live[MAX_JOBS];
+    for (int w = 0; w < jobs; w++) t[w] = 0, ticket[w] = 0, live[w] = 1;
+    int queueing = dbt_model_queueing(st);
+    for (;;) {
+        int w = -1;
+        for (int j = 0; j < jobs; j++) { /* the earliest; at one instant, issues before asks */
+            if (!live[j]) continue;
+            if (w < 0 || t[j] < t[w] || (t[j] == t[w] && !ticket[j] && ticket[w])) w = j;
+        }
+        if (w < 0) return;
+        struct dbt_result res;
+        int reordered;
+        if (!ticket[w]) {
+            if (!cl->next(cl->ctx, w, t[w], &rq[w])) {
+                live[w] = 0;
+                continue;
+            }
+            rq[w].arrival_ns = t[w];
+            if (queueing) {
+                (void)dbt_model_run(st, t[w], NULL, NULL);
+                ticket[w] = dbt_model_enqueue(st, &rq[w]);
+            }
+            if (!ticket[w]) {
+                dbt_model_submit_now(st, &rq[w], &res, NULL, NULL);
+            } else {
+                uint64_t next = dbt_model_run(st, t[w], NULL, NULL);
+                if (dbt_model_take(st, ticket[w], &res, &reordered) == 0) {
+                    t[w] = next;
+                    continue;
+                }
+            }
+        } else {
+            uint64_t next = dbt_model_run(st, t[w], NULL, NULL);
+            if (dbt_model_take(st, ticket[w], &res, &reordered) == 0) {
+                t[w] = next;
+                continue;
+            }
+        }
+        ticket[w] = 0;
+        uint64_t think = cl->done(cl->ctx, w, &rq[w], rq[w].arrival_ns, res.complete_ns);
+        t[w] = (res.complete_ns > rq[w].arrival_ns ? res.complete_ns : rq[w].arrival_ns + 1) + think;
+    }
+}
+
+struct pattern_loop {
+    int op, random;
+    uint32_t block;
+    uint64_t span, blocks, until_ns, cap, nsec, n, *lat, *per_s, *moved;
+    uint64_t x[MAX_JOBS], k[MAX_JOBS];
+};
+
+static int pattern_request(void *ctx, int w, uint64_t t, struct dbt_request *rq) {
+    struct pattern_loop *p = ctx;
+    if (t >= p->until_ns) return 0;
+    uint64_t addr = (uint64_t)w * p->span + pattern_next(&p->x[w], p->random, p->blocks, p->block, p->k[w]++);
+    *rq = (struct dbt_request){t, addr, p->block, (uint8_t)p->op};
+    return 1;
+}
+
+static uint64_t pattern_done(void *ctx, int w, const struct dbt_request *rq, uint64_t issued, uint64_t done) {
+    struct pattern_loop *p = ctx;
+    (void)w, (void)rq;
+    if (done > p->until_ns) return 0;
+    if (p->n < p->cap) p->lat[p->n] = done - issued;
+    if (done / 1000000000ull < p->nsec) p->per_s[done / 1000000000ull]++;
+    p->n++;
+    *p->moved += p->block;
+    return 0;
+}
+
 /* iobench's loop through the model alone, in simulated time: `jobs` workers at queue depth 1, worker
  * w on its own file of `span` bytes at address w * span with the pattern seeded seed0 + w, issuing
- * until until_ns. Requests are submitted in order of issue time. Keeps the first `cap` latencies
- * (ns) and counts completions per second in per_s[0..nsec). Returns the requests completed by
- * until_ns; *moved their bytes. */
+ * until until_ns. Keeps the first `cap` latencies (ns) and counts completions per second in
+ * per_s[0..nsec). Returns the requests completed by until_ns; *moved their bytes. */
 EXPORT uint64_t dbt_sim_pattern(struct dbt_model_state *st, int op, int random, uint32_t block, uint64_t span,
                                 int jobs, uint64_t seed0, uint64_t until_ns, uint64_t *lat, uint64_t cap,
                                 uint64_t *per_s, uint64_t nsec, uint64_t *moved) {
-    enum { MAX_JOBS = 1024 };
-    uint64_t ready[MAX_JOBS], x[MAX_JOBS], k[MAX_JOBS];
-    uint64_t blocks = block ? span / block : 0, n = 0;
     *moved = 0;
+    uint64_t blocks = block ? span / block : 0;
     if (jobs < 1 || jobs > MAX_JOBS || blocks == 0) return 0;
-    for (int w = 0; w < jobs; w++) ready[w] = 0, x[w] = seed0 + (uint64_t)w, k[w] = 0;
+    struct pattern_loop *p = calloc(1, sizeof *p);
+    if (!p) return 0;
+    *p = (struct pattern_loop){op, random, block, span, blocks, until_ns, cap, nsec, 0, lat, per_s, moved, {0}, {0}};
+    for (int w = 0; w < jobs; w++) p->x[w] = seed0 + (uint64_t)w;
     for (uint64_t s = 0; s < nsec; s++) per_s[s] = 0;
-    for (;;) {
-        int w = 0;
-        for (int j = 1; j < jobs; j++)
-            if (ready[j] < ready[w]) w = j;
-        if (ready[w] >= until_ns) break;
-        uint64_t addr = (uint64_t)w * span + pattern_next(&x[w], random, blocks, block, k[w]++);
-        uint64_t done = dbt_sim_submit(st, ready[w], op, addr, block, NULL, NULL);
-        if (done <= until_ns) {
-            if (n < cap) lat[n] = done - ready[w];
-            if (done / 1000000000ull < nsec) per_s[done / 1000000000ull]++;
-            n++;
-            *moved += block;
-        }
-        ready[w] = done > ready[w] ? done : ready[w] + 1; /* a zero-time request still moves time on */
-    }
+    struct closed_loop cl = {pattern_request, pattern_done, p};
+    run_closed(st, jobs, &cl);
+    uint64_t n = p->n;
+    free(p);
     return n;
 }
 
@@ -157,25 +233,45 @@ EXPORT void dbt_sim_qd1(struct dbt_model_state *st, int op, const uint64_t *offs
     }
 }
 
+struct list_loop {
+    uint64_t n, i;
+    const uint8_t *op;
+    const uint64_t *addr, *gap;
+    const uint32_t *len;
+    uint64_t *issue, *done;
+    uint64_t which[MAX_JOBS]; /* the request each worker has */
+};
+
+static int list_request(void *ctx, int w, uint64_t t, struct dbt_request *rq) {
+    struct list_loop *p = ctx;
+    if (p->i >= p->n) return 0;
+    uint64_t i = p->i++;
+    p->which[w] = i;
+    *rq = (struct dbt_request){t, p->addr[i], p->len[i], p->op[i]};
+    return 1;
+}
+
+static uint64_t list_done(void *ctx, int w, const struct dbt_request *rq, uint64_t issued, uint64_t done) {
+    struct list_loop *p = ctx;
+    (void)rq;
+    p->issue[p->which[w]] = issued;
+    p->done[p->which[w]] = done;
+    return p->gap ? p->gap[p->which[w]] : 0;
+}
+
 /* A request list served by `jobs` closed-loop workers: each takes the next request in the list
- * gap[i] ns after its previous one completed (gap of the request it completed, 0 at first). Every
- * request is submitted in order of issue time, as the model requires. Writes each request's issue
- * and completion times (ns). */
+ * gap[i] ns after its previous one completed (gap of the request it completed, 0 at first). Writes
+ * each request's issue and completion times (ns). */
 EXPORT void dbt_sim_closed(struct dbt_model_state *st, uint64_t n, const uint8_t *op, const uint64_t *addr,
                            const uint32_t *len, const uint64_t *gap, int jobs, uint64_t *issue, uint64_t *done) {
-    enum { MAX_JOBS = 1024 };
-    uint64_t ready[MAX_JOBS];
     if (jobs < 1) jobs = 1;
     if (jobs > MAX_JOBS) jobs = MAX_JOBS;
-    for (int w = 0; w < jobs; w++) ready[w] = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        int w = 0;
-        for (int k = 1; k < jobs; k++)
-            if (ready[k] < ready[w]) w = k;
-        issue[i] = ready[w];
-        done[i] = dbt_sim_submit(st, ready[w], op[i], addr[i], len[i], NULL, NULL);
-        ready[w] = done[i] + (gap ? gap[i] : 0);
-    }
+    struct list_loop *p = calloc(1, sizeof *p);
+    if (!p) return;
+    p->n = n, p->op = op, p->addr = addr, p->gap = gap, p->len = len, p->issue = issue, p->done = done;
+    struct closed_loop cl = {list_request, list_done, p};
+    run_closed(st, jobs, &cl);
+    free(p);
 }
 
 /* The bytes a state file takes with a page cache of pc_bytes (0: none): what a run needs in its

@@ -15,7 +15,7 @@
 #include "pagecache.h"
 
 #define DBT_STATE_MAGIC 0x7061746f69746264ULL /* "dbtiotap" */
-#define DBT_STATE_VERSION 8
+#define DBT_STATE_VERSION 9
 #define DBT_MAX_DEVICES 16
 #define DBT_NAME_MAX 64
 #define DBT_DIR_MAX 1024
@@ -30,6 +30,7 @@ struct dbt_counters {
     _Atomic uint64_t read_ns, write_ns, flush_ns; /* modelled latency, arrival to completion */
     _Atomic uint64_t queue_ns;                    /* sum of time spent queued before service */
     _Atomic uint64_t cache_hits, streams, other_ops;
+    _Atomic uint64_t reordered; /* requests a queueing drive started before an older queued one */
     _Atomic uint64_t host_ns;  /* time the host's own call took */
     _Atomic uint64_t overruns; /* I/Os whose host call outlasted the modelled completion */
     _Atomic uint64_t late_sum_ns, late_max_ns;
@@ -48,6 +49,7 @@ struct dbt_pending_write {
 };
 
 #define DBT_PENDING_WRITES 512
+
 /* The largest request the block layer makes by merging: Linux's default max_sectors_kb, 1280 KiB
  * (BLK_DEF_MAX_SECTORS, 2560 sectors, since "block: bump BLK_DEF_MAX_SECTORS to 2560", 2015). */
 #define DBT_BLOCK_MAX_REQUEST (1280ull << 10)

@@ -10,6 +10,8 @@
  *    device of latency L, B's last call ends at a time worked out by hand; with 2L, later by the
  *    two reads' difference only (B's wait follows A's read; the recorded gaps stay).
  *
+ * 4. A queueing drive, hand-computed (see ncq_reorders).
+ *
  *   test_replay [WORKDIR]  (default: a fresh folder under /tmp, removed at the end) */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "devmodel.h"
 #include "emulate.h"
 #include "replay.h"
 #include "state.h"
@@ -258,6 +261,132 @@ static void writeback_is_paced(void) {
     free(r);
 }
 
+
+/* 4. Command queueing. An HDD (no read-ahead, no write cache) reads R0 at the start of the disk;
+ *    while it does, R1 (far: 5 GB in) and then R2 (near: 10 MiB in) arrive. One command at a time,
+ *    the drive serves R1 then R2; with a queue of 4 it chooses, when R0 ends, the one it reaches
+ *    first: R2, then R1. Each completion is worked out from the model's own media access (seek,
+ *    rotation, transfer) from where the head was. A flush arriving meanwhile is no queued command:
+ *    it completes after both. The same three processes replayed offline get the same completions. */
+static struct dbt_state *ncq_state(const char *name, int depth, int64_t *file) {
+    char map[400];
+    snprintf(map, sizeof map,
+             "disk\thdd\t/nonexistent/ncq\tcapacity_gb=10 cache_mib=0 write_cache=0 queue_depth=%d\n", depth);
+    struct dbt_state *s = make_state(name, map);
+    *file = dbt_state_file_index(s, 0, 1, 300, "/nonexistent/ncq/base/5/16390", 6000ull << 20);
+    return s;
+}
+
+static uint64_t media_from(const struct dbt_derived *d, uint64_t prev_end, uint64_t t, uint64_t addr) {
+    return dbt_hdd_media(d, dbt_hdd_cyl_of(d, prev_end), t, addr, 8192, 0);
+}
+
+static void ncq_reorders(void) {
+    const uint64_t T0 = 1000000000ull, FAR = 5000ull << 20, NEAR = 10ull << 20;
+    for (int depth = 1; depth <= 4; depth += 3) {
+        char name[32];
+        snprintf(name, sizeof name, "ncq%d", depth);
+        int64_t file;
+        struct dbt_state *s = ncq_state(name, depth, &file);
+        const struct dbt_derived *d = &s->dev[0].model.drive[0].d;
+        uint64_t a0 = dbt_state_addr(s, 0, file, 0), a1 = dbt_state_addr(s, 0, file, FAR),
+                 a2 = dbt_state_addr(s, 0, file, NEAR);
+        CHECK(a0 == 0 && a1 == FAR && a2 == NEAR, "the file lies in order: %llu %llu %llu", (unsigned long long)a0,
+              (unsigned long long)a1, (unsigned long long)a2);
+        struct reqs *r = calloc(1, sizeof *r);
+        struct dbt_emulate_hooks hooks = {collect, NULL, r};
+        struct dbt_call c0 = {T0, T0, 0, 8192, UINT64_MAX, file, 0, DBT_TOP_READ, 0, DBT_TF_DIRECT};
+        struct dbt_call c1 = {T0 + 1000, T0 + 1000, FAR, 8192, UINT64_MAX, file, 0, DBT_TOP_READ, 0, DBT_TF_DIRECT};
+        struct dbt_call c2 = {T0 + 2000, T0 + 2000, NEAR, 8192, UINT64_MAX, file, 0, DBT_TOP_READ, 0, DBT_TF_DIRECT};
+        struct dbt_outcome o0, o1, o2;
+        dbt_emulate(s, &c0, &hooks, &o0);
+        uint64_t done0 = media_from(d, 0, T0, 0);
+        CHECK(o0.ticket == 0 && o0.complete == done0, "depth %d: R0 starts at once, done at %llu (expected %llu)",
+              depth, (unsigned long long)o0.complete, (unsigned long long)done0);
+        dbt_emulate(s, &c1, &hooks, &o1);
+        dbt_emulate(s, &c2, &hooks, &o2);
+        uint64_t first_done, second_done;
+        if (depth == 1) {
+            first_done = media_from(d, 8192, done0, FAR);
+            second_done = media_from(d, FAR + 8192, first_done, NEAR);
+        } else {
+            first_done = media_from(d, 8192, done0, NEAR);
+            second_done = media_from(d, NEAR + 8192, first_done, FAR);
+        }
+        if (depth == 1) { /* one command at a time: answered at once, in arrival order */
+            CHECK(o1.ticket == 0 && o2.ticket == 0, "depth 1 answers at once");
+            CHECK(o1.complete == first_done && o2.complete == second_done,
+                  "depth 1: far %llu (expected %llu), near %llu (expected %llu)", (unsigned long long)o1.complete,
+                  (unsigned long long)first_done, (unsigned long long)o2.complete, (unsigned long long)second_done);
+        } else {
+            CHECK(o1.ticket && o2.ticket && o1.complete == done0 && o2.complete == done0,
+                  "depth 4: both wait for the choice when R0 ends (%llu, %llu; R0 %llu)",
+                  (unsigned long long)o1.complete, (unsigned long long)o2.complete, (unsigned long long)done0);
+            struct dbt_outcome early = o1;
+            dbt_emulate_resume(s, &c1, &hooks, done0 - 1, &early);
+            CHECK(early.ticket && early.complete == done0, "asked before the choice is due, it still waits");
+            dbt_emulate_resume(s, &c1, &hooks, done0, &o1);
+            dbt_emulate_resume(s, &c2, &hooks, done0, &o2);
+            CHECK(o1.ticket && o1.complete == first_done && o2.ticket == 0,
+                  "when R0 ends the drive starts the near one; the far one is chosen when that ends (%llu)",
+                  (unsigned long long)o1.complete);
+            dbt_emulate_resume(s, &c1, &hooks, o1.complete, &o1);
+            CHECK(o1.ticket == 0, "then it is answered");
+            CHECK(o2.complete == first_done && o1.complete == second_done,
+                  "depth 4: near first %llu (expected %llu), far %llu (expected %llu)", (unsigned long long)o2.complete,
+                  (unsigned long long)first_done, (unsigned long long)o1.complete, (unsigned long long)second_done);
+            CHECK(s->dev[0].c.reordered == 1, "one request taken before an older one (%llu)",
+                  (unsigned long long)s->dev[0].c.reordered);
+            CHECK(s->dev[0].model.q_count == 0 && s->dev[0].model.q_waiting == 0, "the queue is empty");
+        }
+        CHECK(r->n == 3 && s->dev[0].c.reads == 3, "three requests reported and counted (%d)", r->n);
+        uint64_t far_done = o1.complete, near_done = o2.complete;
+        munmap(s, s->size);
+
+        /* a flush while both wait: the drive finishes its queue first */
+        s = ncq_state(name, depth, &file);
+        d = &s->dev[0].model.drive[0].d;
+        r->n = 0;
+        dbt_emulate(s, &c0, &hooks, &o0);
+        dbt_emulate(s, &c1, &hooks, &o1);
+        dbt_emulate(s, &c2, &hooks, &o2);
+        struct dbt_call fl = {T0 + 3000, T0 + 3000, 0, 0, UINT64_MAX, file, 0, DBT_TOP_FLUSH, 0, DBT_TF_DIRECT};
+        struct dbt_outcome of;
+        dbt_emulate(s, &fl, &hooks, &of);
+        dbt_emulate_resume(s, &c1, &hooks, T0 + 3000, &o1);
+        dbt_emulate_resume(s, &c2, &hooks, T0 + 3000, &o2);
+        CHECK(o1.ticket == 0 && o2.ticket == 0 && o1.complete == far_done && o2.complete == near_done,
+              "depth %d: the flush started both, in the drive's order", depth);
+        CHECK(of.complete >= second_done, "depth %d: the flush completes after both (%llu, %llu)", depth,
+              (unsigned long long)of.complete, (unsigned long long)second_done);
+        munmap(s, s->size);
+
+        /* offline: three processes, one call each */
+        s = ncq_state(name, depth, &file);
+        struct dbt_replay_event ev[3];
+        const struct dbt_call *calls[3] = {&c0, &c1, &c2};
+        memset(ev, 0, sizeof ev);
+        for (int i = 0; i < 3; i++) {
+            ev[i].t0 = ev[i].t1 = calls[i]->t0;
+            ev[i].off = calls[i]->off, ev[i].len = 8192, ev[i].file_size = UINT64_MAX, ev[i].file = file;
+            ev[i].dep = ev[i].guard = -1;
+            ev[i].stream = (uint32_t)i, ev[i].kind = DBT_TK_CALL, ev[i].op = DBT_TOP_READ;
+            ev[i].flags = DBT_TF_DIRECT;
+        }
+        uint64_t start[3], end[3];
+        struct dbt_replay_result res = {start, end, NULL, NULL, 0};
+        char err[256];
+        CHECK(dbt_replay(s, ev, 3, 0, 0, 1.0, &res, err, sizeof err) == 0, "replayed: %s", err);
+        CHECK(end[0] == done0 && end[1] == far_done && end[2] == near_done,
+              "depth %d offline: %llu %llu %llu, live %llu %llu %llu", depth, (unsigned long long)end[0],
+              (unsigned long long)end[1], (unsigned long long)end[2], (unsigned long long)done0,
+              (unsigned long long)far_done, (unsigned long long)near_done);
+        free(res.requests);
+        munmap(s, s->size);
+        free(r);
+    }
+}
+
 int main(int argc, char **argv) {
     int own = argc < 2;
     if (own) {
@@ -270,6 +399,7 @@ int main(int argc, char **argv) {
     hand_computed();
     refuses_bad_events();
     writeback_is_paced();
+    ncq_reorders();
     if (own) {
         char cmd[600];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", work);

@@ -107,6 +107,18 @@ def _list(text: str, what: str, parse, allowed=None) -> list:
     return out
 
 
+def _step_reason(profile, rw: str, fell: bool) -> str:
+    """Why a device's rate stepped, from what the device is: a cloud volume's burst credits, a
+    disk's write cache, or neither."""
+    if not fell:
+        return "the rate rose"
+    if profile.kind == "cloud":
+        return "credits spent: the burst ended"
+    if profile.kind == "hdd" and rw in ("write", "randwrite") and profile.params.get("write_cache", 1):
+        return "the drive's write cache filled: writes now wait for the destage"
+    return "the rate fell"
+
+
 @click.command()
 @click.option("--device", "-d", "device_arg", required=True, metavar="NAME=PROFILE[:DIR]",
               help="the device: a profile (emulated; DIR defaults to a scratch folder, in RAM for fast devices), "
@@ -198,7 +210,7 @@ def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, 
         if changed:
             before, after, at = changed
             steps.append(f"{Job(**j).label()}: {before:,.0f} requests/s until {at:,} s, then {after:,.0f}/s "
-                         f"({'credits spent: the burst ended' if after < before else 'the rate rose'})")
+                         f"({_step_reason(req.profile, j['rw'], after < before)})")
     out.print(table)
     for line in steps:
         out.print(line, markup=False)

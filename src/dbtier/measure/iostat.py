@@ -30,6 +30,8 @@ def figures(dev: dict, elapsed_s: float) -> dict:
         "svctm": busy_s * 1e3 / (ios + f) if ios + f else 0.0,
         "%util": min(100.0, 100.0 * busy_s / el),
         "hit%": 100.0 * dev["cache_hits"] / ios if ios else 0.0,
+        # a queueing drive (NCQ/TCQ) started these before an older request it held
+        "reordered%": 100.0 * dev.get("reordered", 0) / ios if ios else 0.0,
     }
 
 
