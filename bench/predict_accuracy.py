@@ -104,7 +104,7 @@ def main() -> None:
                 rows.append({"workload": name, "layout": label, "figure": figure(workload), "recorded": rec,
                              "predicted": pred, "live": live, "error%": err, "calls": doc["replay"]["calls"],
                              "replay_s": doc["replay"]["seconds"], "engine_s": doc["replay"]["engine_seconds"],
-                             "predict_wall_s": wall, "trace_MB": trace_mb})
+                             "predict_wall_s": wall, "trace_mb": trace_mb})
                 speeds.append((doc["replay"]["calls"], doc["replay"]["engine_seconds"], doc["replay"]["seconds"]))
                 if workload == "oltp" and place != RECORDED:
                     lat = doc["phases"][0].get("latency", {})
@@ -145,7 +145,7 @@ def main() -> None:
         biggest = max(rows, key=lambda r: r["calls"])
         print(f"replay engine: {calls:,} calls in {engine:.2f} s, {calls / engine / 1e6:.1f} M calls/s on one core; "
               f"whole predictions (streams built, figures computed) {calls / whole / 1e6:.2f} M calls/s; largest "
-              f"trace {biggest['trace_MB']:.1f} MB of Parquet ({biggest['calls']:,} calls, {biggest['workload']})")
+              f"trace {biggest['trace_mb']:.1f} MB of Parquet ({biggest['calls']:,} calls, {biggest['workload']})")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 

@@ -15,6 +15,10 @@ import pytest
 
 SHM = Path("/dev/shm")
 
+# Every JSON document dbtier writes while the suite runs, in this process or in a `dbtier` it starts,
+# is checked against the published schema as it is written (report/schema.py).
+os.environ["DBTIER_CHECK_SCHEMA"] = "1"
+
 
 def shm_folder(mode: int = 0o755) -> Path:
     """A fresh folder on tmpfs that the servers' user may pass through (as a user's --workspace or
@@ -102,6 +106,41 @@ def dbtier(*args: str, check: bool = False, **kw) -> subprocess.CompletedProcess
     if check and proc.returncode != 0:
         raise AssertionError(f"dbtier {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def dbtier_in_terminal(*args: str, columns: int = 80, timeout: float = 900) -> tuple[int, str]:
+    """Runs `dbtier ARGS` in a terminal of `columns` columns (a pseudo-terminal, its window size set
+    as a terminal emulator sets it), as a user at that terminal sees it. Returns the exit status and
+    what the terminal showed, without colours or cursor movements."""
+    import fcntl
+    import pty
+    import re
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "dbtier", *args], stdin=subprocess.DEVNULL, stdout=slave,
+                            stderr=slave, close_fds=True)
+    os.close(slave)
+    chunks = []
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: every writer of the terminal closed it
+            break
+        if not data:
+            break
+        chunks.append(data)
+        if time.monotonic() > deadline:
+            proc.kill()
+    os.close(master)
+    proc.wait()
+    text = b"".join(chunks).decode("utf-8", "replace")
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", text)  # colours, cursor, titles
+    lines = [line.rsplit("\r", 1)[-1] for line in text.replace("\r\n", "\n").split("\n")]  # what stayed on screen
+    return proc.returncode, "\n".join(lines)
 
 
 def stop_session(proc: subprocess.Popen) -> None:

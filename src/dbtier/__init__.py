@@ -1,3 +1,14 @@
 """dbtier: will faster storage help this database, by how much, and where should it go?"""
 
 __version__ = "0.1.0"
+
+__all__ = ["Result", "compare", "load", "run", "__version__"]
+
+
+def __getattr__(name: str):
+    """The Python API (dbtier.api), loaded on first use: the command line does not pay for pandas."""
+    if name in ("Result", "compare", "load", "run"):
+        from dbtier import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'dbtier' has no attribute {name!r}")

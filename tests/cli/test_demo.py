@@ -3,17 +3,20 @@
 import json
 import shutil
 
-from tests.conftest import dbtier, retry_while_host_steals
+from dbtier.report import verdict
+from dbtier.report.terminal import fmt
+from tests.conftest import dbtier_in_terminal, retry_while_host_steals
 
 
 def test_demo_shape_and_run_directory(tmp_path, shm_dir):
     def attempt():
         for old in tmp_path.glob("demo-*"):
             shutil.rmtree(old)
-        proc = dbtier("demo", "--rows", "2500", "--scans", "3", "--cache", "8MB", "-o", str(tmp_path),
-                      "--workspace", str(shm_dir), check=True)
+        rc, shown = dbtier_in_terminal("demo", "--rows", "2500", "--scans", "3", "--cache", "8MB", "-o", str(tmp_path),
+                                       "--workspace", str(shm_dir), columns=80)
+        assert rc == 0, shown
         (run,) = tmp_path.glob("demo-*")
-        return proc, run, json.loads((run / "result.json").read_text())
+        return shown, run, json.loads((run / "result.json").read_text())
 
     def shape(result):
         speedup = {w["workload"]: w["speedup"] for w in result[2]["workloads"]}
@@ -28,9 +31,20 @@ def test_demo_shape_and_run_directory(tmp_path, shm_dir):
             assert hdd["devices"][0]["iostat"]["%util"] > 50  # the disk runs are I/O-bound, as in the seed
             assert ssd["devices"][0]["iostat"]["%util"] > 20  # sub-second SSD runs: the host's noise shows
 
-    proc, run, doc = retry_while_host_steals(attempt, shape)
-    for column in ("SSD speed-up", "r_await ms", "svctm ms", "%util", "server CPU s", "I/O wait s", "late p50/p99"):
-        assert column in proc.stdout
+    shown, run, doc = retry_while_host_steals(attempt, shape)
+    # An 80-column terminal: no line longer; each column shown, or named as left out; every number in full
+    assert max(len(line) for line in shown.splitlines()) <= 80
+    flat = " ".join(shown.split())
+    left_out = flat.split("not shown at 80 columns:")[1] if "not shown at 80 columns:" in flat else ""
+    for column in ("SSD speed-up", "r_await ms", "svctm ms", "%util", "server CPU s", "I/O wait s", "late p50/p99 us"):
+        # a header may wrap onto two lines; a column left out is named
+        assert column in left_out or all(f" {word} " in f" {flat} " for word in column.split()), column
+    for w in doc["workloads"]:
+        for r in w["runs"]:
+            assert f" {fmt(r['elapsed_s'])} " in flat and f" {fmt(r['devices'][0]['iostat']['r_await'])} " in flat
+    # the answer first: the verdict, then the table
+    lines = verdict.demo(doc["workloads"])
+    assert -1 < flat.find(" ".join(" ".join(lines).split())) < flat.find("dbtier demo: seed 000")
     assert doc["schema_version"] == 1 and doc["kind"] == "demo"
     for w in doc["workloads"]:
         hdd, ssd = w["runs"]

@@ -13,7 +13,7 @@ def test_list_names_every_profile():
 
 def test_show_json_has_params_and_expectations():
     doc = json.loads(dbtier("devices", "show", "ssd-sata-mlc", "--json", check=True).stdout)
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 1 and doc["kind"] == "profile" and doc["device_kind"] == "ssd"
     assert doc["params"]["channels"]["value"] == 8
     pats = {e["pattern"]: e for e in doc["expected_qd1"]}
     assert set(pats) == {"random read 8 KiB", "random write 8 KiB", "sequential read 8 KiB", "sequential write 8 KiB"}

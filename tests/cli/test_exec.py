@@ -68,7 +68,7 @@ def test_plain_program_and_json(shm_dir, tmp_path):
     dev = json.loads(out.read_text())["devices"][0]
     assert dev["device"] == "disk" and dev["counters"]["reads"] == 512  # the EOF read moves nothing: not an I/O
     assert dev["counters"]["read_bytes"] == 4 << 20
-    assert dev["iostat"]["hit%"] > 90  # read-ahead buffer
+    assert dev["iostat"]["hit_pct"] > 90  # read-ahead buffer
 
 
 #: a CPU-bound loop with a call now and then: each call charges the CPU time used since the last one.

@@ -5,7 +5,9 @@ import json
 
 import pytest
 
-from tests.conftest import dbtier
+from dbtier.report import verdict
+from dbtier.report.terminal import fmt
+from tests.conftest import dbtier, dbtier_in_terminal
 
 
 @pytest.mark.parametrize("args, message", [
@@ -42,9 +44,12 @@ def test_bad_input_one_line_status_2(args, message, shm_dir, tmp_path):
 
 def test_a_small_run_writes_its_run_directory(shm_dir, tmp_path):
     # A table over a quarter of the cache is scanned through a small buffer ring: each scan reads it.
-    proc = dbtier("run", "table-scan", "-d", "ssd=ssd-sata-mlc", "--rows", "600", "--scans", "3", "--cache", "8MB",
-                  "--workspace", str(shm_dir), "-o", str(tmp_path), "--json", str(tmp_path / "r.json"), "--trace", check=True)
-    assert "run directory:" in proc.stdout
+    # In an 80-column terminal.
+    rc, shown = dbtier_in_terminal("run", "table-scan", "-d", "ssd=ssd-sata-mlc", "--rows", "600", "--scans", "3",
+                                   "--cache", "8MB", "--workspace", str(shm_dir), "-o", str(tmp_path), "--json",
+                                   str(tmp_path / "r.json"), "--trace", columns=80)
+    assert rc == 0, shown
+    assert "run directory:" in shown
     (run,) = tmp_path.glob("table-scan-*")
     doc = json.loads((run / "result.json").read_text())
     assert json.loads((tmp_path / "r.json").read_text()) == {**doc, "run_dir": str(run)}
@@ -64,6 +69,18 @@ def test_a_small_run_writes_its_run_directory(shm_dir, tmp_path):
     assert "database system is ready to accept connections" in (run / "server.log").read_text()
     assert doc["trace"] == "trace.parquet" and (run / "trace.parquet").stat().st_size > 0
     assert not list(shm_dir.glob("lab-*"))
+    # The answer first, in the terminal and the page, its numbers the document's
+    lines = verdict.run(doc)
+    flat = " ".join(shown.split())
+    assert -1 < flat.find(" ".join(" ".join(lines).split())) < flat.find("devices over the measured interval")
+    page = html.split("<details")[0]
+    assert all(line.replace("'", "&#39;") in page for line in lines), lines
+    # 80 columns: no line longer, every device figure in full (or its column named as left out)
+    assert max(len(line) for line in shown.splitlines()) <= 80
+    table = shown.split("devices over the measured interval")[1].split("\n\n")[0]
+    left_out = table.split("not shown at 80 columns:")[1] if "not shown at 80" in table else ""
+    for col in ("r/s", "rMB/s", "r_await", "%util", "svctm"):
+        assert f" {fmt(dev['iostat'][col])} " in f" {table} ".replace("\n", " ") or col in left_out, (col, table)
 
 
 def test_own_folder_and_pg_bin(shm_dir, tmp_path, disk_dir):

@@ -60,7 +60,7 @@ def test_buffered_rereads_come_from_the_page_cache(tmp_path):
     args = ("-d", "ram=ram-san", "--rw", "read", "--bs", "128k", "--runtime", "1", "--size", "16m")
     direct = bench(tmp_path, *args, "--mode", "direct")[0]
     buffered = bench(tmp_path, *args, "--mode", "buffered", "--page-cache", "64MB")[0]
-    assert buffered["device"]["page_cache"]["hit%"] > 90
+    assert buffered["device"]["page_cache"]["hit_pct"] > 90
     assert buffered["mb_s"] > 3 * direct["mb_s"]
     assert buffered["device"]["counters"]["read_bytes"] < 1.2 * (16 << 20)  # the device read the file once
 
@@ -129,7 +129,7 @@ def test_a_queueing_disk_reorders_concurrent_reads(tmp_path):
     def check(results):
         live, model = row(results, "randread", 8192), row(results, "randread", 8192, "model")
         assert live["iops"] == pytest.approx(model["iops"], rel=0.1), (live["iops"], model["iops"])
-        assert live["device"]["iostat"]["reordered%"] > 30  # most reads passed an older one
+        assert live["device"]["iostat"]["reordered_pct"] > 30  # most reads passed an older one
 
     retry_while_host_steals(attempt, check)
 

@@ -22,7 +22,7 @@ def test_top_events_rank_measured_cpu_with_the_waits_and_count_io_from_pg_stat_i
     stat_io = [{"object": "relation", "reads": 900.0}, {"object": "wal", "reads": 5.0}]
     top = waits.top_events(sampled, server_cpu_s=2.0, elapsed_s=10.0, stat_io=stat_io)
     assert [e["event"] for e in top] == ["IO:DataFileRead", "CPU time (measured)", "Lock:tuple"]
-    assert top[0]["waits"] == 900 and top[0]["%elapsed"] == 60.0
+    assert top[0]["waits"] == 900 and top[0]["elapsed_pct"] == 60.0
     assert top[2]["waits"] == 4  # no pg_stat_io count: the sampled episodes
 
 
@@ -52,7 +52,7 @@ def test_object_io_attributes_each_record_to_its_object():
     names = {(5, 100): ("orders", "table")}
     rows = {r["object"]: r for r in objects.object_io(rec, files, ["hdd", "ssd"], names)}
     assert rows["orders"]["reads"] == 2 and rows["orders"]["cached_reads"] == 1
-    assert rows["orders"]["sequential%"] == 50.0 and rows["orders"]["device_s"] == 5010 / 1e9
+    assert rows["orders"]["sequential_pct"] == 50.0 and rows["orders"]["device_s"] == 5010 / 1e9
     assert rows["WAL"]["device"] == "ssd" and rows["WAL"]["writes"] == 1
     assert rows["orders [fsm]"]["reads"] == 1
     assert rows["relfilenode 999 (dropped)"]["writes"] == 1

@@ -44,7 +44,7 @@ def test_cold_is_io_bound_hot_is_not_cross_between(states):
     assert table["cached_reads"] < 0.2 * (table["reads"] + table["cached_reads"])
     # hot: everything is in the database cache or the page cache: no device reads at all
     assert reads["hot"] == 0 and hot["io_wait_s"] == 0
-    assert hot["devices"][0]["page_cache"]["hit%"] == 100 or hot["devices"][0]["page_cache"]["hit_pages"] == 0
+    assert hot["devices"][0]["page_cache"]["hit_pct"] == 100 or hot["devices"][0]["page_cache"]["hit_pages"] == 0
     # cross: the warm-up looked up another half of the keys, so about half the rows are cached
     assert 0.3 * reads["cold"] < reads["cross"] < 0.7 * reads["cold"]
     # the device time (the model's, not the host's timing) follows: none hot, less crossed than cold
@@ -68,7 +68,7 @@ def test_direct_bypasses_the_page_cache_buffered_rereads_from_it(shm_dir):
     assert t_direct["cached_reads"] == 0
     # buffered: the device reads the table once; the second and third scans find it in memory
     assert table <= b["counters"]["read_bytes"] <= 1.2 * table
-    assert b["page_cache"]["hit%"] > 60 and b["page_cache"]["readahead_MB"] > 5
+    assert b["page_cache"]["hit_pct"] > 60 and b["page_cache"]["readahead_mb"] > 5
     assert buffered["elapsed_s"] < direct["elapsed_s"]  # seed 004: buffered reads win a repeated pass
 
 
@@ -98,7 +98,7 @@ def test_dsync_writes_through_with_a_flush_each(shm_dir):
     assert sum(o["writes"] for o in relations) >= 600
     assert all(o["flushes"] >= o["writes"] for o in relations), relations
     assert objects["WAL"]["flushes"] > 0 and c["dsync"]["flushes"] > 0.9 * c["dsync"]["writes"]
-    assert figures["dsync"]["devices"][0]["page_cache"]["writeback_MB"] > 4
+    assert figures["dsync"]["devices"][0]["page_cache"]["writeback_mb"] > 4
     # buffered: writes wait in the page cache and go out coalesced at fsync: fewer, larger requests
     assert c["buffered"]["writes"] < c["direct"]["writes"]
     assert c["buffered"]["write_bytes"] / c["buffered"]["writes"] > c["direct"]["write_bytes"] / c["direct"]["writes"]
@@ -128,4 +128,4 @@ def test_wal_sync_methods(shm_dir, method, carries_flush):
         wal = next(o for o in m.result["object_io"] if o["object"] == "WAL")
         assert wal["writes"] >= 50 and wal["flushes"] >= wal["writes"] * 0.9
     else:  # WAL writes sit in the page cache until fdatasync/fsync writes them back and flushes
-        assert m.result["devices"][0]["page_cache"]["writeback_MB"] > 0
+        assert m.result["devices"][0]["page_cache"]["writeback_mb"] > 0

@@ -151,7 +151,7 @@ def test_top_events_and_pg_stat_io(two_device_run):
     # One backend reading one page at a time from the disk: most of the elapsed time is the read wait,
     # whose count is pg_stat_io's, one per page read (the heap's rows and the index's pages at least).
     reads = top["IO:DataFileRead"]
-    assert reads["waits"] >= ROWS and reads["%elapsed"] > 60, r["top_events"]
+    assert reads["waits"] >= ROWS and reads["elapsed_pct"] > 60, r["top_events"]
     assert top["CPU time (measured)"]["time_s"] == r["server_cpu_s"]
     client = [x for x in r["pg_stat_io"] if (x["backend_type"], x["object"], x["context"]) ==
               ("client backend", "relation", "normal")]

@@ -13,6 +13,7 @@ from dbtier.workloads.base import QuietProgress
 
 
 def test_a_run_that_fails_leaves_the_others_to_run(monkeypatch, tmp_path):
+    monkeypatch.delenv("DBTIER_CHECK_SCHEMA")  # the fake runs' documents hold only what this test reads
     ran = []
 
     def fake_run_spec(spec, base, progress, artifacts, say, cpu_scale=1.0, scale=1.0):
@@ -39,6 +40,7 @@ def _calibration_result(cpu_s: float, units: int) -> dict:
 
 
 def test_the_cpu_reference_sets_every_runs_scale(monkeypatch, tmp_path):
+    monkeypatch.delenv("DBTIER_CHECK_SCHEMA")  # the fake runs' documents hold only what this test reads
     calls = []
 
     def fake_run_spec(spec, base, progress, artifacts, say, cpu_scale=1.0, scale=1.0):
@@ -83,6 +85,7 @@ def test_seed_003s_cpu_reference_on_a_real_server(shm_dir, tmp_path):
 
 def test_the_scale_reference_sets_every_runs_scale_model(monkeypatch, tmp_path):
     """F is the article's database over the footprint of the run that stands for it, for every run."""
+    monkeypatch.delenv("DBTIER_CHECK_SCHEMA")  # the fake runs' documents hold only what this test reads
     from dbtier.reproduce.plan import ScaleReference
     from dbtier.workloads import registry
 
@@ -103,3 +106,9 @@ def test_the_scale_reference_sets_every_runs_scale_model(monkeypatch, tmp_path):
     scale = doc["articles"][0]["scale_model"]
     assert scale["factor"] == 1000.0 and scale["ours_bytes"] == ours and scale["source"] == "the article's section 1"
     assert any("1/1000" in line for line in said)
+
+
+def test_run_folders_have_no_spaces():
+    from dbtier.reproduce.run import folder_name
+
+    assert folder_name("oltp-large-log on flash") == "oltp-large-log-on-flash"

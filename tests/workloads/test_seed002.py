@@ -36,12 +36,12 @@ def test_oltp_runs_the_mix_and_stays_consistent(oltp):
     assert m["committed"] > 200 and not any(oltp["checks"]["consistency"].values())
     assert oltp["checks"]["amcheck"] == "clean"
     # The 45/43/4/4/4 mix, within sampling error of a few hundred draws.
-    assert abs(m["mix_%"]["new_order"] - 45) < 8 and abs(m["mix_%"]["payment"] - 43) < 8
+    assert abs(m["mix_pct"]["new_order"] - 45) < 8 and abs(m["mix_pct"]["payment"] - 43) < 8
     for t in TYPES:
         assert m["latency"][t]["count"] > 0 and 0 < m["latency"][t]["p50_ms"] <= m["latency"][t]["p99_ms"]
-    assert oltp["rates"]["NOPM"] == pytest.approx(m["new_orders"] * 60 / 4)  # over the driver's 4 s
+    assert oltp["rates"]["nopm"] == pytest.approx(m["new_orders"] * 60 / 4)  # over the driver's 4 s
     assert m["driver"] == "pgbench" and m["rolled_back"] >= 0
-    assert oltp["rates"]["client CPU us/txn"] > 0 and oltp["rates"]["server CPU ms/txn"] > 0
+    assert oltp["rates"]["client_cpu_us_per_txn"] > 0 and oltp["rates"]["server_cpu_ms_per_txn"] > 0
 
 
 def test_the_python_terminals_run_the_same_mix(module_shm_dir):

@@ -31,7 +31,9 @@ VERIFY_MAX = 10
               help="where the advice's directory (result.json, report.html) is written")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="also write the advice as JSON here")
 @click.option("-q", "--quiet", is_flag=True, help="print only errors and the advice's directory")
-def advise(run_dir: Path, fast, slow, budget, cost, max_cost, verify, workspace, output, json_path, quiet) -> None:
+@click.option("--wide", is_flag=True, help="print every column, however narrow the terminal")
+def advise(run_dir: Path, fast, slow, budget, cost, max_cost, verify, workspace, output, json_path, quiet,
+           wide) -> None:
     """Where should limited fast storage go? Advice from a recorded run, predicted and verified.
 
     \b
@@ -63,7 +65,7 @@ def advise(run_dir: Path, fast, slow, budget, cost, max_cost, verify, workspace,
     from dbtier.predict import recording
     from dbtier.report.terminal import console
 
-    out = console()
+    out = console(wide=wide)
     rec = recording.load(run_dir)
     q = advice_mod.question(rec, fast, slow, budget, cost, max_cost)
     specs = None

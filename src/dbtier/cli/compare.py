@@ -14,7 +14,7 @@ from dbtier.pg.lab import LabOptions
 from dbtier.pg.settings import parse_sets
 from dbtier.report import jsonout, outputs
 from dbtier.report.rundir import run_dir
-from dbtier.report.terminal import console
+from dbtier.report.terminal import console, show
 from dbtier.workloads import compare as compare_mod
 from dbtier.workloads.runner import run_workload
 from dbtier.workspace import Workspace
@@ -35,7 +35,7 @@ class CompareGroup(WorkloadGroup):
 
     @staticmethod
     def execute(cls, kw):
-        execute(cls, kw)
+        return execute(cls, kw)
 
 
 @click.group("compare", cls=CompareGroup, context_settings={"max_content_width": 100})
@@ -57,8 +57,8 @@ def compare() -> None:
     so far keep their run directories."""
 
 
-def execute(cls, kw: dict) -> None:
-    out = console()
+def execute(cls, kw: dict) -> Path:
+    out = console(wide=kw["wide"])
     configs = compare_mod.configurations(kw["configs"], kw["experiment"])
     workload = cls(**{p.key: kw[p.key] for p in cls.params})
     options = LabOptions(cache=kw["cache"], io_mode=kw["io_mode"], page_cache=kw["page_cache"],
@@ -102,7 +102,7 @@ def execute(cls, kw: dict) -> None:
         raise
     names = [c.name for c in configs]
     results = [compare_mod.overall(r) for r in results]
-    from dbtier.report import compareview
+    from dbtier.report import compareview, verdict
 
     doc = {"kind": "compare", "workload": cls.name, "configurations": [c.describe() for c in configs],
            "run_dirs": run_dirs, "speedups": compare_mod.speedups(results),
@@ -112,9 +112,13 @@ def execute(cls, kw: dict) -> None:
     with run_dir(kw["output"], f"compare-{cls.name}", workspace) as folder:
         jsonout.write(folder.path / "result.json", doc)
         html.write(folder.path / "report.html", f"dbtier compare {cls.name}", results[0]["started"],
-                   compareview.sections(names, results, run_dirs))
+                   compareview.sections(names, results, run_dirs),
+                   verdict.compare(names, results, doc["speedups"], doc["headline"]))
     if kw["json_path"]:
         jsonout.write(kw["json_path"], {**doc, "run_dir": str(folder.final)})
-    out.print(runview.rich_table(compareview.table_data(names, results)))
+    for line in verdict.compare(names, results, doc["speedups"], doc["headline"]):
+        out.print(line, markup=False)
+    show(out, compareview.table_data(names, results))
     out.print(f"comparison: {folder.final} (result.json, report.html); each layout's own run directory beside it",
               markup=False)
+    return folder.final

@@ -7,17 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from dbtier.cli.progress import progress_for
 from dbtier.devices.profile import load
 from dbtier.pg import capacity, placement
 from dbtier.pg.lab import LabOptions
 from dbtier.devices.spec import DeviceSpec
-from dbtier.report import html, jsonout, outputs
+from dbtier.report import html, jsonout, outputs, verdict
 from dbtier.report.html import Section, TableData
 from dbtier.report.rundir import run_dir
-from dbtier.report.terminal import console, fmt
+from dbtier.report.terminal import console, fmt, show
 from dbtier.workloads import registry
 from dbtier.workloads.runner import run_workload
 from dbtier.workspace import Workspace
@@ -54,8 +53,7 @@ def report_sections(results: list[dict]) -> list[Section]:
     names = [w["workload"] for w in results]
     series = {prof: [w["runs"][i]["elapsed_s"] for w in results] for i, (_, prof) in enumerate(DEVICES)}
     labels = {prof: [f"{v:.1f} s" for v in vals] for prof, vals in series.items()}
-    elapsed = charts.grouped_bars(names, series, "elapsed, s (log scale)", "elapsed per device", log=True,
-                                  labels=labels)
+    elapsed = charts.grouped_bars(names, series, "elapsed, s", "elapsed per device", labels=labels)
     runs = [f"{w['workload']}\n{r['devices'][0]['device']}" for w in results for r in w["runs"]]
     split = charts.time_split(runs, [r["server_cpu_s"] for w in results for r in w["runs"]],
                               [r["io_wait_s"] for w in results for r in w["runs"]],
@@ -82,8 +80,9 @@ def report_sections(results: list[dict]) -> list[Section]:
 @click.option("--workspace", type=click.Path(path_type=Path),
               help="a folder in which dbtier makes its own for clusters (default: /dev/shm, in RAM)")
 @click.option("--quiet", "-q", is_flag=True, help="print only the summary table")
+@click.option("--wide", is_flag=True, help="print every column, however narrow the terminal")
 def demo(rows: int, scans: int, cache: str, output: Path, pg_bin: Path | None, workspace: Path | None,
-         quiet: bool) -> None:
+         quiet: bool, wide: bool) -> None:
     """Seed 000 on PostgreSQL: random index lookups and full table scans, on an emulated 7200 rpm SATA
     HDD and an emulated SATA MLC SSD (about 3 minutes).
 
@@ -91,7 +90,7 @@ def demo(rows: int, scans: int, cache: str, output: Path, pg_bin: Path | None, w
     svctm and %util of the device, the server's CPU time against its I/O wait, and the emulation's
     lateness. Writes OUTPUT/demo-<time>/ with result.json, report.html (charts and tables) and the
     server logs."""
-    out = console()
+    out = console(wide=wide)
     say = (lambda _line: None) if quiet else (lambda line: out.print(line, markup=False))
     options = LabOptions(cache=cache, pg_bin=pg_bin, workspace=workspace)
     params = {"random-index": {"rows": rows}, "table-scan": {"rows": rows, "scans": scans}}
@@ -119,13 +118,12 @@ def demo(rows: int, scans: int, cache: str, output: Path, pg_bin: Path | None, w
                             "seed_speedup": seed["hdd_s"] / seed["ssd_s"], "seed": seed, "runs": runs})
         jsonout.write(folder.path / "result.json", {"kind": "demo", "workloads": results})
         html.write(folder.path / "report.html", "dbtier demo: seed 000 on PostgreSQL 18",
-                   "an emulated 7200 rpm SATA HDD against an emulated SATA MLC SSD", report_sections(results))
-    table = Table(title="dbtier demo: seed 000 on PostgreSQL 18, emulated HDD against SSD", title_justify="left")
-    for col in COLUMNS:
-        table.add_column(col, justify="left" if col in ("workload", "device") else "right")
-    for row in summary_rows(results):
-        table.add_row(*row)
-    out.print(table)
+                   "an emulated 7200 rpm SATA HDD against an emulated SATA MLC SSD", report_sections(results),
+                   verdict.demo(results))
+    for line in verdict.demo(results):
+        out.print(line, markup=False)
+    show(out, TableData(COLUMNS, summary_rows(results), "dbtier demo: seed 000 on PostgreSQL 18, emulated HDD against SSD",
+                        2), ("svctm ms", "late p50/p99 us", "I/O wait s", "server CPU s", "seed 000"))
     from dbtier.report import runview
 
     for w in results:

@@ -56,7 +56,7 @@ def show(name: str, as_json: bool) -> None:
     figures = [] if p.kind == "real" else [patterns.expected(p, pt) for pt in patterns.STANDARD]
     if as_json:
         click.echo(jsonout.dumps({
-            "profile": p.name, "kind": p.kind, "summary": p.summary,
+            "kind": "profile", "profile": p.name, "device_kind": p.kind, "summary": p.summary,
             "params": {k: {"value": v, "unit": defs[k]["unit"], "help": defs[k]["help"]} for k, v in p.params.items()},
             "expected_qd1": [f.__dict__ for f in figures],
         }))

@@ -18,7 +18,7 @@ from dbtier.devices.spec import legacy_note, parse_all
 from dbtier.errors import UserError
 from dbtier.measure import devices as device_figures
 from dbtier.report import jsonout, outputs
-from dbtier.report.terminal import console, iostat_table
+from dbtier.report.terminal import console, show
 from dbtier.workspace import Workspace, check_not_pseudo
 
 
@@ -34,8 +34,9 @@ from dbtier.workspace import Workspace, check_not_pseudo
 @click.option("--workspace", type=click.Path(path_type=Path),
               help="a folder in which dbtier makes its own, dbtier-UID, for the emulation's state (default: /dev/shm)")
 @click.option("--quiet", "-q", is_flag=True, help="print nothing but errors")
+@click.option("--wide", is_flag=True, help="print every column, however narrow the terminal")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def exec_command(device_args, trace_dir, json_path, cpu_scale, workspace, quiet, command) -> None:
+def exec_command(device_args, trace_dir, json_path, cpu_scale, workspace, quiet, wide, command) -> None:
     """Run COMMAND with its I/O under each DIR on an emulated device.
 
     Every read, write and flush on a file below DIR takes the time the device model gives
@@ -67,7 +68,7 @@ def exec_command(device_args, trace_dir, json_path, cpu_scale, workspace, quiet,
         trace_dir = check_trace_dir(trace_dir)
     if json_path is not None:
         json_path = outputs.check_file(json_path, "--json")
-    out = console(stderr=True)
+    out = console(stderr=True, wide=wide)
     workspace = Workspace.open(workspace)
     workspace.reap(lambda line: out.print(line, markup=False))
     claim = workspace.claim("exec")
@@ -93,7 +94,9 @@ def exec_command(device_args, trace_dir, json_path, cpu_scale, workspace, quiet,
         rows = device_figures.rows(session.devices, state, elapsed)
         session.save_trace_meta({"command": list(command), "started": started, "elapsed_s": elapsed, "exit_status": rc})
         if not quiet:
-            out.print(iostat_table(rows, f"devices over {elapsed:.2f} s of: {' '.join(command)}"))
+            from dbtier.report.runview import IOSTAT_DROP, iostat_data
+
+            show(out, iostat_data(rows, f"devices over {elapsed:.2f} s of: {' '.join(command)}"), IOSTAT_DROP)
             for row in rows:
                 late = row["lateness"]
                 if late["count"] and late["overruns"] > 0.01 * late["count"]:

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 import click
-from rich.table import Table
+from dbtier.report.html import TableData
 
 from dbtier import lifecycle
 from dbtier.devices import hostfs, native
@@ -24,7 +24,7 @@ from dbtier.errors import UserError
 from dbtier.pg import capacity
 from dbtier.devices.spec import parse_all
 from dbtier.report import jsonout, outputs
-from dbtier.report.terminal import console, fmt
+from dbtier.report.terminal import console, fmt, show
 from dbtier.workspace import Claim, Workspace, check_not_pseudo
 
 
@@ -142,7 +142,9 @@ def _step_reason(profile, rw: str, fell: bool) -> str:
               help="a folder in which dbtier makes its own, dbtier-UID, for the emulation's state and, without DIR, "
                    "the benchmark's files (default: /dev/shm)")
 @click.option("--quiet", "-q", is_flag=True, help="print only the table")
-def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, json_path, workspace, quiet) -> None:
+@click.option("--wide", is_flag=True, help="print every column, however narrow the terminal")
+def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, json_path, workspace, quiet,
+            wide) -> None:
     """Device tests like the seeds' (IOMeter, SiSoft Sandra, fio): MB/s, IOPS and latency percentiles
     for each pattern, block size, worker count and I/O mode, with iostat's view of the device.
 
@@ -151,7 +153,7 @@ def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, 
       dbtier iobench -d hdd=hdd-sata-7200 --rw randread,read --bs 8k,1m
       dbtier iobench -d ram=ram-san --engine dbtier,fio
       dbtier iobench -d disk=real:/var/tmp/bench --mode direct,buffered --jobs 1,4"""
-    out = console()
+    out = console(wide=wide)
     (req,) = parse_all([device_arg])
     patterns = _list(rw, "rw", str, PATTERNS)
     sizes = _list(bs, "bs", parse_size)
@@ -194,24 +196,22 @@ def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, 
                             lambda text: status.update(text) if not quiet else None)
     else:
         rows = _run_live(out, req, jobs, engines, pc_bytes, fast, workspace, max(workers) * file_size, quiet)
-    table = Table(title=f"iobench on {req.name} ({req.profile.name}), {runtime:g} s each, files of {size}",
-                  title_justify="left")
-    for col in ("rw", "bs", "jobs", "mode", "engine", "MiB/s", "IOPS", "mean us", "p50 us", "p99 us",
-                "device r/w_await ms", "%util"):
-        table.add_column(col, justify="left" if col in ("rw", "mode", "engine") else "right")
-    steps = []
+    columns = ["rw", "mode", "engine", "bs", "jobs", "MiB/s", "IOPS", "mean us", "p50 us", "p99 us",
+               "device r/w_await ms", "%util"]
+    cells, steps = [], []
     for row in rows:
         j, io = row["job"], (row.get("diskstats") or (row["device"] or {}).get("iostat"))
         await_ms = (io["r_await"] if j["rw"] in ("read", "randread") else io["w_await"]) if io else None
-        table.add_row(j["rw"], size_label(j["bs"]), str(j["jobs"]), j["mode"], row["engine"], fmt(row["mb_s"]),
+        cells.append([j["rw"], j["mode"], row["engine"], size_label(j["bs"]), str(j["jobs"]), fmt(row["mb_s"]),
                       fmt(row["iops"]), fmt(row["mean_us"]), fmt(row["p50_us"]), fmt(row["p99_us"]),
-                      fmt(await_ms) if io else "-", fmt(io["%util"]) if io else "-")
+                      fmt(await_ms) if io else "-", fmt(io["%util"]) if io else "-"])
         changed = engine_model.step(row["per_second"]) if row.get("per_second") else None
         if changed:
             before, after, at = changed
             steps.append(f"{Job(**j).label()}: {before:,.0f} requests/s until {at:,} s, then {after:,.0f}/s "
                          f"({_step_reason(req.profile, j['rw'], after < before)})")
-    out.print(table)
+    show(out, TableData(columns, cells, f"iobench on {req.name} ({req.profile.name}), {runtime:g} s each, files of {size}",
+                        3), ("mean us", "%util", "device r/w_await ms", "p99 us", "mode"))
     for line in steps:
         out.print(line, markup=False)
     if json_path:

@@ -69,10 +69,14 @@ def reproduce(quick: bool, only: str | None, output: Path, pg_bin: Path | None, 
                                functools.partial(lambda prefix: progress_for(out, quiet, prefix=prefix)), say)
         doc["quick"] = quick
         jsonout.write(folder.path / "result.json", doc)
+        from dbtier.report import verdict
         from dbtier.reproduce import view  # matplotlib: loaded once there is something to chart
 
         html.write(folder.path / "report.html", "dbtier reproduce: the seed articles' figures beside ours",
-                   f"{'quick' if quick else 'full'} run, {doc['elapsed_s'] / 60:.1f} minutes", view.sections(doc))
+                   f"{'quick' if quick else 'full'} run, {doc['elapsed_s'] / 60:.1f} minutes", view.sections(doc),
+                   verdict.reproduce(doc))
+    for line in verdict.reproduce(doc):
+        out.print(line, markup=False)
     for table in view.terminal_tables(doc):
         out.print(table)
     out.print(f"{doc['elapsed_s'] / 60:.1f} minutes; run directory: {folder.final} (result.json, report.html)",

@@ -51,8 +51,8 @@ LAB_OPTIONS = [
         "their CPU time between calls, clients keep this machine's")),
     ("scale_model", click.option("--scale-model", type=float, default=1.0, show_default=True, metavar="F",
         help="this run's data stands for a system with F times as much: give every size (--cache, --page-cache, "
-        "--set work_mem...) as that system's, and dbtier divides them, each HDD's caches and its capacity (so "
-        "seeks span as much of the disk) by F; 1: off")),
+        "--set work_mem...) as that system's, and dbtier divides them and each HDD's write cache by F and "
+        "stretches its seeks as over F times the data; 1: off")),
     ("sets", click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
         help="any PostgreSQL setting, on top of dbtier's preset (repeatable)")),
     ("pg_bin", click.option("--pg-bin", type=click.Path(path_type=Path),
@@ -68,6 +68,8 @@ LAB_OPTIONS = [
     ("trace", click.option("--trace", is_flag=True, help="record every I/O: trace.parquet in the run directory")),
     ("keep", click.option("--keep", is_flag=True,
         help="keep the workspace (cluster, log) after the run, for inspection")),
+    ("wide", click.option("--wide", is_flag=True, help="print every column of every table, however narrow the terminal "
+        "(by default a narrow one leaves the least needed columns out, and says which)")),
     ("quiet", click.option("--quiet", "-q", is_flag=True, help="print only errors and the run directory")),
 ]
 
@@ -102,12 +104,12 @@ class WorkloadGroup(click.Group):
 class RunGroup(WorkloadGroup):
     @staticmethod
     def execute(cls, kw):
-        execute(cls, kw)
+        return execute(cls, kw)
 
 
 def workload_command(cls, execute_, skip=(), extra=()) -> click.Command:
     def callback(**kw):
-        execute_(cls, kw)
+        return execute_(cls, kw)  # the run directory: the Python API's answer
 
     func = lab_options(callback, skip)
     for option in reversed(extra):
@@ -140,8 +142,8 @@ def run() -> None:
     workload's own parameters."""
 
 
-def execute(cls, kw: dict) -> None:
-    out = console()
+def execute(cls, kw: dict) -> Path:
+    out = console(wide=kw["wide"])
     requests = parse_all(kw["devices"])
     placement = placement_mod.parse(kw["places"], [r.name for r in requests])
     workload = cls(**{p.key: kw[p.key] for p in cls.params})
@@ -161,11 +163,13 @@ def execute(cls, kw: dict) -> None:
             result = run_workload(workload, requests, placement, options, progress, folder.path, say,
                                   cache_state=kw["cache_state"])
         jsonout.write(folder.path / "result.json", result)
-        from dbtier.report import html, runview  # matplotlib: loaded once there is something to chart
+        from dbtier.report import html, runview, verdict  # matplotlib: loaded once there is something to chart
 
-        html.write(folder.path / "report.html", f"dbtier run {cls.name}", result["started"], runview.run_sections(result))
+        html.write(folder.path / "report.html", f"dbtier run {cls.name}", result["started"], runview.run_sections(result),
+                   verdict.run(result))
     if kw["json_path"]:
         jsonout.write(kw["json_path"], {**result, "run_dir": str(folder.final)})
     if not kw["quiet"]:
         runview.print_run(out, result)
     out.print(f"run directory: {folder.final}", markup=False)
+    return folder.final

@@ -29,9 +29,9 @@ def figures(dev: dict, elapsed_s: float) -> dict:
         "aqu-sz": (dev["read_ns"] + dev["write_ns"] + dev["flush_ns"]) / 1e9 / el,
         "svctm": busy_s * 1e3 / (ios + f) if ios + f else 0.0,
         "%util": min(100.0, 100.0 * busy_s / el),
-        "hit%": 100.0 * dev["cache_hits"] / ios if ios else 0.0,
+        "hit_pct": 100.0 * dev["cache_hits"] / ios if ios else 0.0,
         # a queueing drive (NCQ/TCQ) started these before an older request it held
-        "reordered%": 100.0 * dev.get("reordered", 0) / ios if ios else 0.0,
+        "reordered_pct": 100.0 * dev.get("reordered", 0) / ios if ios else 0.0,
     }
 
 
@@ -43,7 +43,7 @@ def page_cache(dev: dict) -> dict:
     hits, misses = dev.get("pc_hit_pages", 0), dev.get("pc_miss_pages", 0)
     return {
         "hit_pages": hits, "miss_pages": misses,
-        "hit%": 100.0 * hits / (hits + misses) if hits + misses else 0.0,
-        "readahead_MB": dev.get("pc_readahead_bytes", 0) / MB,
-        "writeback_MB": dev.get("pc_writeback_bytes", 0) / MB,
+        "hit_pct": 100.0 * hits / (hits + misses) if hits + misses else 0.0,
+        "readahead_mb": dev.get("pc_readahead_bytes", 0) / MB,
+        "writeback_mb": dev.get("pc_writeback_bytes", 0) / MB,
     }

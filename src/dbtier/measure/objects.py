@@ -134,7 +134,7 @@ def object_io(records: np.ndarray, files: dict[int, str], devices: list[str],
     out = []
     for row in rows.values():
         n = row["reads"] + row["writes"]
-        row["sequential%"] = 100.0 * row["sequential"] / n if n else 0.0
+        row["sequential_pct"] = 100.0 * row["sequential"] / n if n else 0.0
         del row["sequential"]
         out.append(row)
     out.sort(key=lambda r: -r["device_s"])

@@ -147,5 +147,5 @@ def top_events(waits: dict, server_cpu_s: float, elapsed_s: float, stat_io: list
         rows.append({**e, "waits": counted if counted is not None else e["waits"]})
     rows = sorted(rows, key=lambda e: -e["time_s"])[:limit]
     for r in rows:
-        r["%elapsed"] = 100.0 * r["time_s"] / elapsed_s if elapsed_s > 0 else 0.0
+        r["elapsed_pct"] = 100.0 * r["time_s"] / elapsed_s if elapsed_s > 0 else 0.0
     return rows

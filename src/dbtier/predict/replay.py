@@ -27,9 +27,9 @@ from dbtier.predict.scenario import Scenario, file_devices, file_identities
 BACKGROUND = {"postmaster", "dbtier wait sampler", "checkpointer", "background writer", "walwriter", "io worker",
               "autovacuum launcher", "autovacuum worker", "logical replication launcher", "archiver",
               "walsummarizer", "walreceiver", "walsender", "startup", "slotsync worker"}
-_PER_SECOND = re.compile(r"(/s|tps|tpm|nopm)$", re.IGNORECASE)
-_PER_ITEM = re.compile(r"^(ms|us|s)/", re.IGNORECASE)
-_TXN_RATE = re.compile(r"^(tps|tpm|nopm)$", re.IGNORECASE)
+_PER_SECOND = re.compile(r"(_per_s|^tps|^tpm|^nopm)$")
+_PER_ITEM = re.compile(r"^(ms|us|s)_per_")
+_TXN_RATE = re.compile(r"^(tps|tpm|nopm)$")
 
 
 @dataclass

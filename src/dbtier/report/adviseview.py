@@ -144,14 +144,14 @@ def sections(doc: dict) -> list[Section]:
 
 
 def show(console, doc: dict) -> None:
-    from dbtier.report.runview import rich_table
+    from dbtier.report.terminal import show as show_table
 
     for i, line in enumerate(verdict(doc)):
         console.print(line, style="bold" if i == 0 else None, soft_wrap=True, markup=False, highlight=False)
     console.print()
     for data in (alternatives_data(doc), curve_data(doc), objects_data(doc), verify_data(doc)):
         if data is not None:
-            console.print(rich_table(data))
+            show_table(console, data)
     s = doc["search"]
     console.print(f"search: {s['method']}; {s['predictions']:,} predictions in {s['seconds']:.1f} s", markup=False,
                   soft_wrap=True)

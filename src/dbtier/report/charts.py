@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import io
+import textwrap
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+# Text stays text in the SVG (the page's own font, searchable, a fraction of the size), not glyph paths.
+matplotlib.rcParams["svg.fonttype"] = "none"
 
 COLORS = ("#c0504d", "#4f81bd", "#9bbb59", "#8064a2", "#f79646", "#4bacc6")
 
@@ -20,39 +24,90 @@ def _svg(fig) -> str:
     return text[text.index("<svg"):]  # drop the XML prologue: the SVG sits inside HTML
 
 
-def grouped_bars(groups: list[str], series: dict[str, list[float]], ylabel: str, title: str,
-                 log: bool = False, labels: dict[str, list[str]] | None = None) -> str:
-    """One cluster of bars per group, one bar per series; labels go above the bars."""
-    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+def _wrap(label: str, width: int = 28) -> str:
+    return "\n".join(textwrap.wrap(label, width)) or label
+
+
+def grouped_bars(groups: list[str], series: dict[str, list[float]], xlabel: str, title: str,
+                 labels: dict[str, list[str]] | None = None) -> str:
+    """Horizontal bars on a linear axis from 0: one cluster per group (its name in full on the left,
+    wrapped, never rotated or cut), one bar per series, each labelled with its value."""
     n = max(1, len(series))
-    width = 0.8 / n
+    height = 0.8 / n
+    fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.32 * n * len(groups) + 0.25 * len(groups)))
     for i, (name, values) in enumerate(series.items()):
-        xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
-        bars = ax.bar(xs, values, width, label=name, color=COLORS[i % len(COLORS)])
-        if labels and name in labels:
-            ax.bar_label(bars, labels=labels[name], fontsize=8, padding=2)
-    if len(groups) > 4:  # long names side by side would overlap
-        ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right", fontsize=8)
-    else:
-        ax.set_xticks(range(len(groups)), groups)
-    ax.set_ylabel(ylabel)
+        ys = [g + (i - (n - 1) / 2) * height for g in range(len(groups))]
+        bars = ax.barh(ys, values, height, label=name, color=COLORS[i % len(COLORS)])
+        ax.bar_label(bars, labels=(labels or {}).get(name) or [f"{v:.3g}" for v in values], fontsize=8, padding=2)
+    ax.set_yticks(range(len(groups)), [_wrap(g) for g in groups], fontsize=9)
+    ax.invert_yaxis()  # the first group on top, as in the tables
+    ax.set_xlim(left=0, right=max((max(v, default=0) for v in series.values()), default=1) * 1.18 or 1)
+    ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize=11)
-    if log:
-        ax.set_yscale("log")
-    ax.legend(frameon=False, fontsize=9)
+    if len(series) > 1:
+        ax.legend(frameon=False, fontsize=9, loc="lower right")
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig)
 
 
-def time_split(runs: list[str], cpu: list[float], wait: list[float], elapsed: list[float], title: str) -> str:
-    """Per run, as a share of its elapsed time: the server's CPU and its time waiting on devices
-    (summed over its processes, so concurrent waits can pass 100%)."""
-    share = lambda xs: [100 * x / e if e > 0 else 0.0 for x, e in zip(xs, elapsed)]  # noqa: E731
-    cpu_pct, wait_pct = share(cpu), share(wait)
-    return grouped_bars(runs, {"server CPU": cpu_pct, "I/O wait (sum over processes)": wait_pct},
-                        "% of elapsed", title,
-                        labels={"server CPU": [f"{v:.0f}%" for v in cpu_pct],
-                                "I/O wait (sum over processes)": [f"{v:.0f}%" for v in wait_pct]})
+def time_split(runs: list[str], cpu: list[float], wait: list[float], elapsed: list[float], title: str) -> str | None:
+    """Per run, where its time went, as average active processes (Oracle's AAS): the server's CPU
+    time and its time waiting for I/O, each summed over its processes and divided by the elapsed
+    time, so 2.8 is "on average 2.8 processes waiting". None for a single run: its figures say it."""
+    if len(runs) < 2:
+        return None
+    per = lambda xs: [x / e if e > 0 else 0.0 for x, e in zip(xs, elapsed)]  # noqa: E731
+    on_cpu, waiting = per(cpu), per(wait)
+    return grouped_bars(runs, {"on the CPU": on_cpu, "waiting for I/O": waiting},
+                        "average active server processes (time summed over processes / elapsed)", title,
+                        labels={"on the CPU": [f"{v:.2f}" for v in on_cpu],
+                                "waiting for I/O": [f"{v:.2f}" for v in waiting]})
+
+
+def over_time(per_s: list[float], ylabel: str, title: str) -> str:
+    """A figure per second over a run: a line on linear axes from 0."""
+    fig, ax = plt.subplots(figsize=(7.5, 2.8))
+    ax.plot(range(len(per_s)), per_s, color=COLORS[1], linewidth=1.2)
+    ax.set_xlim(0, max(1, len(per_s) - 1))
+    ax.set_ylim(bottom=0, top=max(per_s, default=1) * 1.1 or 1)
+    ax.set_xlabel("seconds into the measured run")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=11)
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig)
+
+
+def ratio_bars(names: list[str], ratios: list[float], xlabel: str, title: str, band: float = 2.0) -> str:
+    """One bar per figure on a ratio axis: 1x marked, ticks written as ratios (1/4x, 1/2x, 1x, 2x, 4x),
+    the band within `band` of 1x shaded. Bars grow from 1x, so below 1x and above it read alike."""
+    import math
+
+    fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.34 * len(names)))
+    ax.set_xscale("log", base=2)
+    finite = [r for r in ratios if r and r > 0 and math.isfinite(r)]
+    lo = min(finite + [1 / band]) / 1.5
+    hi = max(finite + [band]) * 1.5
+    ax.set_xlim(lo, hi)
+    ax.axvspan(1 / band, band, color="#e8f0e8", zorder=0, label=f"within {band:g}x")
+    ax.axvline(1.0, color="#555555", linewidth=1)
+    for i, r in enumerate(ratios):
+        if not (r and r > 0 and math.isfinite(r)):
+            continue
+        inside = 1 / band <= r <= band
+        ax.barh(i, r - 1 if r >= 1 else 1 - r, left=1 if r >= 1 else r, height=0.6,
+                color=COLORS[1] if inside else COLORS[0])
+        ax.annotate(f"{r:.2g}x", (r, i), xytext=(3 if r >= 1 else -3, 0), textcoords="offset points",
+                    ha="left" if r >= 1 else "right", va="center", fontsize=8)
+    ticks = [2.0 ** k for k in range(math.floor(math.log2(lo)), math.ceil(math.log2(hi)) + 1)]
+    ax.set_xticks(ticks, [f"{t:g}x" if t >= 1 else f"1/{1 / t:g}x" for t in ticks])
+    ax.minorticks_off()
+    ax.set_yticks(range(len(names)), [_wrap(n, 40) for n in names], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, fontsize=11)
+    ax.legend(frameon=False, fontsize=8, loc="lower right")
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig)
 
 
 def budget_curve(fast_mb: list[float], speedup: list[float], budget_mb: float, chosen: tuple[float, float],

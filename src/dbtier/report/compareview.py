@@ -47,5 +47,5 @@ def sections(names: list[str], results: list[dict], run_dirs: list[str]) -> list
     split = charts.time_split(names, [r["server_cpu_s"] for r in results], [r["io_wait_s"] for r in results],
                               [r["elapsed_s"] for r in results], "where the time went, per layout")
     dirs = TableData(["configuration", "run directory"], [[n, d] for n, d in zip(names, run_dirs)], "", 2)
-    return [Section(f"{results[0]['workload']}: {len(names)} layouts side by side", charts=[top, split],
+    return [Section(f"{results[0]['workload']}: {len(names)} layouts side by side", charts=[c for c in (top, split) if c],
                     tables=[table_data(names, results), dirs])]

@@ -25,11 +25,13 @@ class Section:
     tables: list[TableData] = field(default_factory=list)
 
 
-def render(title: str, subtitle: str, sections: list[Section]) -> str:
+def render(title: str, subtitle: str, sections: list[Section], verdict: list[str] | None = None) -> str:
+    """The page: the verdict (the answer, in sentences) first, a contents list, then the sections,
+    each folding."""
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     source = resources.files("dbtier.report").joinpath("templates/page.html.j2").read_text()
-    return env.from_string(source).render(title=title, subtitle=subtitle, sections=sections)
+    return env.from_string(source).render(title=title, subtitle=subtitle, sections=sections, verdict=verdict or [])
 
 
-def write(path: Path, title: str, subtitle: str, sections: list[Section]) -> None:
-    Path(path).write_text(render(title, subtitle, sections))
+def write(path: Path, title: str, subtitle: str, sections: list[Section], verdict: list[str] | None = None) -> None:
+    Path(path).write_text(render(title, subtitle, sections, verdict))

@@ -25,7 +25,13 @@ def _clean(value):
 
 
 def dumps(doc: dict) -> str:
-    return json.dumps(_clean({"schema_version": SCHEMA_VERSION, **doc}), indent=2)
+    """The document as written: schema_version first, NaN as null, checked against the published
+    schema when the environment asks (report/schema.py)."""
+    from dbtier.report import schema
+
+    clean = _clean({"schema_version": SCHEMA_VERSION, **doc})
+    schema.check_if_asked(clean)
+    return json.dumps(clean, indent=2)
 
 
 def write(path: Path, doc: dict) -> None:

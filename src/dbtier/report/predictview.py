@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich import box
 from rich.table import Table
 
-from dbtier.report.terminal import console, fmt
+from dbtier.report.terminal import console, fmt, label
 
 
 def _speed(recorded: float, predicted: float) -> str:
@@ -37,7 +37,7 @@ def show(doc: dict) -> None:
         t.add_row("I/O wait s (all processes)", fmt(rec["io_wait_s"]), fmt(pred["io_wait_s"]), "")
         t.add_row("server CPU s", fmt(rec["server_cpu_s"]), fmt(pred["server_cpu_s"]), "")
         for key, value in pred["rates"].items():
-            t.add_row(key, fmt(rec["rates"].get(key, float("nan"))), fmt(value), "")
+            t.add_row(label(key), fmt(rec["rates"].get(key, float("nan"))), fmt(value), "")
         out.print(t)
         d = Table(title="devices (iostat)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
         for col in ("device", "profile", "r/s rec/pred", "w/s rec/pred", "r_await ms", "w_await ms", "%util"):

@@ -8,7 +8,7 @@ from rich.table import Table
 from dbtier.measure.iostat import COLUMNS
 from dbtier.report import charts
 from dbtier.report.html import Section, TableData
-from dbtier.report.terminal import fmt, iostat_table
+from dbtier.report.terminal import fmt, label, show
 
 
 def pct(part: float, whole: float) -> str:
@@ -29,13 +29,18 @@ def scale_text(model: dict) -> str:
             + (f"; kept larger: {', '.join(floors)}" if floors else ""))
 
 
+def _per(part: float, whole: float) -> float:
+    return part / whole if whole > 0 else float("nan")
+
+
 def time_rows(result: dict) -> list[tuple[str, str]]:
     el = result["elapsed_s"]
     rows = [
         ("elapsed", f"{fmt(el)} s"),
-        ("server CPU", f"{fmt(result['server_cpu_s'])} s ({pct(result['server_cpu_s'], el)} of elapsed)"),
-        ("I/O wait", f"{fmt(result['io_wait_s'])} s ({pct(result['io_wait_s'], el)} of elapsed; summed over the "
-                     "server's processes)"),
+        ("server CPU", f"{fmt(result['server_cpu_s'])} s summed over the server's processes: "
+                       f"{fmt(_per(result['server_cpu_s'], el))} on the CPU on average"),
+        ("I/O wait", f"{fmt(result['io_wait_s'])} s summed over the server's processes: "
+                     f"{fmt(_per(result['io_wait_s'], el))} waiting on average"),
         ("emulation spin", f"{fmt(result['emulation_spin_s'])} s (CPU the waits spun; not in server CPU)"),
         *([("CPU scale", f"{result['lab']['cpu_scale']:g}x slower server CPU: {fmt(result['cpu_dilation_s'])} s of the "
                          "server CPU above is the dilation")]
@@ -45,13 +50,15 @@ def time_rows(result: dict) -> list[tuple[str, str]]:
         ("client CPU", f"{fmt(result['client_cpu_s'])} s (dbtier's own driver)"),
         ("host CPU steal", f"{fmt(result.get('host_steal_s', 0.0))} s (taken by the hypervisor; wakes sleepers late)"),
     ]
+    direct = (result.get("lab") or {}).get("io_mode") == "direct"
     for d in result["devices"]:
         pc = d.get("page_cache")
-        if pc and pc["hit_pages"] + pc["miss_pages"] + pc["writeback_MB"] > 0:
+        if pc and pc["hit_pages"] + pc["miss_pages"] + pc["writeback_mb"] > 0:
             rows.append((f"page cache, {d['device']}",
-                         f"{pc['hit%']:.1f}% of {pc['hit_pages'] + pc['miss_pages']:,} pages hit; read ahead "
-                         f"{fmt(pc['readahead_MB'])} MB; written back {fmt(pc['writeback_MB'])} MB"))
-    rows += [(k, fmt(v)) for k, v in result["rates"].items()]
+                         ("files other than the data and WAL, which direct I/O sends past it: " if direct else "")
+                         + f"{pc['hit_pct']:.1f}% of {pc['hit_pages'] + pc['miss_pages']:,} pages hit; read ahead "
+                         f"{fmt(pc['readahead_mb'])} MB; written back {fmt(pc['writeback_mb'])} MB"))
+    rows += [(label(k), fmt(v)) for k, v in result["rates"].items()]
     return rows
 
 
@@ -68,24 +75,23 @@ def summary_table(result: dict) -> Table:
     return table
 
 
-def objects_table(result: dict) -> Table:
-    table = Table(title="where the objects are (pg_relation_filepath)", title_justify="left", box=box.SIMPLE_HEAD,
-                  pad_edge=False)
-    for col in ("object", "kind", "device", "tablespace", "MiB", "path"):
-        table.add_column(col, justify="right" if col == "MiB" else "left")
-    for o in result["objects"]:
-        table.add_row(o["object"], o["kind"], str(o["device"]), o["tablespace"], fmt(o["bytes"] / 1048576), o["path"])
-    return table
+def objects_data(result: dict) -> TableData:
+    rows = [[o["object"], o["kind"], str(o["device"]), o["tablespace"], o["path"], fmt(o["bytes"] / 1048576)]
+            for o in result["objects"]]
+    return TableData(["object", "kind", "device", "tablespace", "path", "MiB"], rows,
+                     "where the objects are (pg_relation_filepath)", 5)
 
 
 def events_data(result: dict) -> TableData:
-    """Top timed events, as STATSPACK printed them."""
-    rows = [[e["event"], "" if e.get("waits") is None else f"{e['waits']:,}", fmt(e["time_s"]), fmt(e["%elapsed"]),
-             ", ".join(e.get("processes", []))] for e in result.get("top_events", [])]
+    """Top timed events, as STATSPACK printed them; their time summed over the server's processes,
+    so also as average active processes (the time over the elapsed), which may pass 1."""
+    rows = [[e["event"], ", ".join(e.get("processes", [])), "" if e.get("waits") is None else f"{e['waits']:,}",
+             fmt(e["time_s"]), fmt(e["elapsed_pct"] / 100)] for e in result.get("top_events", [])]
     interval = result.get("wait_events", {}).get("interval_s", 0.0)
-    return TableData(["event", "waits", "time s", "% elapsed", "processes"], rows,
-                     f"top timed events (CPU measured; waits sampled every {1e3 * interval:.0f} ms; "
-                     "I/O waits counted by pg_stat_io)", 1)
+    return TableData(["event", "processes", "waits", "time s", "avg active"], rows,
+                     f"top timed events: time summed over the server's processes; avg active = that time / elapsed, "
+                     f"the processes in it on average (CPU measured; waits sampled every {1e3 * interval:.0f} ms; "
+                     "I/O waits counted by pg_stat_io)", 2)
 
 
 OBJECT_IO_COLUMNS = ["object", "kind", "device", "reads", "read MiB", "writes", "write MiB", "flushes", "cached reads",
@@ -100,13 +106,13 @@ def object_io_rows(result: dict, limit: int = 12) -> list[list[str]]:
     def line(r):
         return [r["object"], r["kind"], r["device"], f"{r['reads']:,}", fmt(r["read_bytes"] / 1048576),
                 f"{r['writes']:,}", fmt(r["write_bytes"] / 1048576), f"{r['flushes']:,}", f"{r['cached_reads']:,}",
-                fmt(r["sequential%"]), fmt(r["device_s"])]
+                fmt(r["sequential_pct"]), fmt(r["device_s"])]
     out = [line(r) for r in shown]
     if rest:
         total = {k: sum(r[k] for r in rest) for k in ("reads", "read_bytes", "writes", "write_bytes", "flushes",
                                                          "cached_reads", "device_s")}
         out.append(line({**total, "object": f"{len(rest)} more objects", "kind": "", "device": "",
-                         "sequential%": float("nan")}))
+                         "sequential_pct": float("nan")}))
     return out
 
 
@@ -173,7 +179,7 @@ def phase_views(result: dict) -> list[dict]:
 
 def _top_wait(r: dict) -> str:
     waits_ = [e for e in r.get("top_events", []) if not e["event"].startswith("CPU")]
-    return f"{waits_[0]['event']} {fmt(waits_[0]['%elapsed'])}%" if waits_ else "-"
+    return f"{waits_[0]['event']} {fmt(waits_[0]['elapsed_pct'])}%" if waits_ else "-"
 
 
 def phases_data(result: dict) -> TableData:
@@ -181,7 +187,7 @@ def phases_data(result: dict) -> TableData:
     for ph in result["phases"]:
         el = ph["elapsed_s"]
         rows.append([ph["phase"], fmt(el), fmt(ph["server_cpu_s"]), pct(ph["server_cpu_s"], el), fmt(ph["io_wait_s"]),
-                     _top_wait(ph), "; ".join(f"{k} {fmt(v)}" for k, v in ph["rates"].items())])
+                     _top_wait(ph), "; ".join(f"{label(k)} {fmt(v)}" for k, v in ph["rates"].items())])
     total = [fmt(sum(ph[k] for ph in result["phases"])) for k in ("elapsed_s", "server_cpu_s")]
     rows.append(["all phases", total[0], total[1], pct(result["server_cpu_s"], result["elapsed_s"]),
                  fmt(result["io_wait_s"]), "", ""])
@@ -210,51 +216,108 @@ def scripts_data(result: dict) -> TableData | None:
     scripts = (result.get("metrics") or {}).get("scripts")
     if not scripts:
         return None
-    cols = ["script", "weight", "transactions", "mean ms", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "skipped",
-            "failed", "late"]
+    cols = ["script", "weight", "transactions", "mean ms", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "p99.9 ms",
+            "skipped", "failed", "late"]
     rows = [[name, str(s["weight"]), f"{s['count']:,}", fmt(s["mean_ms"]),
-             *(fmt(s.get(f"{q}_ms", float("nan"))) for q in ("p50", "p90", "p99", "p99.9")),
+             *(fmt(s.get(f"{q}_ms", float("nan"))) for q in ("p50", "p90", "p95", "p99", "p999")),
              f"{s['skipped']:,}", f"{s['failed']:,}", f"{s['late']:,}"] for name, s in scripts.items()]
     return TableData(cols, rows, f"pgbench: {fmt(result['metrics']['tps'])} tps; latency per script (pgbench's "
                                  "per-transaction log)", 1)
 
 
+#: iostat's columns a narrow terminal leaves out first
+IOSTAT_DROP = ("svctm", "f/s", "f_await", "aqu-sz", "wMB/s", "rMB/s", "late p50/p99 us", "profile")
+
+
+def latency_data(result: dict) -> TableData | None:
+    """An OLTP run's transactions by type: how many, their share, and their latency percentiles."""
+    m = result.get("metrics") or {}
+    per_type = m.get("latency")
+    if not per_type:
+        return None
+    rows = [[t, f"{v['count']:,}", fmt((m.get("mix_pct") or {}).get(t, float("nan"))), fmt(v.get("mean_ms", float("nan"))),
+             *(fmt(v.get(f"{q}_ms", float("nan"))) for q in ("p50", "p90", "p95", "p99"))] for t, v in per_type.items()]
+    return TableData(["transaction", "committed", "mix %", "mean ms", "p50 ms", "p90 ms", "p95 ms", "p99 ms"], rows,
+                     f"transactions: {fmt(m.get('tpm', float('nan')))} tpm, {fmt(m.get('nopm', float('nan')))} "
+                     "New-Orders per minute; latency per type", 1)
+
+
+SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def throughput_line(result: dict, width: int = 60) -> str | None:
+    """Transactions per second over the run, as a line of blocks (each block up to a few seconds)."""
+    per_s = (result.get("metrics") or {}).get("transactions_per_s") or []
+    if len(per_s) < 2:
+        return None
+    step = -(-len(per_s) // width)
+    bins = [sum(per_s[i:i + step]) / len(per_s[i:i + step]) for i in range(0, len(per_s), step)]
+    top = max(bins) or 1.0
+    line = "".join(SPARKS[min(len(SPARKS) - 1, int(b / top * len(SPARKS)))] for b in bins)
+    return (f"transactions per second over {len(per_s)} s (each block {step} s): {line} "
+            f"min {fmt(min(per_s))}, max {fmt(max(per_s))}")
+
+
 def print_run(console, result: dict) -> None:
+    from dbtier.report import verdict
+
+    for line in verdict.run(result):
+        console.print(line, markup=False)
     for note in result.get("notes", []):
         console.print(f"note: {note}", markup=False)
     statements = statements_data(result)
     if result.get("phases"):
-        console.print(rich_table(phases_data(result)))
+        show(console, phases_data(result))
         if statements:
-            console.print(rich_table(statements))
+            show(console, statements)
         for view in phase_views(result):
-            console.print(iostat_table(with_diskstats(view["devices"]), f"{view['workload']}: devices (iostat -x)"))
-        console.print(objects_table(result))
+            show(console, iostat_data(view["devices"], f"{view['workload']}: devices (iostat -x)"), IOSTAT_DROP)
+            for extra in (latency_data(view), scripts_data(view)):
+                if extra:
+                    show(console, extra)
+        show(console, objects_data(result))
         for view in phase_views(result):
             for note in fidelity_notes(view):
                 console.print(f"note: {view['workload']}: {note}", markup=False)
         return
     console.print(summary_table(result))
-    console.print(iostat_table(with_diskstats(result["devices"]), "devices over the measured interval (iostat -x)"))
+    show(console, iostat_data(result["devices"], "devices over the measured interval (iostat -x)"), IOSTAT_DROP)
     if result.get("top_events"):
-        console.print(rich_table(events_data(result)))
+        show(console, events_data(result))
     if result.get("object_io"):
-        console.print(rich_table(object_io_data(result)))
+        show(console, object_io_data(result))
     if statements:
-        console.print(rich_table(statements))
-    scripts = scripts_data(result)
-    if scripts:
-        console.print(rich_table(scripts))
-    console.print(objects_table(result))
+        show(console, statements)
+    for extra in (scripts_data(result), latency_data(result)):
+        if extra:
+            show(console, extra)
+    tps = throughput_line(result, max(10, console.width - 60))
+    if tps:
+        console.print(tps, markup=False)
+    show(console, objects_data(result))
     for note in fidelity_notes(result):
         console.print(f"note: {note}", markup=False)
 
 
-def _iostat_data(devices: list[dict]) -> TableData:
+def iostat_data(devices: list[dict], caption: str = "devices (iostat -x)") -> TableData:
     devices = with_diskstats(devices)
     rows = [[d["device"], d["profile"], *(fmt(d["iostat"][c]) for c in COLUMNS),
-             f"{fmt(d['lateness']['p50_us'])} / {fmt(d['lateness']['p99_us'])}"] for d in devices]
-    return TableData(["device", "profile", *COLUMNS, "late p50 / p99 us"], rows, "devices (iostat -x)", 2)
+             f"{fmt(d['lateness']['p50_us'])}/{fmt(d['lateness']['p99_us'])}"] for d in devices]
+    return TableData(["device", "profile", *COLUMNS, "late p50/p99 us"], rows,
+                     f"{caption}: await = queue and service time per I/O, svctm = busy time per I/O, late = how far past "
+                     "the model's completion the emulation returned an I/O (its fidelity)", 2)
+
+
+def object_time_chart(result: dict, limit: int = 10) -> str | None:
+    """Where the device time went: the objects that took most of it (seconds, linear), with the device
+    each is on."""
+    rows = sorted((r for r in result.get("object_io") or [] if r.get("device_s")), key=lambda r: -r["device_s"])[:limit]
+    if not rows:
+        return None
+    return charts.grouped_bars([f"{r['object']} ({r['kind']}, on {r['device']})" for r in rows],
+                               {"device time": [r["device_s"] for r in rows]}, "device time, s (summed over its I/Os)",
+                               "where the device time went, by object",
+                               labels={"device time": [f"{fmt(r['device_s'])} s" for r in rows]})
 
 
 def run_sections(result: dict) -> list[Section]:
@@ -264,17 +327,17 @@ def run_sections(result: dict) -> list[Section]:
                                   [v["io_wait_s"] for v in views], [v["elapsed_s"] for v in views],
                                   "where the time went, per phase")
         statements = statements_data(result)
-        top = Section(f"{result['workload']} placed {placement_text(result)}", charts=[chart],
+        top = Section(f"{result['workload']} placed {placement_text(result)}", charts=[c for c in [chart] if c],
                       tables=[phases_data(result), *([statements] if statements else [])])
         return [top] + [section for view in views for section in run_sections(view)]
-    el = result["elapsed_s"]
-    chart = charts.time_split([result["workload"]], [result["server_cpu_s"]], [result["io_wait_s"]], [el],
-                              "where the time went")
     objects = TableData(["object", "kind", "device", "tablespace", "MiB", "path"],
                         [[o["object"], o["kind"], str(o["device"]), o["tablespace"], fmt(o["bytes"] / 1048576),
                           o["path"]] for o in result["objects"]], "objects", 4)
     times = TableData(["figure", "value"], [list(r) for r in time_rows(result)], "", 2)
-    extra = [t for t in (statements_data(result), scripts_data(result)) if t]
-    return [Section(f"{result['workload']} placed {placement_text(result)}", text=fidelity_notes(result), charts=[chart],
-                    tables=[times, *extra, events_data(result), _iostat_data(result["devices"]), object_io_data(result),
+    extra = [t for t in (statements_data(result), scripts_data(result), latency_data(result)) if t]
+    per_s = (result.get("metrics") or {}).get("transactions_per_s") or []
+    tps_chart = charts.over_time(per_s, "transactions per second", "throughput over the run") if len(per_s) > 1 else None
+    return [Section(f"{result['workload']} placed {placement_text(result)}", text=fidelity_notes(result),
+                    charts=[c for c in [tps_chart, object_time_chart(result)] if c],
+                    tables=[times, *extra, events_data(result), iostat_data(result["devices"]), object_io_data(result),
                             stat_io_data(result), objects])]

@@ -8,12 +8,21 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from dbtier.measure.iostat import COLUMNS
 
 
-def console(stderr: bool = False) -> Console:
-    """Wide enough for iostat-like rows when the output is not a terminal (a pipe, a log, CI)."""
-    width = None if (Console(stderr=stderr).is_terminal) else max(160, shutil.get_terminal_size().columns)
+#: the width of a report written to a pipe or a log, unless COLUMNS says otherwise
+PIPE_COLUMNS = 160
+#: --wide: every column, whatever the terminal's width
+WIDE_COLUMNS = 400
+
+
+def console(stderr: bool = False, wide: bool = False) -> Console:
+    """A terminal's own width; a pipe, a log or CI at least PIPE_COLUMNS (COLUMNS is no guide there:
+    GNU readline exports 80 into every child of a program that loaded it); --wide, room for every
+    column."""
+    if wide:
+        return Console(stderr=stderr, highlight=False, width=WIDE_COLUMNS)
+    width = None if (Console(stderr=stderr).is_terminal) else max(PIPE_COLUMNS, shutil.get_terminal_size().columns)
     return Console(stderr=stderr, highlight=False, width=width)
 
 
@@ -29,18 +38,74 @@ def fmt(value: float) -> str:
     return f"{value:.2f}"
 
 
-def iostat_table(rows: list[dict], title: str) -> Table:
-    """rows: {"device", "profile", "iostat": {...}, "lateness": {...}}"""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("device")
-    table.add_column("profile")
-    for col in COLUMNS:
-        table.add_column(col, justify="right")
-    table.add_column("late p50/p99 us", justify="right")
-    for row in rows:
-        io, late = row["iostat"], row["lateness"]
-        table.add_row(
-            row["device"], row["profile"], *(fmt(io[c]) for c in COLUMNS),
-            f"{fmt(late['p50_us'])}/{fmt(late['p99_us'])}",
-        )
-    return table
+#: words a label writes in capitals
+_CAPITALS = {"mb": "MB", "cpu": "CPU", "nopm": "NOPM", "wal": "WAL"}
+
+
+def label(key: str) -> str:
+    """A result key as a reader reads it: lookups_per_s is "lookups/s", client_cpu_us_per_txn
+    "client CPU us/txn" (the JSON's keys are letters, digits and underscores; the reports' labels
+    are not)."""
+    return "/".join(" ".join(_CAPITALS.get(w, w) for w in part.split("_")) for part in key.split("_per_"))
+
+
+#: the room rich leaves between two columns: a space either side of a blank divider (box.SIMPLE_HEAD)
+_GAP = 3
+
+
+def _longest_word(text: str) -> int:
+    return max((len(w) for w in text.split()), default=0)
+
+
+def fit(columns: list[str], rows: list[list[str]], text_columns: int, width: int,
+        drop: tuple[str, ...] = ()) -> tuple[list[int], list[int]]:
+    """Which columns a table of this width shows, and how wide each is. A number is never cut: a
+    number column is as wide as its widest cell; a text column may wrap down to 13 characters (a
+    profile's name) or its header's longest word. When even that does not fit, columns are left out, those named in `drop`
+    first, then from the right; the first column always stays. Returns (kept indexes, their widths)."""
+    natural, least = [], []
+    for i, col in enumerate(columns):
+        cells = [len(r[i]) for r in rows if i < len(r)]
+        widest = max(cells, default=0)
+        natural.append(max(len(col), widest))
+        head = _longest_word(col)
+        least.append(min(natural[-1], max(13, head)) if i < text_columns else max(widest, head))
+    kept = list(range(len(columns)))
+    order = [columns.index(c) for c in drop if c in columns] + list(range(len(columns) - 1, 0, -1))
+
+    def need(ks):
+        return sum(least[k] for k in ks) + _GAP * (len(ks) - 1)
+
+    for k in order:
+        if need(kept) <= width or len(kept) == 1:
+            break
+        if k in kept and k != 0:
+            kept.remove(k)
+    widths = {k: least[k] for k in kept}
+    spare = width - need(kept)
+    # the rest goes to the text columns first (their cells wrap), then to the headers that wrap
+    for group in ([k for k in kept if k < text_columns], kept):
+        while spare > 0:
+            k = max(group, key=lambda c: natural[c] - widths[c], default=None)
+            if k is None or natural[k] <= widths[k]:
+                break
+            widths[k] += 1
+            spare -= 1
+    return kept, [widths[k] for k in kept]
+
+
+def show(out: Console, data, drop: tuple[str, ...] = ()) -> None:
+    """Prints a TableData as wide as the terminal allows (see fit), and names any column left out."""
+    kept, widths = fit(data.columns, data.rows, data.text_columns, out.width, drop)
+    table = Table(title=data.caption or None, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  show_edge=False)
+    for k, w in zip(kept, widths):
+        text = k < data.text_columns
+        table.add_column(data.columns[k], justify="left" if text else "right", width=w, overflow="fold")
+    for row in data.rows:
+        table.add_row(*(row[k] if k < len(row) else "" for k in kept))
+    out.print(table)
+    left_out = [c for i, c in enumerate(data.columns) if i not in kept]
+    if left_out:
+        out.print(f"(not shown at {out.width} columns: {', '.join(left_out)}; --wide shows every column)",
+                  markup=False)

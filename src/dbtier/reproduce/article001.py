@@ -44,7 +44,7 @@ def figures(r: dict) -> list[Figure]:
             idx, heap = rows.get("pob_idx", {}), rows.get("census", {})
             reason = (f"in the cold {names[ORDER[0]]} run on the RAID, {object_share(cold_fl, ('census',)):.0f}% of "
                       f"the device time is the table's rows, which stay on the RAID in both layouts: "
-                      f"{heap.get('reads', 0):,} reads of the table ({heap.get('sequential%', 0):.0f}% sequential, "
+                      f"{heap.get('reads', 0):,} reads of the table ({heap.get('sequential_pct', 0):.0f}% sequential, "
                       f"{heap.get('device_s', 0):.2f} s) against {idx.get('reads', 0):,} of the index "
                       f"({idx.get('device_s', 0):.3f} s), which is all the SSD can shorten")
         out.append(Figure(f"{state} cache: SSD index time as % of RAID index time ({', '.join(names.values())})",

@@ -86,7 +86,8 @@ def figures(r: dict) -> list[Figure]:
             v = ratio(run["rates"]["tpm"], base)
             want = {"1.65x": 1.65, "1.81x": 1.81, "13x": 13.0, "about 1x": 1.0}[claim]
             hdd_run = r[f"oltp-{cache}-all-HDD"]
-            out.append(Figure(f"OLTP tpm, {layout} against all-HDD, {cache} cache", claim, x(v), want, v,
+            ours = f"{x(v)} ({run['rates']['tpm']:,.0f} against {base:,.0f} tpm)"
+            out.append(Figure(f"OLTP tpm, {layout} against all-HDD, {cache} cache", claim, ours, want, v,
                               f"all-HDD: {where_time_went(hdd_run)}; {layout}: {where_time_went(run, 1)} "
                               f"({host_cpus(run)} CPUs here, 16 engines there)"))
     return out

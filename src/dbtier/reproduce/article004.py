@@ -34,7 +34,7 @@ def figures(r: dict) -> list[Figure]:
                           x(v), dsync_s / direct_s, v,
                           f"dsync: {sd['counters']['writes']:,} writes with {sd['counters']['flushes']:,} flushes "
                           f"(w_await {sd['iostat']['w_await']:.1f} ms, f_await {sd['iostat']['f_await']:.1f} ms), "
-                          f"{sd['page_cache']['hit%']:.0f}% of page reads from the page cache; direct: "
+                          f"{sd['page_cache']['hit_pct']:.0f}% of page reads from the page cache; direct: "
                           f"{d['devices'][0]['counters']['writes']:,} writes, "
                           f"{d['devices'][0]['counters']['reads']:,} reads; the rest stays in the database cache "
                           "until a checkpoint"))

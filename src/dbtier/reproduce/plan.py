@@ -64,6 +64,18 @@ class Figure:
         return abs(math.log(self.our_value / self.article_value)) <= math.log(1.35)
 
 
+#: The seed articles, by author and title: the published benchmarks dbtier reproduces ("seed 000" is
+#: the first of them).
+SOURCES = {
+    "000": "Mich Talebzadeh, \u201cUse Case Comparison of ASE 15.7 on Solid State Disks [Part 1]\u201d",
+    "001": "Ben Martin, \u201cSSD vs. SATA benchmarks, round 2: Server applications\u201d",
+    "002": "Fusion-io, \u201cSybase Adaptive Server Enterprise (ASE) 15.5 Performance Evaluation using Fusion-io "
+           "Solid State Memory\u201d (technical whitepaper)",
+    "003": "Michael Rosenblum, \u201cSolid-State Disks: Sorting out the Myths From the Reality\u201d",
+    "004": "Dhimant Chokshi (Sybase), \u201cPerformance on Sybase Devices Using Direct I/O, Dsync and Raw Partition\u201d",
+}
+
+
 @dataclass
 class Article:
     seed: str
@@ -117,7 +129,7 @@ def where_time_went(result: dict, objects: int = 2) -> str:
     rows = sorted(result.get("object_io", []), key=lambda o: -o["device_s"])[:objects]
     parts = [f"server CPU {cpu_share(result):.0f}% of elapsed"]
     if waits:
-        parts.append("top waits " + ", ".join(f"{e['event']} {e['%elapsed']:.0f}%" for e in waits))
+        parts.append("top waits " + ", ".join(f"{e['event']} {e['elapsed_pct']:.0f}%" for e in waits))
     if rows:
         parts.append("device time " + ", ".join(
             f"{o['object']} {o['device_s']:.1f} s ({o['reads']:,} reads, {o['writes']:,} writes)" for o in rows))

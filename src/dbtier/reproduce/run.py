@@ -14,7 +14,7 @@ from dbtier.pg.lab import LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.report import jsonout
 from dbtier.reproduce import article000, article001, article002, article003, article004
-from dbtier.reproduce.plan import Article, CpuReference, RunSpec, phase
+from dbtier.reproduce.plan import SOURCES, Article, CpuReference, RunSpec, phase
 from dbtier.workloads import registry
 from dbtier.errors import UserError
 from dbtier.workloads.base import WorkloadError
@@ -84,11 +84,17 @@ def cpu_scale(ref: CpuReference, result: dict) -> dict:
             "note": "" if k >= 1 else "this machine's CPU is slower than the article's: runs at its own speed"}
 
 
+def folder_name(key: str) -> str:
+    """A run's folder: its key with no spaces ("oltp-large-log on flash" is oltp-large-log-on-flash),
+    so that a shell or a URL takes the path as it is."""
+    return "-".join(key.split())
+
+
 def calibrate(art: Article, base: LabOptions, folder: Path, progress_for, say: Callable[[str], None]) -> dict | None:
     """Runs the article's CPU reference statement at this machine's speed; returns its CPU scale."""
     if art.cpu is None:
         return None
-    artifacts = folder / f"seed{art.seed}" / art.cpu.run.key
+    artifacts = folder / f"seed{art.seed}" / folder_name(art.cpu.run.key)
     artifacts.mkdir(parents=True)
     prefix = f"seed {art.seed} CPU calibration: "
     with progress_for(prefix) as progress:
@@ -119,7 +125,7 @@ def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_fo
                 f"{scale['ours_bytes'] / 1e6:.0f} MB here: every cache at 1/{scale['factor']:g}, seeks as long as there "
                 "(--scale-model)")
         for i, spec in enumerate(art.runs, 1):
-            artifacts = folder / f"seed{art.seed}" / spec.key
+            artifacts = folder / f"seed{art.seed}" / folder_name(spec.key)
             artifacts.mkdir(parents=True)
             prefix = f"seed {art.seed} [{i}/{len(art.runs)}] {spec.key}: "
             started = time.monotonic()
@@ -160,7 +166,8 @@ def _why(exc: Exception) -> str:
 
 def _article_doc(art: Article, figures: list, failures: dict, results: dict, cpu: dict | None,
                  scale: dict | None) -> dict:
-    return {"seed": art.seed, "title": art.title, "hardware": art.hardware, "figures": figures, "failures": failures,
+    return {"seed": art.seed, "title": art.title, "source": SOURCES.get(art.seed, ""), "hardware": art.hardware,
+            "figures": figures, "failures": failures,
             "cpu_scale": cpu or {"k": 1.0, "source": "the article gives no CPU figure for a statement run here"},
             "scale_model": scale or {"factor": 1.0, "source": "the article does not state both its database size and its memory, to scale them together"},
             "runs": [{"key": s.key, "label": s.label or s.key, "workload": s.workload, "params": s.params,

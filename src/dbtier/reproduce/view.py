@@ -80,7 +80,8 @@ def terminal_tables(doc: dict) -> list[Table]:
             t.add_row(*row)
         for key, why in art["failures"].items():
             t.add_row(f"{key} failed", "", "", "", why)
-        t.caption = "\n".join([cpu_line(art), scale_line(art)] + steal_notes(art))
+        t.caption = "\n".join(([f"the article: {art['source']}"] if art.get("source") else [])
+                              + [cpu_line(art), scale_line(art)] + steal_notes(art))
         t.caption_justify = "left"
         out.append(t)
     return out
@@ -92,11 +93,11 @@ def sections(doc: dict) -> list[Section]:
         numeric = [f for f in art["figures"] if f.get("article_value") and f.get("our_value")]
         chart = []
         if numeric:
-            names = [f["claim"][:38] for f in numeric]
-            chart = [charts.grouped_bars(names, {"article": [f["article_value"] for f in numeric],
-                                                 "dbtier": [f["our_value"] for f in numeric]},
-                                         "ratio (log scale)", "the article's figures beside ours", log=True)]
-        text = ([f"Hardware: {art['hardware']}.", cpu_line(art) + ".", scale_line(art) + "."]
+            chart = [charts.ratio_bars([f["claim"] for f in numeric], [f["our_value"] / f["article_value"] for f in numeric],
+                                       "ours / the article's (1x: the same figure)",
+                                       "each figure of ours against the article's")]
+        text = (([f"The article: {art['source']}."] if art.get("source") else [])
+                + [f"Hardware: {art['hardware']}.", cpu_line(art) + ".", scale_line(art) + "."]
                 + [f"{k} failed: {v}" for k, v in art["failures"].items()] + steal_notes(art))
         out.append(Section(f"seed {art['seed']}: {art['title']}", text=text, charts=chart,
                            tables=[TableData(COLUMNS, figure_rows(art), "figures", 5),

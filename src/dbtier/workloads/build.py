@@ -141,7 +141,7 @@ class Build(Workload):
 
     def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
         if phase in ("load", "restore"):
-            return {"rows/s": metrics["rows"] / elapsed_s}
+            return {"rows_per_s": metrics["rows"] / elapsed_s}
         if phase == "dump":
             return {"dump MB/s": metrics["dump_bytes"] / 1048576 / elapsed_s}
         return {}

@@ -111,4 +111,4 @@ class IndexRange(Workload):
         return {"amcheck": "clean", "rows_per_state": {census.QUERIED[p][0]: n for p, n in self.expected.items()}}
 
     def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
-        return {"rows/s": metrics["rows"] / elapsed_s, "ms": 1e3 * elapsed_s}
+        return {"rows_per_s": metrics["rows"] / elapsed_s, "ms": 1e3 * elapsed_s}

@@ -49,4 +49,4 @@ class InsertLoop(Workload):
         return checks
 
     def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
-        return {"inserts/s": metrics["inserts"] / elapsed_s}
+        return {"inserts_per_s": metrics["inserts"] / elapsed_s}

@@ -163,4 +163,4 @@ class IoModes(Workload):
         return {"rows": count, "amcheck": "clean"}
 
     def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
-        return {"rows/s": metrics["rows"] / elapsed_s} if metrics.get("rows") else {}
+        return {"rows_per_s": metrics["rows"] / elapsed_s} if metrics.get("rows") else {}

@@ -122,4 +122,4 @@ class MergeJoin(Workload):
             conn.execute("SELECT count(*) FROM employee WHERE deptno = 1").fetchone()
 
     def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
-        return {"pairs/s": metrics["pairs"] / elapsed_s, "temp MB": metrics["temp_bytes"] / 1048576}
+        return {"pairs_per_s": metrics["pairs"] / elapsed_s, "temp_mb": metrics["temp_bytes"] / 1048576}

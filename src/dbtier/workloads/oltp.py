@@ -132,8 +132,8 @@ class Oltp(Workload):
     def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
         # NOPM and tpm over the driver's own run (the measured interval adds its start and end);
         # CPU per transaction over the whole interval.
-        out = {"NOPM": metrics["nopm"], "tpm": metrics["tpm"]}
+        out = {"nopm": metrics["nopm"], "tpm": metrics["tpm"]}
         if measured and metrics["committed"]:
-            out["client CPU us/txn"] = 1e6 * measured["client_cpu_s"] / metrics["committed"]
-            out["server CPU ms/txn"] = 1e3 * measured["server_cpu_s"] / metrics["committed"]
+            out["client_cpu_us_per_txn"] = 1e6 * measured["client_cpu_s"] / metrics["committed"]
+            out["server_cpu_ms_per_txn"] = 1e3 * measured["server_cpu_s"] / metrics["committed"]
         return out

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-PERCENTILES = (50, 90, 99, 99.9)
+PERCENTILES = (50, 90, 95, 99, 99.9)
 
 
 @dataclass
@@ -61,4 +61,17 @@ def summary(log: ScriptLog, quantiles=PERCENTILES) -> dict:
     lat = np.asarray(log.latency_ms)
     return {"count": int(lat.size), "skipped": log.skipped, "failed": log.failed,
             "mean_ms": float(lat.mean()) if lat.size else 0.0,
-            **({f"p{q:g}_ms": float(np.percentile(lat, q)) for q in quantiles} if lat.size else {})}
+            **({percentile_key(q): float(np.percentile(lat, q)) for q in quantiles} if lat.size else {})}
+
+
+def per_second(ends_us: list[int]) -> list[int]:
+    """Transactions completed in each second from the first one's end: throughput over time."""
+    if not ends_us:
+        return []
+    ends = np.asarray(ends_us, dtype=np.int64)
+    return np.bincount((ends - ends.min()) // 1_000_000).astype(int).tolist()
+
+
+def percentile_key(q: float) -> str:
+    """p50_ms, p99_ms, p999_ms (99.9): a key of letters, digits and underscores."""
+    return f"p{q:g}".replace(".", "") + "_ms"

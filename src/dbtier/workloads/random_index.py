@@ -84,4 +84,4 @@ class RandomIndex(Workload):
         self._lookup(lab, other, progress, "lookups of another half of the keys (cross warm-up)")
 
     def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
-        return {"lookups/s": metrics["lookups"] / elapsed_s, "ms/lookup": 1e3 * elapsed_s / metrics["lookups"]}
+        return {"lookups_per_s": metrics["lookups"] / elapsed_s, "ms_per_lookup": 1e3 * elapsed_s / metrics["lookups"]}

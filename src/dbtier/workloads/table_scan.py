@@ -75,4 +75,4 @@ class TableScan(Workload):
 
     def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
         mb = metrics["scans"] * metrics["table_pages"] * seed000.PAGE / 1048576
-        return {"s/scan": elapsed_s / metrics["scans"], "scan MB/s": mb / elapsed_s}
+        return {"s_per_scan": elapsed_s / metrics["scans"], "scan_mb_per_s": mb / elapsed_s}

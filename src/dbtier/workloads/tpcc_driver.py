@@ -14,6 +14,7 @@ import numpy as np
 import psycopg
 
 from dbtier.measure.waits import block_signals
+from dbtier.workloads import pgbench_log
 
 MIX = (("new_order", 45), ("payment", 43), ("order_status", 4), ("delivery", 4), ("stock_level", 4))
 TYPES = tuple(name for name, _ in MIX)
@@ -167,5 +168,6 @@ def summary(tally: Tally, elapsed_s: float) -> dict:
     return {"driver": "python", "committed": committed, "rolled_back": tally.rolled_back, "retried": tally.retried,
             "new_orders": per_type["new_order"]["count"], "nopm": per_type["new_order"]["count"] / minutes,
             "tpm": committed / minutes,
-            "mix_%": {t: 100.0 * per_type[t]["count"] / committed if committed else 0.0 for t in TYPES},
-            "latency": per_type}
+            "mix_pct": {t: 100.0 * per_type[t]["count"] / committed if committed else 0.0 for t in TYPES},
+            "latency": per_type,
+            "transactions_per_s": pgbench_log.per_second([end for _, _, end, _ in tally.transactions])}

@@ -115,5 +115,5 @@ def summarize(latencies: dict[str, list[float]], committed_new: int, retried: in
     minutes = seconds / 60
     return {"driver": "pgbench", "committed": committed, "rolled_back": rolled_back, "retried": retried,
             "new_orders": committed_new, "nopm": committed_new / minutes, "tpm": committed / minutes,
-            "mix_%": {t: 100.0 * per_type[t]["count"] / committed if committed else 0.0 for t in TYPES},
+            "mix_pct": {t: 100.0 * per_type[t]["count"] / committed if committed else 0.0 for t in TYPES},
             "latency": per_type}

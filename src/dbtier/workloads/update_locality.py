@@ -131,4 +131,4 @@ class UpdateLocality(Workload):
         return {**checks, "negated": negative}
 
     def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
-        return {"updates/s": metrics["statements"] / elapsed_s}
+        return {"updates_per_s": metrics["statements"] / elapsed_s}

@@ -121,4 +121,4 @@ class UserSql(restore.UserWorkload):
 
 
     def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
-        return {"statements/s": len(metrics["statement_times"]) / elapsed_s if elapsed_s else 0.0}
+        return {"statements_per_s": len(metrics["statement_times"]) / elapsed_s if elapsed_s else 0.0}

@@ -1,0 +1,85 @@
+"""The answer first: each report opens with one or two plain sentences and their numbers, drawn from
+the result document alone (the tests check every number in them against it)."""
+
+from __future__ import annotations
+
+from dbtier.report.terminal import fmt
+
+
+def _busiest(devices: list[dict]) -> dict | None:
+    """The device that was busy longest: the one the run waited on."""
+    return max(devices, key=lambda d: d["iostat"].get("%util") or 0.0, default=None)
+
+
+def _device_clause(dev: dict) -> str:
+    io = dev["iostat"]
+    reads, writes = io.get("r/s") or 0.0, io.get("w/s") or 0.0
+    if reads >= writes and reads > 0:
+        what = f"{fmt(reads)} reads/s at {fmt(io['r_await'])} ms each"
+    elif writes > 0:
+        what = f"{fmt(writes)} writes/s at {fmt(io['w_await'])} ms each"
+    else:
+        what = "no reads or writes"
+    return f"{dev['device']} ({dev['profile']}) served {what}, busy {fmt(io['%util'])}% of the time"
+
+
+def run(result: dict) -> list[str]:
+    """A run: how long, where the time went (CPU or waiting for storage), the device it waited on."""
+    el, cpu, wait = result["elapsed_s"], result["server_cpu_s"], result["io_wait_s"]
+    if wait > 2 * cpu:
+        bound = "storage-bound: faster storage would shorten it"
+    elif cpu > 2 * wait:
+        bound = "CPU-bound: faster storage can shorten it little"
+    else:
+        bound = "both CPU and storage bound"
+    first = (f"{result['workload']} took {fmt(el)} s and was {bound}: the server's processes waited for I/O "
+             f"{fmt(wait)} s and used {fmt(cpu)} s of CPU (each summed over its processes).")
+    phases = result.get("phases") or [result]
+    longest = max(phases, key=lambda p: p.get("elapsed_s") or 0.0)
+    dev = _busiest(longest.get("devices") or [])
+    if dev is None:
+        return [first]
+    where = f" in its longest phase, {longest['phase']}," if result.get("phases") else ""
+    return [first, f"Its busiest device{where} {_device_clause(dev)}."]
+
+
+def compare(names: list[str], results: list[dict], speedups: list[float], headline: str) -> list[str]:
+    """A comparison: the fastest layout against the first, in the figure it is judged by."""
+    best = max(range(len(names)), key=lambda i: speedups[i] if speedups[i] == speedups[i] else 0.0)
+    if best == 0:
+        return [f"No layout beat {names[0]}, the baseline: "
+                + "; ".join(f"{n} {fmt(s)}x" for n, s in zip(names[1:], speedups[1:])) + "."]
+    out = [f"On {names[best]} this workload ran {fmt(speedups[best])}x faster than on {names[0]} "
+           f"({headline}: {fmt(_headline_value(results[best], headline))} against "
+           f"{fmt(_headline_value(results[0], headline))})."]
+    others = [f"{n} {fmt(s)}x" for i, (n, s) in enumerate(zip(names, speedups)) if i not in (0, best)]
+    if others:
+        out.append("The others: " + "; ".join(others) + ".")
+    return out
+
+
+def _headline_value(result: dict, headline: str) -> float:
+    return (result.get("metrics") or {}).get("tps") if headline == "tps" else result["elapsed_s"]
+
+
+def demo(results: list[dict]) -> list[str]:
+    """The demo: each workload's SSD speed-up beside the article's."""
+    parts = [f"{w['workload']} {fmt(w['speedup'])}x faster (seed 000: {fmt(w['seed_speedup'])}x)" for w in results]
+    return ["On the emulated SSD, against the emulated 7200 rpm disk: " + "; ".join(parts) + ".",
+            "Seed 000 is the first of the published benchmarks dbtier reproduces (Mich Talebzadeh, \u201cUse Case "
+            "Comparison of ASE 15.7 on Solid State Disks\u201d): Sybase ASE 15.7 on an OCZ Vertex 3 SSD and a 7200 rpm "
+            "SATA disk."]
+
+
+def reproduce(doc: dict) -> list[str]:
+    """A reproduction: how many of the articles' figures agree, and how many point the same way."""
+    numeric = [f for a in doc["articles"] for f in a["figures"]
+               if f.get("article_value") is not None and f.get("our_value") is not None]
+    within = sum(1 for f in numeric if 0.5 <= f["our_value"] / f["article_value"] <= 2)
+    agree = sum(1 for a in doc["articles"] for f in a["figures"] if f.get("agrees"))
+    total = sum(len(a["figures"]) for a in doc["articles"])
+    return [f"{agree} of {total} headline figures agree with their articles (within 1.35x, or inside the "
+            f"article's range); {within} of the {len(numeric)} numeric ones are within a factor of 2.",
+            "The seed articles are the five published benchmarks dbtier reproduces (seed 000 to 004), each named with "
+            "its author below. Where a figure differs, its row gives the measured reason: the run's own CPU, waits "
+            "and device time."]

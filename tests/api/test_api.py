@@ -1,0 +1,45 @@
+"""dbtier from Python: the commands' checks and messages, a run directory's tables, a traced run's
+trace."""
+
+import json
+
+import pandas as pd
+import pytest
+
+import dbtier
+from dbtier.errors import UserError
+
+
+def test_a_bad_argument_raises_the_commands_message(tmp_path):
+    with pytest.raises(UserError, match="nosuch"):
+        dbtier.run("random-index", device="hdd=nosuch-profile", output=str(tmp_path))
+    with pytest.raises(UserError, match="No such option '--colour'"):
+        dbtier.run("random-index", device="hdd=hdd-sata-7200", colour="red")
+    with pytest.raises(UserError, match="no-such-workload"):
+        dbtier.run("no-such-workload", device="hdd=hdd-sata-7200")
+    assert not list(tmp_path.iterdir())  # refused before anything was made
+
+
+def test_load_refuses_what_is_not_a_run_directory(tmp_path):
+    with pytest.raises(UserError, match="holds no result.json"):
+        dbtier.load(tmp_path)
+    (tmp_path / "result.json").write_text("{")
+    with pytest.raises(UserError, match="is not JSON"):
+        dbtier.load(tmp_path)
+    (tmp_path / "result.json").write_text(json.dumps({"schema_version": 1, "kind": "iobench", "results": []}))
+    with pytest.raises(UserError, match="load reads those of run and compare"):
+        dbtier.load(tmp_path)
+
+
+def test_a_traced_run_gives_its_trace_and_phases(tmp_path, shm_dir):
+    result = dbtier.run("random-index", device="ssd=ssd-sata-mlc", rows=200, cache="8MB", trace=True,
+                        workspace=str(shm_dir), output=str(tmp_path))
+    assert result.kind == "run" and result.path.parent == tmp_path
+    trace = result.trace
+    assert isinstance(trace, pd.DataFrame) and len(trace) > 0 and {"run", "device", "latency_us"} <= set(trace.columns)
+    assert set(trace["device"]) == {"ssd"}
+    phases = result.phases
+    assert list(phases["phase"]) == ["run"] and phases.loc[0, "rate.lookups_per_s"] > 0
+    objects = result.objects
+    assert objects.loc[objects["object"] == "t_attribute_idx", "reads"].sum() > 0
+    assert repr(result).startswith("<dbtier run ")

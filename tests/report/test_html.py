@@ -1,0 +1,40 @@
+"""The HTML page: the verdict before anything else, a contents list, sections that fold, and nothing
+fetched from elsewhere (one self-contained file)."""
+
+import re
+
+from dbtier.report import charts, html
+
+
+def page() -> str:
+    chart = charts.grouped_bars(["random-index", "table-scan"], {"hdd": [16.4, 6.6], "ssd": [0.8, 2.2]},
+                                "elapsed, s", "elapsed per device")
+    sections = [html.Section("first", text=["a note"], charts=[chart],
+                             tables=[html.TableData(["device", "r/s"], [["hdd", "187"]], "devices", 1)]),
+                html.Section("second", text=["more"])]
+    return html.render("dbtier run", "now", sections, ["random-index took 1.63 s and was storage-bound."])
+
+
+def test_the_verdict_comes_first_then_contents_then_folding_sections():
+    text = page()
+    assert text.index('class="verdict"') < text.index("<nav>") < text.index("<details")
+    assert "random-index took 1.63 s and was storage-bound." in text.split("<nav>")[0]
+    assert text.count("<details open") == 2 and 'href="#s2"' in text
+
+
+def test_nothing_is_fetched_from_elsewhere():
+    text = page()
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", text)
+    assert "<script" not in text and "<link" not in text and "@import" not in text
+
+
+def test_charts_read_plainly():
+    """Linear axes (no log ticks such as 2x10^1); a ratio axis says 1x and writes its ticks as ratios."""
+    bars = charts.grouped_bars(["a", "b"], {"s": [21.0, 3.6]}, "elapsed, s", "t")
+    assert ">21<" in bars or ">21.0<" in bars  # the value labels, as text
+    assert "10^" not in bars and "\\mathdefault" not in bars
+    ratios = charts.ratio_bars(["x", "y"], [0.3, 9.4], "ours / the article's", "t")
+    for tick in ("1x", "2x", "1/2x", "8x"):
+        assert f">{tick}<" in ratios, tick
+    assert ">0.3x<" in ratios and ">9.4x<" in ratios  # each bar says its ratio
+    assert charts.time_split(["one run"], [1.0], [2.0], [3.0], "t") is None  # a single run: no chart

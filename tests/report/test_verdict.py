@@ -1,0 +1,67 @@
+"""The verdict, the answer every report opens with: its numbers are the document's, formatted as the
+tables format them."""
+
+import re
+
+from dbtier.report import verdict
+from dbtier.report.terminal import fmt
+
+
+def device(name, profile, reads, r_await, util, writes=0.0, w_await=0.0):
+    return {"device": name, "profile": profile,
+            "iostat": {"r/s": reads, "w/s": writes, "r_await": r_await, "w_await": w_await, "%util": util}}
+
+
+def numbers(text: str) -> list[str]:
+    return re.findall(r"\d[\d,]*(?:\.\d+)?", text)
+
+
+def test_a_storage_bound_run_says_so_with_its_figures():
+    doc = {"workload": "random-index", "elapsed_s": 1.634, "server_cpu_s": 0.0913, "io_wait_s": 1.5021,
+           "devices": [device("ssd", "ssd-sata-mlc", 3.0, 0.2, 0.4), device("hdd", "hdd-sata-7200", 187.3, 5.31, 99.5)]}
+    first, second = verdict.run(doc)
+    assert "storage-bound" in first
+    assert numbers(first) == [fmt(1.634), fmt(1.5021), fmt(0.0913)]
+    assert second.startswith("Its busiest device hdd (hdd-sata-7200)")
+    assert numbers(second)[-3:] == [fmt(187.3), fmt(5.31), fmt(99.5)]
+
+
+def test_a_cpu_bound_run_and_a_phased_one():
+    doc = {"workload": "update-locality", "elapsed_s": 10.0, "server_cpu_s": 8.0, "io_wait_s": 0.5,
+           "phases": [{"phase": "a", "elapsed_s": 2.0, "devices": [device("d", "ram-san", 10, 0.1, 5)]},
+                      {"phase": "b", "elapsed_s": 8.0,
+                       "devices": [device("d", "ram-san", 1.0, 0.1, 20, writes=300.0, w_await=0.25)]}]}
+    first, second = verdict.run(doc)
+    assert "CPU-bound: faster storage can shorten it little" in first
+    assert "longest phase, b," in second and f"{fmt(300.0)} writes/s at {fmt(0.25)} ms" in second
+
+
+def test_a_comparison_names_the_fastest_layout():
+    results = [{"elapsed_s": 20.8}, {"elapsed_s": 5.2}, {"elapsed_s": 1.0}]
+    lines = verdict.compare(["hdd", "split", "ssd"], results, [1.0, 4.0, 20.8], "elapsed s")
+    assert lines[0] == f"On ssd this workload ran {fmt(20.8)}x faster than on hdd (elapsed s: {fmt(1.0)} against {fmt(20.8)})."
+    assert lines[1] == f"The others: split {fmt(4.0)}x."
+    assert verdict.compare(["a", "b"], results[:2], [1.0, 0.5], "elapsed s")[0].startswith("No layout beat a")
+
+
+def test_a_reproduction_counts_what_agrees():
+    figs = [{"article_value": 21.0, "our_value": 23.99, "agrees": True},
+            {"article_value": 2.17, "our_value": 4.5, "agrees": False},
+            {"article_value": None, "our_value": None, "agrees": None}]
+    line = verdict.reproduce({"articles": [{"figures": figs}]})[0]
+    assert line.startswith("1 of 3 headline figures agree") and "1 of the 2 numeric ones are within a factor of 2" in line
+
+
+def test_a_narrow_table_keeps_its_numbers_whole():
+    """fit: numbers never cut; columns left out, the named ones first, the first column never."""
+    from dbtier.report.terminal import fit
+
+    columns = ["device", "profile", "r/s", "svctm", "r_await", "late p50 / p99 us"]
+    rows = [["hdd", "hdd-sata-7200", "12,345", "5.26", "5.31", "22.5 / 131"]]
+    kept, widths = fit(columns, rows, 2, 200)
+    assert kept == list(range(6)) and widths == [6, 13, 6, 5, 7, 17]  # room for every header
+    kept, widths = fit(columns, rows, 2, 41, drop=("svctm",))
+    assert [columns[k] for k in kept] == ["device", "profile", "r/s", "r_await"]
+    assert sum(widths) + 3 * (len(widths) - 1) <= 41 and widths[2] >= len("12,345")
+    kept, _ = fit(columns, rows, 2, 5)
+    assert kept == [0]  # the first column stays, whatever the width
