@@ -65,3 +65,12 @@ def test_a_narrow_table_keeps_its_numbers_whole():
     assert sum(widths) + 3 * (len(widths) - 1) <= 41 and widths[2] >= len("12,345")
     kept, _ = fit(columns, rows, 2, 5)
     assert kept == [0]  # the first column stays, whatever the width
+
+
+def test_an_oltp_run_gives_its_rate():
+    doc = {"workload": "pgbench", "elapsed_s": 30.0, "server_cpu_s": 20.0, "io_wait_s": 15.0,
+           "metrics": {"tps": 1234.5}, "devices": [device("d", "hdd-sata-7200", 10.0, 5.0, 40.0)]}
+    first = verdict.run(doc)[0]
+    assert f"took {fmt(30.0)} s at {fmt(1234.5)} transactions per second and was bound by both" in first
+    doc["metrics"] = {"tpm": 5000.0, "tps": None}
+    assert f"at {fmt(5000.0)} transactions per minute" in verdict.run(doc)[0]

@@ -44,8 +44,8 @@ def grouped_bars(groups: list[str], series: dict[str, list[float]], xlabel: str,
     ax.set_xlim(left=0, right=max((max(v, default=0) for v in series.values()), default=1) * 1.18 or 1)
     ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize=11)
-    if len(series) > 1:
-        ax.legend(frameon=False, fontsize=9, loc="lower right")
+    if len(series) > 1:  # beside the plot, where no bar or label can be under it
+        ax.legend(frameon=False, fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig)
 

@@ -308,6 +308,10 @@ def iostat_data(devices: list[dict], caption: str = "devices (iostat -x)") -> Ta
                      "the model's completion the emulation returned an I/O (its fidelity)", 2)
 
 
+def _seconds(s: float) -> str:
+    return f"{s * 1e3:.3g} ms" if s < 0.1 else f"{fmt(s)} s"
+
+
 def object_time_chart(result: dict, limit: int = 10) -> str | None:
     """Where the device time went: the objects that took most of it (seconds, linear), with the device
     each is on."""
@@ -317,7 +321,7 @@ def object_time_chart(result: dict, limit: int = 10) -> str | None:
     return charts.grouped_bars([f"{r['object']} ({r['kind']}, on {r['device']})" for r in rows],
                                {"device time": [r["device_s"] for r in rows]}, "device time, s (summed over its I/Os)",
                                "where the device time went, by object",
-                               labels={"device time": [f"{fmt(r['device_s'])} s" for r in rows]})
+                               labels={"device time": [_seconds(r["device_s"]) for r in rows]})
 
 
 def run_sections(result: dict) -> list[Section]:

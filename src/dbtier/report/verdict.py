@@ -23,6 +23,16 @@ def _device_clause(dev: dict) -> str:
     return f"{dev['device']} ({dev['profile']}) served {what}, busy {fmt(io['%util'])}% of the time"
 
 
+def _throughput(result: dict) -> str:
+    """An OLTP run's rate, as its users read it."""
+    m = result.get("metrics") or {}
+    if m.get("tpm") is not None:
+        return f" at {fmt(m['tpm'])} transactions per minute"
+    if m.get("tps") is not None:
+        return f" at {fmt(m['tps'])} transactions per second"
+    return ""
+
+
 def run(result: dict) -> list[str]:
     """A run: how long, where the time went (CPU or waiting for storage), the device it waited on."""
     el, cpu, wait = result["elapsed_s"], result["server_cpu_s"], result["io_wait_s"]
@@ -31,9 +41,9 @@ def run(result: dict) -> list[str]:
     elif cpu > 2 * wait:
         bound = "CPU-bound: faster storage can shorten it little"
     else:
-        bound = "both CPU and storage bound"
-    first = (f"{result['workload']} took {fmt(el)} s and was {bound}: the server's processes waited for I/O "
-             f"{fmt(wait)} s and used {fmt(cpu)} s of CPU (each summed over its processes).")
+        bound = "bound by both the CPU and storage"
+    first = (f"{result['workload']} took {fmt(el)} s{_throughput(result)} and was {bound}: the server's processes "
+             f"waited for I/O {fmt(wait)} s and used {fmt(cpu)} s of CPU (each summed over its processes).")
     phases = result.get("phases") or [result]
     longest = max(phases, key=lambda p: p.get("elapsed_s") or 0.0)
     dev = _busiest(longest.get("devices") or [])
