@@ -2,7 +2,7 @@
 (the first screen: the verdict must be on it) and the whole page, for the demo, a run, a compare and
 a reproduction. Prints, per page, whether the verdict comes before every section, and the files.
 
-    python bench/screenshots.py --make OUT            # makes small runs first (about 3 minutes)
+    python bench/screenshots.py --make OUT            # makes small runs first (about 4 minutes)
     python bench/screenshots.py OUT RUN_DIR [RUN_DIR...]   # pages of run directories you have
 
 Needs chromium (Debian: apt-get install chromium)."""
@@ -42,6 +42,8 @@ def make(out: Path) -> list[Path]:
         ["run", "random-index", "-d", "hdd=hdd-sata-7200", "--rows", "1000", "-o", str(runs), "-q"],
         ["compare", "random-index", "--rows", "1000", "--config", "disk:d=hdd-sata-7200",
          "--config", "flash:d=ssd-sata-mlc", "-o", str(runs), "-q"],
+        ["run", "oltp", "-d", "data=ssd-sata-mlc", "--items", "2000", "--duration", "10", "--warmup", "2",
+         "-o", str(runs), "-q"],
     ]
     for step in steps:
         print("dbtier", " ".join(step), flush=True)
@@ -53,7 +55,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", type=Path)
     ap.add_argument("dirs", type=Path, nargs="*")
-    ap.add_argument("--make", action="store_true", help="make a demo, a run and a compare first")
+    ap.add_argument("--make", action="store_true", help="make a demo, a run, a compare and an OLTP run first")
     a = ap.parse_args()
     if not CHROMIUM:
         sys.exit("screenshots: chromium is not installed (apt-get install chromium)")

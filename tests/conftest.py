@@ -143,6 +143,14 @@ def dbtier_in_terminal(*args: str, columns: int = 80, timeout: float = 900) -> t
     return proc.returncode, "\n".join(lines)
 
 
+def shown_whole(text: str, value: str) -> bool:
+    """Every word of `value` (a figure such as "1.01x (16,932 against 16,836 tpm)") stands whole in
+    `text`: a cell may wrap between words, never inside a number."""
+    import re
+
+    return all(re.search(r"(?<!\S)" + re.escape(word) + r"(?!\S)", text) for word in value.split())
+
+
 def stop_session(proc: subprocess.Popen) -> None:
     """Kills a process started with start_new_session=True and everything in its group: a shell's
     child (`sh -c "sleep 600"` forks its sleep) would otherwise outlive the test."""

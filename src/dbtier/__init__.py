@@ -2,7 +2,7 @@
 
 __version__ = "0.1.0"
 
-__all__ = ["Result", "compare", "load", "run", "__version__"]
+__all__ = ["Result", "UserError", "WorkloadError", "compare", "load", "run", "__version__"]
 
 
 def __getattr__(name: str):
@@ -11,4 +11,12 @@ def __getattr__(name: str):
         from dbtier import api
 
         return getattr(api, name)
+    if name == "UserError":
+        from dbtier.errors import UserError
+
+        return UserError
+    if name == "WorkloadError":
+        from dbtier.workloads.base import WorkloadError
+
+        return WorkloadError
     raise AttributeError(f"module 'dbtier' has no attribute {name!r}")

@@ -20,20 +20,36 @@ def test_a_bad_argument_raises_the_commands_message(tmp_path):
     assert not list(tmp_path.iterdir())  # refused before anything was made
 
 
+def test_ctrl_c_is_a_keyboard_interrupt(monkeypatch, tmp_path):
+    """Click turns Ctrl-C into its own Abort; Python callers get the KeyboardInterrupt they expect."""
+    from dbtier.devices import spec
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(spec, "load", interrupted)  # while the command reads its --device profiles
+    with pytest.raises(KeyboardInterrupt):
+        dbtier.run("random-index", device="hdd=hdd-sata-7200", output=str(tmp_path))
+    assert dbtier.UserError is UserError and dbtier.WorkloadError.__name__ == "WorkloadError"
+
+
 def test_load_refuses_what_is_not_a_run_directory(tmp_path):
     with pytest.raises(UserError, match="holds no result.json"):
         dbtier.load(tmp_path)
     (tmp_path / "result.json").write_text("{")
     with pytest.raises(UserError, match="is not JSON"):
         dbtier.load(tmp_path)
-    (tmp_path / "result.json").write_text(json.dumps({"schema_version": 1, "kind": "iobench", "results": []}))
+    (tmp_path / "result.json").write_text(json.dumps({"schema_version": 1, "kind": "run"}))
+    with pytest.raises(UserError, match="older dbtier"):
+        dbtier.load(tmp_path)
+    (tmp_path / "result.json").write_text(json.dumps({"schema_version": 2, "kind": "iobench", "results": []}))
     with pytest.raises(UserError, match="load reads those of run and compare"):
         dbtier.load(tmp_path)
 
 
 def test_a_traced_run_gives_its_trace_and_phases(tmp_path, shm_dir):
     result = dbtier.run("random-index", device="ssd=ssd-sata-mlc", rows=200, cache="8MB", trace=True,
-                        workspace=str(shm_dir), output=str(tmp_path))
+                        workspace=str(shm_dir), output=str(tmp_path), json=str(tmp_path / "copy.json"))
     assert result.kind == "run" and result.path.parent == tmp_path
     trace = result.trace
     assert isinstance(trace, pd.DataFrame) and len(trace) > 0 and {"run", "device", "latency_us"} <= set(trace.columns)
@@ -43,3 +59,5 @@ def test_a_traced_run_gives_its_trace_and_phases(tmp_path, shm_dir):
     objects = result.objects
     assert objects.loc[objects["object"] == "t_attribute_idx", "reads"].sum() > 0
     assert repr(result).startswith("<dbtier run ")
+    copy = dbtier.load(tmp_path / "copy.json")  # the --json copy leads back to its run directory
+    assert copy.path == result.path and len(copy.trace) == len(trace)

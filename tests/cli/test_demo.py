@@ -48,7 +48,7 @@ def test_demo_shape_and_run_directory(tmp_path, shm_dir):
     # the answer first: the verdict, then the table
     lines = verdict.demo(doc["workloads"])
     assert -1 < flat.find(" ".join(" ".join(lines).split())) < flat.find("dbtier demo: seed 000")
-    assert doc["schema_version"] == 1 and doc["kind"] == "demo"
+    assert doc["schema_version"] == 2 and doc["kind"] == "demo"
     for w in doc["workloads"]:
         hdd, ssd = w["runs"]
         assert hdd["devices"][0]["profile"] == "hdd-sata-7200" and ssd["devices"][0]["profile"] == "ssd-sata-mlc"

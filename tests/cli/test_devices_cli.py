@@ -2,7 +2,7 @@
 
 import json
 
-from tests.conftest import dbtier
+from tests.conftest import dbtier, dbtier_in_terminal, shown_whole
 
 
 def test_list_names_every_profile():
@@ -11,9 +11,18 @@ def test_list_names_every_profile():
         assert name in out
 
 
+def test_the_list_fits_80_columns_with_every_figure_whole():
+    rc, shown = dbtier_in_terminal("devices", columns=80)
+    assert rc == 0 and max(len(line) for line in shown.splitlines()) <= 80
+    for name in ("hdd-sata-7200", "disksim-cheetah4lp", "hdd-sas-15k-md3000", "nvme-gen4"):
+        doc = json.loads(dbtier("devices", "show", name, "--json", check=True).stdout)
+        mean = doc["expected_qd1"][0]["mean_us"]
+        assert name in shown and shown_whole(shown, f"{mean:,.0f}")
+
+
 def test_show_json_has_params_and_expectations():
     doc = json.loads(dbtier("devices", "show", "ssd-sata-mlc", "--json", check=True).stdout)
-    assert doc["schema_version"] == 1 and doc["kind"] == "profile" and doc["device_kind"] == "ssd"
+    assert doc["schema_version"] == 2 and doc["kind"] == "profile" and doc["device_kind"] == "ssd"
     assert doc["params"]["channels"]["value"] == 8
     pats = {e["pattern"]: e for e in doc["expected_qd1"]}
     assert set(pats) == {"random read 8 KiB", "random write 8 KiB", "sequential read 8 KiB", "sequential write 8 KiB"}

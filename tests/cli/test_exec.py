@@ -43,7 +43,7 @@ def test_fio_sees_the_model(name, seconds, rel, shm_dir, tmp_path):
     fio = json.loads(proc.stdout)["jobs"][0]["read"]
     model_us = expect.mean_us
     doc = json.loads(out_json.read_text())
-    assert doc["schema_version"] == 1 and doc["exit_status"] == 0
+    assert doc["schema_version"] == 2 and doc["exit_status"] == 0
     dev = doc["devices"][0]
     # fio's layout pass writes the file first, then the timed reads: the interposer saw them all.
     assert dev["counters"]["reads"] >= fio["total_ios"]

@@ -3,7 +3,7 @@ terminal, result.json and report.html), and bad input."""
 
 import json
 
-from tests.conftest import dbtier
+from tests.conftest import dbtier, dbtier_in_terminal, shown_whole
 
 
 def test_only_an_unknown_article_is_refused(tmp_path):
@@ -13,8 +13,12 @@ def test_only_an_unknown_article_is_refused(tmp_path):
 
 
 def test_seed_001_quick(tmp_path, shm_dir):
-    proc = dbtier("reproduce", "--quick", "--only", "001", "-o", str(tmp_path), "--workspace", str(shm_dir), check=True)
-    assert "seed 001" in proc.stdout and "3-10%" in proc.stdout and "measured reason" in proc.stdout
+    rc, shown = dbtier_in_terminal("reproduce", "--quick", "--only", "001", "-o", str(tmp_path),
+                                   "--workspace", str(shm_dir), columns=80)
+    assert rc == 0, shown[-2000:]
+    report = shown[shown.index("seed 001: "):]  # from the figures on: the progress display redraws itself
+    assert "3-10%" in report and "measured reason" in report
+    assert max(len(line) for line in report.splitlines()) <= 80
     (run,) = tmp_path.glob("reproduce-*")
     doc = json.loads((run / "result.json").read_text())
     assert doc["kind"] == "reproduce" and doc["quick"] is True
@@ -23,6 +27,7 @@ def test_seed_001_quick(tmp_path, shm_dir):
     assert [f["article"] for f in art["figures"]] == ["3-10%", "70-85%", "under 20%"]
     for f in art["figures"]:
         assert f["ours"].count("%") == 3 and f["reason"] and f["agrees"] in (True, False)
+        assert shown_whole(report, f["ours"])  # 80 columns: wrapped between figures, never inside one
     assert all(r["summary"]["checks"]["amcheck"] == "clean" for r in art["runs"])
     assert (run / "seed001" / "index-on-ssd" / "result.json").exists()
     html = (run / "report.html").read_text()

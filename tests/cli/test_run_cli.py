@@ -53,7 +53,7 @@ def test_a_small_run_writes_its_run_directory(shm_dir, tmp_path):
     (run,) = tmp_path.glob("table-scan-*")
     doc = json.loads((run / "result.json").read_text())
     assert json.loads((tmp_path / "r.json").read_text()) == {**doc, "run_dir": str(run)}
-    assert doc["schema_version"] == 1 and doc["workload"] == "table-scan"
+    assert doc["schema_version"] == 2 and doc["workload"] == "table-scan"
     assert doc["metrics"] == {"scans": 3, "rows_returned": 3, "table_pages": 600}
     dev = doc["devices"][0]
     # Three full scans of 600 pages, read through the device (3 x 4.7 MiB), less what the buffer ring

@@ -126,6 +126,7 @@ def test_recorded_calls_replayed_give_the_recorded_device_requests(shm_dir, tmp_
     (["{run}", "-d", "ssd=real"], "no model to predict with"),
     (["{run}", "--cpu-scale", "0"], "--cpu-scale 0"),
     (["{old}"], "recorded in trace format 1"),
+    (["{v1}"], "written by an older dbtier (schema_version 1"),
     (["{missing}"], "is not a directory"),
     (["{tmp}"], "not a dbtier run directory"),
 ])
@@ -141,7 +142,10 @@ def test_bad_input_one_line_exit_2(recorded, tmp_path, args, message):
     md = dict(table.schema.metadata)
     md[b"dbtier"] = json.dumps({**json.loads(md[b"dbtier"]), "trace_format": 1}).encode()
     pq.write_table(table.replace_schema_metadata(md), old / "trace.parquet")
-    words = {"plain": plain, "run": recorded, "old": old, "missing": tmp_path / "missing", "tmp": tmp_path}
+    v1 = tmp_path / "v1"  # a result of the first schema: its keys are since renamed, so refused, not misread
+    v1.mkdir()
+    (v1 / "result.json").write_text(json.dumps({**result, "schema_version": 1}))
+    words = {"plain": plain, "run": recorded, "old": old, "missing": tmp_path / "missing", "tmp": tmp_path, "v1": v1}
     proc = dbtier("predict", *[a.format(**words) for a in args])
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr

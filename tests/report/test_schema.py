@@ -38,7 +38,7 @@ def test_the_suite_checks_every_document_it_writes():
 def test_a_good_document_passes_and_is_written(tmp_path):
     assert schema.problems(json.loads(jsonout.dumps(a_run()))) == []
     jsonout.write(tmp_path / "r.json", a_run())
-    assert json.loads((tmp_path / "r.json").read_text())["schema_version"] == 1
+    assert json.loads((tmp_path / "r.json").read_text())["schema_version"] == 2
 
 
 @pytest.mark.parametrize("change, where", [
@@ -49,7 +49,7 @@ def test_a_good_document_passes_and_is_written(tmp_path):
     ({"kind": "runs"}, "kind"),
 ])
 def test_a_bad_document_is_refused_where_it_is_wrong(tmp_path, change, where):
-    found = schema.problems({"schema_version": 1, **a_run(**change)})
+    found = schema.problems({"schema_version": 2, **a_run(**change)})
     assert any(p.startswith(where) for p in found), found
     with pytest.raises(ValueError, match="breaks result.schema.json"):
         jsonout.write(tmp_path / "bad.json", a_run(**change))

@@ -36,6 +36,26 @@ def test_a_cpu_bound_run_and_a_phased_one():
     assert "longest phase, b," in second and f"{fmt(300.0)} writes/s at {fmt(0.25)} ms" in second
 
 
+def test_a_mostly_idle_server_is_bound_by_neither():
+    """10 s in which the server's processes waited 0.3 s and computed 0.1 s: not storage-bound, though
+    the wait is three times the CPU (a client-bound or --rate-limited run)."""
+    doc = {"workload": "pgbench", "elapsed_s": 10.0, "server_cpu_s": 0.1, "io_wait_s": 0.3, "devices": []}
+    (first,) = verdict.run(doc)
+    assert "bound by neither storage nor the server's CPU" in first and "storage-bound" not in first
+    doc.update(server_cpu_s=0.0, io_wait_s=0.0)
+    assert "bound by neither" in verdict.run(doc)[0]
+
+
+def test_a_log_device_is_busy_with_its_flushes():
+    """A commit's WAL write is cached at once; its flush is what the device spends its time on."""
+    log = device("log", "hdd-sas-15k", 0.0, 0.0, 84.0, writes=689.0, w_await=0.06)
+    log["iostat"].update({"f/s": 487.0, "f_await": 1.62})
+    clause = verdict._device_clause(log)
+    assert f"{fmt(487.0)} flushes/s at {fmt(1.62)} ms each" in clause and "writes/s" not in clause
+    log["iostat"].update({"w_await": 0.5})  # 345 ms/s of writes against 789 of flushes: both named
+    assert verdict._device_clause(log).index("flushes/s") < verdict._device_clause(log).index("writes/s")
+
+
 def test_a_comparison_names_the_fastest_layout():
     results = [{"elapsed_s": 20.8}, {"elapsed_s": 5.2}, {"elapsed_s": 1.0}]
     lines = verdict.compare(["hdd", "split", "ssd"], results, [1.0, 4.0, 20.8], "elapsed s")
@@ -50,21 +70,6 @@ def test_a_reproduction_counts_what_agrees():
             {"article_value": None, "our_value": None, "agrees": None}]
     line = verdict.reproduce({"articles": [{"figures": figs}]})[0]
     assert line.startswith("1 of 3 headline figures agree") and "1 of the 2 numeric ones are within a factor of 2" in line
-
-
-def test_a_narrow_table_keeps_its_numbers_whole():
-    """fit: numbers never cut; columns left out, the named ones first, the first column never."""
-    from dbtier.report.terminal import fit
-
-    columns = ["device", "profile", "r/s", "svctm", "r_await", "late p50 / p99 us"]
-    rows = [["hdd", "hdd-sata-7200", "12,345", "5.26", "5.31", "22.5 / 131"]]
-    kept, widths = fit(columns, rows, 2, 200)
-    assert kept == list(range(6)) and widths == [6, 13, 6, 5, 7, 17]  # room for every header
-    kept, widths = fit(columns, rows, 2, 41, drop=("svctm",))
-    assert [columns[k] for k in kept] == ["device", "profile", "r/s", "r_await"]
-    assert sum(widths) + 3 * (len(widths) - 1) <= 41 and widths[2] >= len("12,345")
-    kept, _ = fit(columns, rows, 2, 5)
-    assert kept == [0]  # the first column stays, whatever the width
 
 
 def test_an_oltp_run_gives_its_rate():

@@ -48,6 +48,9 @@ def test_the_layouts_side_by_side(comparison):
     (summary,) = out.glob("compare-sql-*")
     assert (summary / "report.html").read_text().count("<svg") >= 2
     assert len(doc["run_dirs"]) == 3 and all((Path(d) / "result.json").exists() for d in doc["run_dirs"])
+    for d in doc["run_dirs"]:  # each layout's own page opens with its answer too
+        page = (Path(d) / "report.html").read_text()
+        assert -1 < page.find('class="verdict"') < page.find("<details")
 
 
 def test_the_data_was_loaded_once(comparison):

@@ -2,10 +2,13 @@
 conditions and amcheck holding afterwards, and the build's phases with the dump written to, and the
 restore read from, the dump device."""
 
+import json
+
 import pytest
 
 from dbtier.pg import placement
 from dbtier.pg.lab import LabOptions
+from dbtier.report import jsonout, schema
 from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry, tpcc_schema
 from dbtier.workloads.base import QuietProgress
@@ -41,6 +44,9 @@ def test_oltp_runs_the_mix_and_stays_consistent(oltp):
         assert m["latency"][t]["count"] > 0 and 0 < m["latency"][t]["p50_ms"] <= m["latency"][t]["p99_ms"]
     assert oltp["rates"]["nopm"] == pytest.approx(m["new_orders"] * 60 / 4)  # over the driver's 4 s
     assert m["driver"] == "pgbench" and m["rolled_back"] >= 0
+    # Throughput over time: every transaction pgbench logged, counted in the second it ended.
+    assert sum(m["transactions_per_s"]) == m["committed"] + m["rolled_back"]
+    assert 3 <= len(m["transactions_per_s"]) <= 5
     assert oltp["rates"]["client_cpu_us_per_txn"] > 0 and oltp["rates"]["server_cpu_ms_per_txn"] > 0
 
 
@@ -79,6 +85,9 @@ def test_build_dumps_to_and_restores_from_the_dump_device(module_shm_dir):
     assert "tpcc_build.stock" in dumped and "tpcc_build.order_line" in dumped
     assert not any(r["checks"]["consistency"].values()) and r["checks"]["amcheck"] == "clean"
     assert phases["restore"]["metrics"]["rows"] == sum(rows.values())
+    # each phase's rate under its published key, and the whole document as the schema has it
+    assert phases["dump"]["rates"]["dump_mb_per_s"] > 0 and phases["load"]["rates"]["rows_per_s"] > 0
+    assert not schema.problems(json.loads(jsonout.dumps(r)))
 
 
 def test_consistency_checks_can_fail(module_shm_dir):

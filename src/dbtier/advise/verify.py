@@ -62,7 +62,7 @@ def run(rec: Recording, devices: list[DeviceSpec], placements: list[tuple[str, P
     """Each (label, placement) run live; returns per placement its run directory and measured figure.
     workspace: the opened Workspace (of workspace_path); progress_for(prefix): a context giving a
     Progress for one run."""
-    from dbtier.report import html, jsonout, runview
+    from dbtier.report import jsonout, runview
     from dbtier.report.rundir import run_dir
     from dbtier.workloads.runner import run_workload
 
@@ -79,8 +79,7 @@ def run(rec: Recording, devices: list[DeviceSpec], placements: list[tuple[str, P
                     result = run_workload(workload, devices, placement, replace(options, seed=seed), progress,
                                           folder.path, say, cache_state)
                 jsonout.write(folder.path / "result.json", result)
-                html.write(folder.path / "report.html", f"dbtier advise, verifying {label}", result["started"],
-                           runview.run_sections(result))
+                runview.write_page(folder.path / "report.html", f"dbtier advise, verifying {label}", result)
             phases = result.get("phases") or [result]
             metric, value, higher = headline([{"measured": p} for p in phases], "measured")
             out.append({"label": label, "run_dir": str(folder.final), "metric": metric, "measured": value,

@@ -1,7 +1,10 @@
 """`run` and `compare` from Python, with the command line's arguments: each keyword is an option
 of `dbtier run WORKLOAD --help` (or compare's) with its dashes written as underscores (a one-letter
-keyword is the one-letter option: T=30 is -T 30), a list for a repeatable option, True for a flag. They run exactly as the commands do (the same checks, run
-directory and cleanup) and return the run directory, loaded."""
+keyword is the one-letter option: T=30 is -T 30), a list for a repeatable option, True for a flag.
+They run exactly as the commands do (the same checks, run directory and cleanup) and return the run
+directory, loaded. They raise UserError for bad input (the command's one-line message),
+WorkloadError when the workload ran but its result check failed (nothing is reported as valid), and
+KeyboardInterrupt on Ctrl-C."""
 
 from __future__ import annotations
 
@@ -35,10 +38,10 @@ def _invoke(command: str, workload: str, options: dict) -> Result:
     options = {"quiet": True, **options}
     try:
         folder = cli.main([command, workload, *_argv(options)], prog_name="dbtier", standalone_mode=False)
-    except click.exceptions.UsageError as exc:
+    except click.ClickException as exc:  # a bad option or value, as the command line says it
         raise UserError(exc.format_message()) from None
-    except click.ClickException as exc:
-        raise UserError(exc.format_message()) from None
+    except click.exceptions.Abort:  # click's name for Ctrl-C (the run cleaned up behind it)
+        raise KeyboardInterrupt from None
     if not isinstance(folder, Path):
         raise UserError(f"dbtier {command} {workload} wrote no run directory")
     return load(folder)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from dbtier.errors import UserError
+from dbtier.report import jsonout
 
 #: the figures of a phase that are numbers of their own (the rest are tables)
 PHASE_FIGURES = ("elapsed_s", "server_cpu_s", "io_wait_s", "client_cpu_s", "host_steal_s", "emulation_spin_s")
@@ -25,6 +26,7 @@ def _read_doc(path: Path) -> dict:
         raise UserError(f"{path} is not JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(doc, dict) or "schema_version" not in doc:
         raise UserError(f"{path} is not a dbtier result (no schema_version)")
+    jsonout.check_version(doc, path)
     return doc
 
 
@@ -144,7 +146,8 @@ def load(path) -> Result:
     if not doc_path.is_file():
         raise UserError(f"{path} holds no result.json: give a run directory that dbtier run or compare wrote")
     doc = _read_doc(doc_path)
-    folder = doc_path.parent
+    # a --json copy names the run directory it belongs to (its trace is there)
+    folder = Path(doc["run_dir"]) if doc.get("run_dir") and Path(doc["run_dir"]).is_dir() else doc_path.parent
     result = Result(folder, doc)
     if doc.get("kind") == "compare":
         configs = doc.get("configurations") or []

@@ -90,8 +90,7 @@ def execute(cls, kw: dict) -> Path:
                                               folder.path, say)
                     result["configuration"] = c.describe()
                     jsonout.write(folder.path / "result.json", result)
-                    html.write(folder.path / "report.html", f"dbtier compare {cls.name}: {c.name}", result["started"],
-                               runview.run_sections(result))
+                    runview.write_page(folder.path / "report.html", f"dbtier compare {cls.name}: {c.name}", result)
                 results.append(result)
                 run_dirs.append(str(folder.final))
                 say(f"{c.name}: {compare_mod.headline(result)[0]} {compare_mod.headline(result)[1]:.4g} "

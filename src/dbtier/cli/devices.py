@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from pathlib import Path
@@ -62,7 +63,7 @@ def show(name: str, as_json: bool) -> None:
         }))
         return
     out = console()
-    out.print(f"[bold]{p.name}[/]  ({p.kind}) {p.summary}")
+    out.print(f"[bold]{escape(p.name)}[/]  ({p.kind}) {escape(p.summary)}")
     params = Table(title="parameters", title_justify="left")
     for col in ("parameter", "value", "unit", "meaning"):
         params.add_column(col, justify="right" if col == "value" else "left")

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from dbtier import lifecycle
 from dbtier.devices.session import CPU_SCALE_ENV, Device, Session, check_cpu_scale, host_floor_warnings
@@ -82,7 +83,7 @@ def exec_command(device_args, trace_dir, json_path, cpu_scale, workspace, quiet,
             if note:
                 out.print(note, markup=False)
             for warning in host_floor_warnings(devices):
-                out.print(f"[yellow]warning:[/] {warning}")
+                out.print(f"[yellow]warning:[/] {escape(warning)}")
         rc, elapsed, started, refused = _run(session, command, cpu_scale)
         if refused:
             raise UserError(f"the emulation did not apply to {len(refused)} process(es) of {command[0]}, which "
@@ -100,7 +101,7 @@ def exec_command(device_args, trace_dir, json_path, cpu_scale, workspace, quiet,
             for row in rows:
                 late = row["lateness"]
                 if late["count"] and late["overruns"] > 0.01 * late["count"]:
-                    out.print(f"[yellow]warning:[/] on {row['device']}, {late['overruns']} of {late['count']} I/Os "
+                    out.print(f"[yellow]warning:[/] on {escape(row['device'])}, {late['overruns']} of {late['count']} I/Os "
                               "took the host longer than the model allowed: those completed late")
         if not quiet and cpu_scale != 1.0:
             out.print(f"CPU scale {cpu_scale:g}: {state.get('cpu_dilation_ns', 0) / 1e9:.3f} s spent as the slower CPU "

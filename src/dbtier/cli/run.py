@@ -163,10 +163,9 @@ def execute(cls, kw: dict) -> Path:
             result = run_workload(workload, requests, placement, options, progress, folder.path, say,
                                   cache_state=kw["cache_state"])
         jsonout.write(folder.path / "result.json", result)
-        from dbtier.report import html, runview, verdict  # matplotlib: loaded once there is something to chart
+        from dbtier.report import runview  # matplotlib: loaded once there is something to chart
 
-        html.write(folder.path / "report.html", f"dbtier run {cls.name}", result["started"], runview.run_sections(result),
-                   verdict.run(result))
+        runview.write_page(folder.path / "report.html", f"dbtier run {cls.name}", result)
     if kw["json_path"]:
         jsonout.write(kw["json_path"], {**result, "run_dir": str(folder.final)})
     if not kw["quiet"]:

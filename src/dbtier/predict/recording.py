@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from dbtier.errors import UserError
+from dbtier.report import jsonout
 from dbtier.measure import trace
 
 
@@ -55,6 +56,8 @@ def load(run_dir: Path) -> Recording:
         result = json.loads(result_path.read_bytes())
     except (OSError, ValueError) as exc:
         raise _fail(run_dir, f"result.json cannot be read ({exc}); it is damaged") from None
+    if isinstance(result, dict):
+        jsonout.check_version(result, result_path)
     if not isinstance(result, dict) or result.get("kind") != "run":
         kind = result.get("kind") if isinstance(result, dict) else None
         raise _fail(run_dir, f"a {kind or 'non-run'} result, not one run's; give the run directory of one layout"

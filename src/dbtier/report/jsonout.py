@@ -10,7 +10,18 @@ from pathlib import Path
 
 from dbtier.errors import UserError
 
-SCHEMA_VERSION = 1
+#: 2: the published schema's key names (snake_case, units as suffixes); 1 had labels as keys
+SCHEMA_VERSION = 2
+
+
+def check_version(doc: dict, path) -> None:
+    """A document of another schema_version is refused, not misread: a renamed key read under its new
+    name would be silently missing."""
+    found = doc.get("schema_version")
+    if found != SCHEMA_VERSION:
+        age = "an older" if isinstance(found, int) and found < SCHEMA_VERSION else "another"
+        raise UserError(f"{path} was written by {age} dbtier (schema_version {found}, this one reads "
+                        f"{SCHEMA_VERSION}); run it again with this dbtier")
 
 
 def _clean(value):

@@ -135,15 +135,6 @@ def stat_io_data(result: dict) -> TableData:
     return TableData(["backend", "object", "context", *STAT_IO_COLUMNS], rows, caption, 3)
 
 
-def rich_table(data: TableData) -> Table:
-    table = Table(title=data.caption, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for i, col in enumerate(data.columns):
-        table.add_column(col, justify="left" if i < data.text_columns else "right")
-    for row in data.rows:
-        table.add_row(*row)
-    return table
-
-
 def fidelity_notes(result: dict) -> list[str]:
     """Where the emulation fell measurably behind its model, say so (lateness is in every result)."""
     notes = []
@@ -256,6 +247,14 @@ def throughput_line(result: dict, width: int = 60) -> str | None:
     line = "".join(SPARKS[min(len(SPARKS) - 1, int(b / top * len(SPARKS)))] for b in bins)
     return (f"transactions per second over {len(per_s)} s (each block {step} s): {line} "
             f"min {fmt(min(per_s))}, max {fmt(max(per_s))}")
+
+
+def write_page(path, title: str, result: dict) -> None:
+    """A run's report.html: its verdict first, then its sections (for run, and for each layout a
+    comparison or an advice's verification ran)."""
+    from dbtier.report import html, verdict
+
+    html.write(path, title, result["started"], run_sections(result), verdict.run(result))
 
 
 def print_run(console, result: dict) -> None:

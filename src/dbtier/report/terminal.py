@@ -7,6 +7,7 @@ import shutil
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 
 
@@ -97,13 +98,14 @@ def fit(columns: list[str], rows: list[list[str]], text_columns: int, width: int
 def show(out: Console, data, drop: tuple[str, ...] = ()) -> None:
     """Prints a TableData as wide as the terminal allows (see fit), and names any column left out."""
     kept, widths = fit(data.columns, data.rows, data.text_columns, out.width, drop)
-    table = Table(title=data.caption or None, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                  show_edge=False)
+    # cells as Text: a statement's "[b]" or a path's "[/x]" is the user's text, not rich's markup
+    table = Table(title=Text(data.caption) if data.caption else None, title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, show_edge=False)
     for k, w in zip(kept, widths):
         text = k < data.text_columns
-        table.add_column(data.columns[k], justify="left" if text else "right", width=w, overflow="fold")
+        table.add_column(Text(data.columns[k]), justify="left" if text else "right", width=w, overflow="fold")
     for row in data.rows:
-        table.add_row(*(row[k] if k < len(row) else "" for k in kept))
+        table.add_row(*(Text(row[k]) if k < len(row) else Text("") for k in kept))
     out.print(table)
     left_out = [c for i, c in enumerate(data.columns) if i not in kept]
     if left_out:

@@ -3,6 +3,8 @@ the result document alone (the tests check every number in them against it)."""
 
 from __future__ import annotations
 
+import math
+
 from dbtier.report.terminal import fmt
 
 
@@ -11,15 +13,21 @@ def _busiest(devices: list[dict]) -> dict | None:
     return max(devices, key=lambda d: d["iostat"].get("%util") or 0.0, default=None)
 
 
+#: (operation, iostat rate, iostat latency): a device's time is rate x latency of each
+_OPERATIONS = (("reads", "r/s", "r_await"), ("writes", "w/s", "w_await"), ("flushes", "f/s", "f_await"))
+
+
 def _device_clause(dev: dict) -> str:
+    """What the device did, by the operations that took its time: the one that took most, and any
+    other that took at least a fifth of it (an OLTP log device is busy with its flushes, not its
+    fast cached writes)."""
     io = dev["iostat"]
-    reads, writes = io.get("r/s") or 0.0, io.get("w/s") or 0.0
-    if reads >= writes and reads > 0:
-        what = f"{fmt(reads)} reads/s at {fmt(io['r_await'])} ms each"
-    elif writes > 0:
-        what = f"{fmt(writes)} writes/s at {fmt(io['w_await'])} ms each"
-    else:
-        what = "no reads or writes"
+    spent = [(io.get(rate) or 0.0) * (io.get(lat) or 0.0) for _, rate, lat in _OPERATIONS]
+    ops = sorted((i for i in range(len(_OPERATIONS)) if (io.get(_OPERATIONS[i][1]) or 0.0) > 0),
+                 key=lambda i: -spent[i])
+    ops = [i for i in ops if spent[i] >= 0.2 * spent[ops[0]]] if ops else []
+    what = " and ".join(f"{fmt(io[rate])} {name}/s at {fmt(io[lat])} ms each"
+                        for name, rate, lat in (_OPERATIONS[i] for i in ops)) or "no reads or writes"
     return f"{dev['device']} ({dev['profile']}) served {what}, busy {fmt(io['%util'])}% of the time"
 
 
@@ -33,10 +41,18 @@ def _throughput(result: dict) -> str:
     return ""
 
 
+#: below this share of the elapsed, the server's CPU and I/O wait together (summed over its processes)
+#: bound nothing: a fifth of one process busy
+IDLE_SHARE = 0.2
+
+
 def run(result: dict) -> list[str]:
     """A run: how long, where the time went (CPU or waiting for storage), the device it waited on."""
     el, cpu, wait = result["elapsed_s"], result["server_cpu_s"], result["io_wait_s"]
-    if wait > 2 * cpu:
+    if cpu + wait < IDLE_SHARE * el:
+        bound = ("bound by neither storage nor the server's CPU: the server was mostly idle, waiting on its "
+                 "clients or on locks")
+    elif wait > 2 * cpu:
         bound = "storage-bound: faster storage would shorten it"
     elif cpu > 2 * wait:
         bound = "CPU-bound: faster storage can shorten it little"
@@ -82,9 +98,10 @@ def demo(results: list[dict]) -> list[str]:
 
 
 def reproduce(doc: dict) -> list[str]:
-    """A reproduction: how many of the articles' figures agree, and how many point the same way."""
+    """A reproduction: how many of the articles' figures agree, and how many of those with a number
+    (a figure that failed to measure has none) are within a factor of 2."""
     numeric = [f for a in doc["articles"] for f in a["figures"]
-               if f.get("article_value") is not None and f.get("our_value") is not None]
+               if f.get("article_value") and f.get("our_value") is not None and math.isfinite(f["our_value"])]
     within = sum(1 for f in numeric if 0.5 <= f["our_value"] / f["article_value"] <= 2)
     agree = sum(1 for a in doc["articles"] for f in a["figures"] if f.get("agrees"))
     total = sum(len(a["figures"]) for a in doc["articles"])

@@ -143,5 +143,5 @@ class Build(Workload):
         if phase in ("load", "restore"):
             return {"rows_per_s": metrics["rows"] / elapsed_s}
         if phase == "dump":
-            return {"dump MB/s": metrics["dump_bytes"] / 1048576 / elapsed_s}
+            return {"dump_mb_per_s": metrics["dump_bytes"] / 1048576 / elapsed_s}
         return {}

@@ -59,13 +59,14 @@ def _new_orders(lab) -> int:
         return int(conn.execute("SELECT sum(d_next_o_id) FROM district").fetchone()[0])
 
 
-def read_logs(prefix: Path, lab=None) -> dict[str, list[float]]:
-    """Latencies (ms) by transaction type, from pgbench's per-transaction log (each transaction also
-    handed to the lab, if given)."""
+def read_logs(prefix: Path, lab=None) -> tuple[dict[str, list[float]], list[int]]:
+    """Latencies (ms) by transaction type and every transaction's end (epoch us), from pgbench's
+    per-transaction log (each transaction also handed to the lab, if given)."""
     logs = pgbench_log.read(prefix)
     if lab is not None:
         pgbench_log.note_transactions(lab, logs, list(TYPES))
-    return {t: logs[i].latency_ms if i in logs else [] for i, t in enumerate(TYPES)}
+    latencies = {t: logs[i].latency_ms if i in logs else [] for i, t in enumerate(TYPES)}
+    return latencies, [end for log in logs.values() for end in log.ends_us]
 
 
 def drive(lab, clients: int, seconds: int, warehouses: int, items: int, customers: int, seed: int,
@@ -96,12 +97,13 @@ def drive(lab, clients: int, seconds: int, warehouses: int, items: int, customer
     if proc.returncode != 0:
         raise WorkloadError(f"pgbench failed ({proc.returncode}): {' / '.join(err.strip().splitlines()[-3:])}")
     committed_new = _new_orders(lab) - before
-    latencies = read_logs(prefix, lab)
+    latencies, ends_us = read_logs(prefix, lab)
     retried = sum(int(line.split()[-1]) for line in out.splitlines() if line.startswith("number of retried"))
-    return summarize(latencies, committed_new, retried, seconds)
+    return summarize(latencies, committed_new, retried, seconds, ends_us)
 
 
-def summarize(latencies: dict[str, list[float]], committed_new: int, retried: int, seconds: float) -> dict:
+def summarize(latencies: dict[str, list[float]], committed_new: int, retried: int, seconds: float,
+              ends_us: list[int] = ()) -> dict:
     """The Python terminals' summary, from pgbench's log: a New-Order that rolled back is in the log
     (pgbench ran it) but not in the district's order counter."""
     rolled_back = max(0, len(latencies["new_order"]) - committed_new)
@@ -116,4 +118,4 @@ def summarize(latencies: dict[str, list[float]], committed_new: int, retried: in
     return {"driver": "pgbench", "committed": committed, "rolled_back": rolled_back, "retried": retried,
             "new_orders": committed_new, "nopm": committed_new / minutes, "tpm": committed / minutes,
             "mix_pct": {t: 100.0 * per_type[t]["count"] / committed if committed else 0.0 for t in TYPES},
-            "latency": per_type}
+            "latency": per_type, "transactions_per_s": pgbench_log.per_second(list(ends_us))}
