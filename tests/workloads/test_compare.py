@@ -4,6 +4,7 @@ the layouts side by side; interrupted, the finished layouts keep their run direc
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -14,7 +15,8 @@ import pytest
 
 from dbtier.errors import UserError
 from dbtier.workloads import compare
-from tests.conftest import dbtier
+from dbtier.report.terminal import fmt
+from tests.conftest import dbtier, dbtier_in_terminal
 from tests.pg.test_lifecycle import ipc_leftovers, postgres_pids, wait_for
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "layouts.toml"
@@ -33,17 +35,28 @@ def comparison(module_shm_dir, tmp_path_factory):
     (folder / "setup.sql").write_text("CREATE TABLE r AS SELECT g AS id, random() AS x FROM generate_series(1, 40000) g;\n"
                                       "CREATE INDEX r_x_idx ON r (x);\n")
     (folder / "run.sql").write_text("SELECT id FROM r WHERE x < 0.3;\nSELECT count(*) FROM r WHERE id % 7 = 0;\n")
-    proc = dbtier("compare", "sql", "--setup", str(folder / "setup.sql"), "--run", str(folder / "run.sql"),
-                  "--config", "hdd:d=hdd-sata-7200", "--config", "split:d=hdd-sata-7200,f=ram-san:data=d,indexes=f",
-                  "--config", "ram:f=ram-san", "--workspace", str(module_shm_dir), "-o", str(folder / "out"),
-                  "--json", str(folder / "c.json"), check=True)
-    return proc, json.loads((folder / "c.json").read_text()), folder / "out"
+    rc, shown = dbtier_in_terminal("compare", "sql", "--setup", str(folder / "setup.sql"), "--run",
+                                   str(folder / "run.sql"), "--config", "hdd:d=hdd-sata-7200",
+                                   "--config", "split:d=hdd-sata-7200,f=ram-san:data=d,indexes=f",
+                                   "--config", "ram:f=ram-san", "--workspace", str(module_shm_dir),
+                                   "-o", str(folder / "out"), "--json", str(folder / "c.json"), columns=80)
+    assert rc == 0, shown[-2000:]
+    return shown, json.loads((folder / "c.json").read_text()), folder / "out"
 
 
 def test_the_layouts_side_by_side(comparison):
-    proc, doc, out = comparison
+    shown, doc, out = comparison
     assert [c["name"] for c in doc["configurations"]] == ["hdd", "split", "ram"]
-    assert "speed-up vs hdd" in proc.stdout and "d: %util r/w_await" in proc.stdout
+    # In an 80-column terminal, from the verdict on (the progress display redraws itself before it):
+    # no line longer, every layout's devices with every figure whole.
+    report = shown[re.search(r"^(On \w+ this workload ran|No layout beat)", shown, re.M).start():]
+    assert "speed-up vs hdd" in report and "each layout's devices" in report
+    assert max(len(line) for line in report.splitlines()) <= 80 and "not shown at 80 columns" not in report
+    for layout, result in zip(("hdd", "split", "ram"), doc["results"]):
+        for d in result["devices"]:
+            io = d["iostat"]
+            row = f"{layout} {d['device']} {d['profile']} {fmt(io['%util'])} {fmt(io['r/s'])} {fmt(io['r_await'])}"
+            assert row in " ".join(report.split()), row
     assert doc["speedups"][0] == 1.0 and doc["speedups"][2] > 2  # every read from RAM, against a disk
     (summary,) = out.glob("compare-sql-*")
     assert (summary / "report.html").read_text().count("<svg") >= 2

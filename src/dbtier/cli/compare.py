@@ -118,6 +118,7 @@ def execute(cls, kw: dict) -> Path:
     for line in verdict.compare(names, results, doc["speedups"], doc["headline"]):
         out.print(line, markup=False)
     show(out, compareview.table_data(names, results))
+    show(out, compareview.device_data(names, results))
     out.print(f"comparison: {folder.final} (result.json, report.html); each layout's own run directory beside it",
               markup=False)
     return folder.final

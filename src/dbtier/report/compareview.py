@@ -8,33 +8,28 @@ from dbtier.report.terminal import fmt
 from dbtier.workloads.compare import headline, speedups
 
 
-def device_names(results: list[dict]) -> list[str]:
-    out: list[str] = []
-    for r in results:
-        for d in r["devices"]:
-            if d["device"] not in out:
-                out.append(d["device"])
-    return out
-
-
 def table_data(names: list[str], results: list[dict]) -> TableData:
     what = headline(results[0])[0]
-    devices = device_names(results)
-    rows = []
-    for name, r, up in zip(names, results, speedups(results)):
-        by = {d["device"]: d for d in r["devices"]}
-        cells = []
-        for dev in devices:
-            d = by.get(dev)
-            cells.append("-" if d is None else f"{d['profile']}: {fmt(d['iostat']['%util'])}% "
-                                               f"{fmt(d['iostat']['r_await'])}/{fmt(d['iostat']['w_await'])} ms")
-        rows.append([name, fmt(headline(r)[1]), f"{up:.2f}x", pct(r["server_cpu_s"], r["elapsed_s"]), _top_wait(r),
-                     *cells])
+    rows = [[name, fmt(headline(r)[1]), f"{up:.2f}x", pct(r["server_cpu_s"], r["elapsed_s"]), _top_wait(r)]
+            for name, r, up in zip(names, results, speedups(results))]
     shown = results[0].get("shown_phase")
-    return TableData(["configuration", what, f"speed-up vs {names[0]}", "server CPU", "top wait event",
-                      *(f"{dev}: %util r/w_await" for dev in devices)], rows,
+    return TableData(["configuration", what, f"speed-up vs {names[0]}", "server CPU", "top wait event"], rows,
                      f"{results[0]['workload']} on {len(names)} layouts (the data loaded once, copied into each)"
-                     + (f"; elapsed over every phase, devices and waits of the longest ({shown})" if shown else ""), 1)
+                     + (f"; elapsed over every phase, devices and waits of the longest ({shown})" if shown else ""),
+                     (0, 4))
+
+
+def device_data(names: list[str], results: list[dict]) -> TableData:
+    """Each layout's devices, a row each: a column per figure, so a narrow terminal keeps them all
+    (a column per device would leave the third out at 80 columns)."""
+    rows = []
+    for name, r in zip(names, results):
+        for d in r["devices"]:
+            io = d["iostat"]
+            rows.append([name, d["device"], d["profile"], fmt(io["%util"]), fmt(io["r/s"]), fmt(io["r_await"]),
+                         fmt(io["w/s"]), fmt(io["w_await"])])
+    return TableData(["layout", "device", "profile", "%util", "r/s", "r_await", "w/s", "w_await"], rows,
+                     "each layout's devices (iostat; awaits in ms)", 3)
 
 
 def sections(names: list[str], results: list[dict], run_dirs: list[str]) -> list[Section]:
@@ -48,4 +43,4 @@ def sections(names: list[str], results: list[dict], run_dirs: list[str]) -> list
                               [r["elapsed_s"] for r in results], "where the time went, per layout")
     dirs = TableData(["configuration", "run directory"], [[n, d] for n, d in zip(names, run_dirs)], "", 2)
     return [Section(f"{results[0]['workload']}: {len(names)} layouts side by side", charts=[c for c in (top, split) if c],
-                    tables=[table_data(names, results), dirs])]
+                    tables=[table_data(names, results), device_data(names, results), dirs])]

@@ -14,7 +14,16 @@ class TableData:
     columns: list[str]
     rows: list[list[str]]
     caption: str = ""
-    text_columns: int = 1  # leading columns that are text (left-aligned); the rest are numbers
+    # the columns that are text (left-aligned, wrapping at spaces): the first N, or these indexes;
+    # the rest are numbers (right-aligned, never cut)
+    text_columns: int | tuple[int, ...] = 1
+
+    def is_text(self, column: int) -> bool:
+        return is_text(self.text_columns, column)
+
+
+def is_text(text_columns: int | tuple[int, ...], column: int) -> bool:
+    return column < text_columns if isinstance(text_columns, int) else column in text_columns
 
 
 @dataclass

@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from dbtier.report.html import is_text
+
 
 
 #: the width of a report written to a pipe or a log, unless COLUMNS says otherwise
@@ -54,23 +56,33 @@ def label(key: str) -> str:
 _GAP = 3
 
 
+#: a text column is never narrower than its longest word up to this long (longer ones, such as
+#: a catalog index's name, may be cut)
+WHOLE_WORD = 24
+
+
 def _longest_word(text: str) -> int:
     return max((len(w) for w in text.split()), default=0)
 
 
-def fit(columns: list[str], rows: list[list[str]], text_columns: int, width: int,
+def fit(columns: list[str], rows: list[list[str]], text_columns: int | tuple[int, ...], width: int,
         drop: tuple[str, ...] = ()) -> tuple[list[int], list[int]]:
     """Which columns a table of this width shows, and how wide each is. A number is never cut: a
-    number column is as wide as its widest cell; a text column may wrap down to 13 characters (a
-    profile's name) or its header's longest word. When even that does not fit, columns are left out, those named in `drop`
-    first, then from the right; the first column always stays. Returns (kept indexes, their widths)."""
+    number column is as wide as its widest cell. A text column wraps at spaces, down to 13 characters
+    or its longest word (a wait event's or a profile's name, up to WHOLE_WORD characters). When even
+    that does not fit, columns are left out, those named in `drop` first, then from the right; the
+    first column always stays. Returns (kept indexes, their widths)."""
     natural, least = [], []
     for i, col in enumerate(columns):
-        cells = [len(r[i]) for r in rows if i < len(r)]
-        widest = max(cells, default=0)
+        cells = [r[i] for r in rows if i < len(r)]
+        widest = max((len(c) for c in cells), default=0)
         natural.append(max(len(col), widest))
         head = _longest_word(col)
-        least.append(min(natural[-1], max(13, head)) if i < text_columns else max(widest, head))
+        if is_text(text_columns, i):
+            word = min(WHOLE_WORD, max((_longest_word(c) for c in cells), default=0))
+            least.append(min(natural[-1], max(13, head, word)))
+        else:
+            least.append(max(widest, head))
     kept = list(range(len(columns)))
     order = [columns.index(c) for c in drop if c in columns] + list(range(len(columns) - 1, 0, -1))
 
@@ -85,7 +97,7 @@ def fit(columns: list[str], rows: list[list[str]], text_columns: int, width: int
     widths = {k: least[k] for k in kept}
     spare = width - need(kept)
     # the rest goes to the text columns first (their cells wrap), then to the headers that wrap
-    for group in ([k for k in kept if k < text_columns], kept):
+    for group in ([k for k in kept if is_text(text_columns, k)], kept):
         while spare > 0:
             k = max(group, key=lambda c: natural[c] - widths[c], default=None)
             if k is None or natural[k] <= widths[k]:
@@ -102,7 +114,7 @@ def show(out: Console, data, drop: tuple[str, ...] = ()) -> None:
     table = Table(title=Text(data.caption) if data.caption else None, title_justify="left", box=box.SIMPLE_HEAD,
                   pad_edge=False, show_edge=False)
     for k, w in zip(kept, widths):
-        text = k < data.text_columns
+        text = data.is_text(k)
         table.add_column(Text(data.columns[k]), justify="left" if text else "right", width=w, overflow="fold")
     for row in data.rows:
         table.add_row(*(Text(row[k]) if k < len(row) else Text("") for k in kept))
