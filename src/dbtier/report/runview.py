@@ -41,8 +41,8 @@ def time_rows(result: dict) -> list[tuple[str, str]]:
                        f"{fmt(_per(result['server_cpu_s'], el))} on the CPU on average"),
         ("I/O wait", f"{fmt(result['io_wait_s'])} s summed over the server's processes: "
                      f"{fmt(_per(result['io_wait_s'], el))} waiting on average"),
-        ("emulation spin", f"{fmt(result['emulation_spin_s'])} s: CPU the emulator spent timing waits too short "
-                           "for the kernel's sleep to hit (not counted in server CPU)"),
+        ("emulation spin", f"{fmt(result['emulation_spin_s'])} s: CPU the emulator spent spinning out the last "
+                           "microseconds of its waits, which a sleep cannot time (not counted in server CPU)"),
         *([("CPU scale", f"{result['lab']['cpu_scale']:g}x slower server CPU: {fmt(result['cpu_dilation_s'])} s of the "
                          "server CPU above is the dilation")]
           if result.get("cpu_dilation_s") is not None and "lab" in result else []),
