@@ -37,6 +37,11 @@ def _phases(doc: dict) -> list[dict]:
     return [{"phase": doc.get("phase", "run"), **doc}]
 
 
+def _prefixed(prefix: str, mapping: dict | None) -> dict:
+    """A nested table's figures as columns of their own: page_cache.hit_pct, rate.lookups_per_s."""
+    return {f"{prefix}.{k}": v for k, v in (mapping or {}).items()}
+
+
 def _run_name(doc: dict, fallback: str) -> str:
     return (doc.get("configuration") or {}).get("name") or fallback
 
@@ -74,31 +79,19 @@ class Result:
     @property
     def phases(self) -> pd.DataFrame:
         """One row per run and phase: its figures, and the workload's metrics and rates."""
-        rows = []
-        for name, doc, _ in self.runs_docs:
-            for ph in _phases(doc):
-                row = {"run": name, "phase": ph.get("phase")}
-                row.update({k: ph.get(k) for k in PHASE_FIGURES})
-                row.update({f"metric.{k}": v for k, v in (ph.get("metrics") or {}).items()})
-                row.update({f"rate.{k}": v for k, v in (ph.get("rates") or {}).items()})
-                rows.append(row)
-        return pd.DataFrame(rows)
+        return pd.DataFrame([{**where, **{k: ph.get(k) for k in PHASE_FIGURES},
+                              **_prefixed("metric", ph.get("metrics")), **_prefixed("rate", ph.get("rates"))}
+                             for where, ph in self._each_phase()])
 
     @property
     def devices(self) -> pd.DataFrame:
         """One row per run, phase and device: iostat's figures, the page cache's and the emulation's
         lateness."""
-        rows = []
-        for name, doc, _ in self.runs_docs:
-            for ph in _phases(doc):
-                for dev in ph.get("devices") or []:
-                    row = {"run": name, "phase": ph.get("phase"), "device": dev.get("device"),
-                           "profile": dev.get("profile"), "kind": dev.get("kind")}
-                    row.update(dev.get("iostat") or {})
-                    row.update({f"page_cache.{k}": v for k, v in (dev.get("page_cache") or {}).items()})
-                    row.update({f"lateness.{k}": v for k, v in (dev.get("lateness") or {}).items()})
-                    rows.append(row)
-        return pd.DataFrame(rows)
+        return pd.DataFrame([{**where, "device": dev.get("device"), "profile": dev.get("profile"),
+                              "kind": dev.get("kind"), **(dev.get("iostat") or {}),
+                              **_prefixed("page_cache", dev.get("page_cache")),
+                              **_prefixed("lateness", dev.get("lateness"))}
+                             for where, ph in self._each_phase() for dev in ph.get("devices") or []])
 
     @property
     def objects(self) -> pd.DataFrame:
@@ -126,13 +119,14 @@ class Result:
                 frames.append(frame)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
-    def _rows(self, key: str) -> pd.DataFrame:
-        rows = []
+    def _each_phase(self):
+        """(the run and phase a row belongs to, the phase's document), for every phase of every run"""
         for name, doc, _ in self.runs_docs:
             for ph in _phases(doc):
-                for item in ph.get(key) or []:
-                    rows.append({"run": name, "phase": ph.get("phase"), **item})
-        return pd.DataFrame(rows)
+                yield {"run": name, "phase": ph.get("phase")}, ph
+
+    def _rows(self, key: str) -> pd.DataFrame:
+        return pd.DataFrame([{**where, **item} for where, ph in self._each_phase() for item in ph.get(key) or []])
 
     def __repr__(self) -> str:
         names = ", ".join(name for name, _, _ in self.runs_docs)
