@@ -38,6 +38,7 @@ static const struct dbt_param_def hdd_params[] = {
     {"readahead_kib", "KiB", P(readahead_kib), 0, 0, 4194304, "how far the drive reads ahead after a read; 0 = a segment (cache_mib / cache_segments)"},
     {"readahead_includes_request", "0/1", P(readahead_includes_request), 0, 0, 1, "1: the read-ahead is counted from the request's start (the request is part of it), 0: from its end"},
     {"read_watermark", "fraction", P(read_watermark), 0, 0, 1, "the drive starts sending a read's data to the host once this fraction of it is in its buffer (SCSI reconnection); 0 = with the first sector"},
+    {"readahead_track", "0/1/2", P(readahead_track), 0, 0, 2, "0: the read-ahead goes readahead_kib on; 1: no further than the end of the track either (no head switch); 2: to the end of the track after the request, one more if the segment began on an earlier one, whatever readahead_kib says, the segment keeping the last of it (DEC's prefetch scheme)"},
     {"head_switch_ms", "ms", P(head_switch_ms), 0, 0, 10, "time lost at each track boundary a transfer crosses (head switch, track skew); 0 = none"},
     {"queue_depth", "commands", P(queue_depth), 1, 1, DBT_MAX_QUEUE_DEPTH, "commands the drive holds and reorders (SATA NCQ: up to 32; SCSI TCQ: more), starting next the one it reaches soonest; 1 = one command at a time, in arrival order"},
     {"span_scale", "x", P(span_scale), 1, 1, 1e6, "a scale model's stretch of the data's span: a seek beyond a read segment's reach crosses this many times as many cylinders, so data 1/F of the size seeks as the full-size data did; 1 = as laid out"},
@@ -129,24 +130,31 @@ static double hdd_angle(const struct dbt_derived *d, uint64_t addr) {
     return frac((double)addr / track_bytes);
 }
 
-/* The host sees a media transfer end no sooner than its data crossed the interface, which starts
- * once the drive's read water mark of it is in the buffer (the first sector, at 0): a slow bus, not
- * the platters, may be the limit. */
-static uint64_t hdd_host_done(const struct dbt_derived *d, uint64_t media_done, uint64_t addr, uint32_t len,
-                              int is_write) {
+/* Bytes in the track holding addr, and where that track ends (tracks as hdd_angle lays them out). */
+static double hdd_track_bytes(const struct dbt_derived *d, uint64_t addr) { return dbt_hdd_media_bpns(d, addr) * d->rot_ns; }
+
+static uint64_t hdd_track_end(const struct dbt_derived *d, uint64_t addr) {
+    double track = hdd_track_bytes(d, addr);
+    return (uint64_t)((floor((double)addr / track) + 1.0) * track);
+}
+
+/* The host sees a read's media transfer end no sooner than its data crossed the interface, which
+ * starts once the drive's read water mark of it is in the buffer (the first sector, at 0): a slow
+ * bus, not the platters, may be the limit. */
+static uint64_t hdd_host_done(const struct dbt_derived *d, uint64_t media_done, uint64_t addr, uint32_t len) {
     double media = (double)len / dbt_hdd_media_bpns(d, addr);
-    double first = (double)media_done - media + (is_write ? 0.0 : d->watermark * media);
+    double first = (double)media_done - media + d->watermark * media;
     double host = first + (double)len / d->bytes_per_ns_iface;
     return host > (double)media_done ? (uint64_t)host : media_done;
 }
 
-/* Positions the head from cylinder `from` starting at t and transfers [addr, addr+len) at the
- * media rate. Returns when the last byte is off the media. */
-/* One media access with the given command overhead. */
+/* Positions the head from cylinder `from` starting at t, after the command overhead and no sooner
+ * than `lead_ns` after it, and transfers [addr, addr+len) at the media rate. Returns when the last
+ * byte is off (or on) the media. */
 static uint64_t hdd_media_with(const struct dbt_derived *d, double from, uint64_t t, uint64_t addr, uint32_t len,
-                               int is_write, double overhead_ns) {
+                               int is_write, double overhead_ns, double lead_ns) {
     double seek = dbt_hdd_seek_ns(d, fabs(dbt_hdd_cyl_of(d, addr) - from), is_write);
-    double ta = (double)t + overhead_ns + seek;
+    double ta = (double)t + overhead_ns + (seek > lead_ns ? seek : lead_ns);
     double rot = frac(hdd_angle(d, addr) - frac(ta / d->rot_ns)) * d->rot_ns;
     double xfer = (double)len / dbt_hdd_media_bpns(d, addr);
     if (d->head_switch_ns > 0) { /* each track boundary inside the transfer: a head (or track) switch */
@@ -157,9 +165,20 @@ static uint64_t hdd_media_with(const struct dbt_derived *d, double from, uint64_
     return (uint64_t)(ta + rot + xfer);
 }
 
+/* A write the drive does not cache: the head writes it once the whole of its data has crossed the
+ * interface into the buffer, from the end of the command overhead (the seek goes on meanwhile), and
+ * a start position the data misses costs a revolution. Measured on DiskSim's two write-through
+ * traces, demerits hp_c2247a / dec_rz26: 0.232 / 0.498 ms this way; 0.452 / 0.543 with the head
+ * starting as soon as it can stay behind the bus sector by sector; 0.411 / 0.539 with the bus
+ * transfer taken as overlapping the write, its end the host's. */
+static uint64_t hdd_write_through(const struct dbt_derived *d, double from, uint64_t t, uint64_t addr, uint32_t len,
+                                  double overhead_ns) {
+    return hdd_media_with(d, from, t, addr, len, 1, overhead_ns, (double)len / d->bytes_per_ns_iface);
+}
+
 uint64_t dbt_hdd_media(const struct dbt_derived *d, double from, uint64_t t, uint64_t addr, uint32_t len,
                        int is_write) {
-    return hdd_media_with(d, from, t, addr, len, is_write, d->ctrl_overhead_ns);
+    return hdd_media_with(d, from, t, addr, len, is_write, d->ctrl_overhead_ns, 0.0);
 }
 
 static void hdd_init(struct dbt_drive *st, const struct dbt_params *p) {
@@ -208,6 +227,7 @@ static void hdd_init(struct dbt_drive *st, const struct dbt_params *p) {
     d->span_from = d->seg_bytes / (d->cap_bytes / d->cyl); /* a segment's reach, in (average) cylinders */
     if (d->ra_bytes > d->seg_bytes) d->ra_bytes = d->seg_bytes; /* a segment holds no more */
     d->ra_from_start = p->readahead_includes_request > 0.5;
+    d->ra_track = (int)(p->readahead_track + 0.5);
     d->watermark = p->read_watermark;
     d->head_switch_ns = p->head_switch_ms * 1e6;
     d->wc_bytes = p->write_cache > 0.5 ? p->write_cache_mib * 1048576.0 : 0.0;
@@ -215,6 +235,12 @@ static void hdd_init(struct dbt_drive *st, const struct dbt_params *p) {
     struct dbt_hdd_state *h = &st->u.hdd;
     memset(h, 0, sizeof *h);
     h->active = -1;
+}
+
+/* The first byte a segment still holds when its data ends at seg_end: it keeps the last seg_bytes. */
+static uint64_t hdd_seg_start(const struct dbt_derived *d, const struct dbt_hdd_seg *s, uint64_t seg_end) {
+    uint64_t keep = (uint64_t)d->seg_bytes;
+    return seg_end - s->start > keep ? seg_end - keep : s->start;
 }
 
 /* End of the data the active segment holds at time t (read-ahead runs at the media rate). */
@@ -230,6 +256,7 @@ static void hdd_stop_readahead(const struct dbt_derived *d, struct dbt_hdd_state
     if (h->active < 0) return;
     struct dbt_hdd_seg *s = &h->seg[h->active];
     uint64_t end = hdd_fill_end(h, t);
+    s->start = hdd_seg_start(d, s, end);
     s->end = end;
     h->head_cyl = dbt_hdd_cyl_of(d, end);
     h->head_pos = end;
@@ -384,11 +411,22 @@ static int wb_holds(const struct dbt_hdd_state *h, uint64_t a, uint64_t b, uint6
     return i > 0 && h->wb[i - 1].start <= a && b <= h->wb[i - 1].end;
 }
 
-/* Where the read-ahead after a read of [addr, end) stops: readahead_kib past its end, or counted
- * from its start when the drive's read-ahead includes the request. */
-static uint64_t hdd_readahead_limit(const struct dbt_derived *d, uint64_t addr, uint64_t end) {
-    if (d->ra_from_start) return addr + (uint64_t)d->ra_bytes > end ? addr + (uint64_t)d->ra_bytes : end;
-    return end + (uint64_t)d->ra_bytes;
+/* Where the read-ahead after a read of [addr, end) into a segment that begins at seg_start stops:
+ * readahead_kib past its end, or counted from its start when the drive's read-ahead includes the
+ * request; or as readahead_track bounds it by the tracks. */
+static uint64_t hdd_readahead_limit(const struct dbt_derived *d, uint64_t seg_start, uint64_t addr, uint64_t end) {
+    if (d->ra_track == DBT_RA_NEXT_TRACK) {
+        uint64_t track_end = hdd_track_end(d, end);
+        double track = hdd_track_bytes(d, end);
+        return (double)seg_start < (double)track_end - track ? track_end + (uint64_t)track : track_end;
+    }
+    uint64_t limit = d->ra_from_start ? (addr + (uint64_t)d->ra_bytes > end ? addr + (uint64_t)d->ra_bytes : end)
+                                      : end + (uint64_t)d->ra_bytes;
+    if (d->ra_track == DBT_RA_TRACK_END) {
+        uint64_t track_end = hdd_track_end(d, end - 1);
+        if (limit > track_end) limit = track_end;
+    }
+    return limit;
 }
 
 static int hdd_seg_victim(const struct dbt_derived *d, const struct dbt_hdd_state *h) {
@@ -415,7 +453,7 @@ static void hdd_read(struct dbt_drive *st, const struct dbt_request *rq, struct 
     for (int i = 0; i < d->nseg && !hit; i++) {
         struct dbt_hdd_seg *s = &h->seg[i];
         uint64_t s_end = (i == h->active) ? hdd_fill_end(h, start) : s->end;
-        if (s->end > s->start && rq->addr >= s->start && end <= s_end) {
+        if (s->end > s->start && rq->addr >= hdd_seg_start(d, s, s_end) && end <= s_end) {
             s->last_use = ++h->use_clock;
             hit = 1;
         }
@@ -432,14 +470,14 @@ static void hdd_read(struct dbt_drive *st, const struct dbt_request *rq, struct 
     if (h->active >= 0) {
         struct dbt_hdd_seg *s = &h->seg[h->active];
         uint64_t cur = hdd_fill_end(h, start);
-        int reachable = rq->addr >= s->start && cur < h->fill_limit && rq->addr < h->fill_limit;
+        int reachable = rq->addr >= hdd_seg_start(d, s, cur) && cur < h->fill_limit && rq->addr < h->fill_limit;
         if (reachable && rq->addr > cur) {
             uint64_t ready = h->fill_t + (uint64_t)((double)(end - s->end) / h->fill_bpns);
             uint64_t media = dbt_hdd_media(d, dbt_hdd_cyl_of(d, cur), start, rq->addr, rq->len, 0);
             reachable = ready <= media;
         }
         if (reachable) {
-            uint64_t limit = hdd_readahead_limit(d, rq->addr, end);
+            uint64_t limit = hdd_readahead_limit(d, s->start, rq->addr, end);
             if (limit > h->fill_limit) h->fill_limit = limit;
             uint64_t ready = h->fill_t + (uint64_t)((double)(end - s->end) / h->fill_bpns);
             uint64_t quick = start + (uint64_t)(d->hit_overhead_ns + xfer_iface);
@@ -465,11 +503,11 @@ static void hdd_read(struct dbt_drive *st, const struct dbt_request *rq, struct 
     h->active = v;
     h->fill_t = done;
     h->fill_bpns = dbt_hdd_media_bpns(d, end);
-    h->fill_limit = hdd_readahead_limit(d, rq->addr, end);
+    h->fill_limit = hdd_readahead_limit(d, rq->addr, rq->addr, end);
     h->head_cyl = dbt_hdd_cyl_of(d, end);
     h->head_pos = end;
     h->act_free = done;
-    out->complete_ns = h->busy_until = hdd_host_done(d, done, rq->addr, rq->len, 0);
+    out->complete_ns = h->busy_until = hdd_host_done(d, done, rq->addr, rq->len);
 }
 
 static void hdd_write(struct dbt_drive *st, const struct dbt_request *rq, struct dbt_result *out) {
@@ -481,12 +519,12 @@ static void hdd_write(struct dbt_drive *st, const struct dbt_request *rq, struct
     if (d->wc_bytes <= 0) { /* write-through: the command ends when the data is on the media */
         hdd_stop_readahead(d, h, start);
         uint64_t go = start > h->act_free ? start : h->act_free;
-        uint64_t done = hdd_media_with(d, h->head_cyl, go, rq->addr, rq->len, 1, d->wthrough_overhead_ns);
+        uint64_t done = hdd_write_through(d, h->head_cyl, go, rq->addr, rq->len, d->wthrough_overhead_ns);
         h->head_cyl = dbt_hdd_cyl_of(d, end);
         h->head_pos = end;
         h->act_free = done;
         out->start_ns = start;
-        out->complete_ns = h->busy_until = hdd_host_done(d, done, rq->addr, rq->len, 1);
+        out->complete_ns = h->busy_until = done;
         return;
     }
     wb_idle(d, h, start);
@@ -939,20 +977,21 @@ static uint64_t hdd_estimate(const struct dbt_drive *st, const struct dbt_reques
         if (d->wc_bytes > 0 && (double)(wb_dirty_at(h, s) + rq->len) <= d->wc_bytes)
             return (uint64_t)(d->wack_overhead_ns + xfer_iface);
         double oh = d->wc_bytes > 0 ? d->ctrl_overhead_ns : d->wthrough_overhead_ns;
-        uint64_t done = hdd_media_with(d, from, go, rq->addr, rq->len, 1, oh);
-        return hdd_host_done(d, done, rq->addr, rq->len, 1) - s;
+        uint64_t done = d->wc_bytes > 0 ? hdd_media_with(d, from, go, rq->addr, rq->len, 1, oh, 0.0)
+                                         : hdd_write_through(d, from, go, rq->addr, rq->len, oh);
+        return done - s;
     }
     uint64_t hit = (uint64_t)(d->hit_overhead_ns + xfer_iface);
     if (wb_holds(h, rq->addr, end, s)) return hit;
     for (int i = 0; i < d->nseg; i++) {
         const struct dbt_hdd_seg *g = &h->seg[i];
         uint64_t g_end = (i == h->active) ? hdd_fill_end(h, s) : g->end;
-        if (g->end > g->start && rq->addr >= g->start && end <= g_end) return hit;
+        if (g->end > g->start && rq->addr >= hdd_seg_start(d, g, g_end) && end <= g_end) return hit;
     }
-    uint64_t media = hdd_host_done(d, dbt_hdd_media(d, from, go, rq->addr, rq->len, 0), rq->addr, rq->len, 0);
+    uint64_t media = hdd_host_done(d, dbt_hdd_media(d, from, go, rq->addr, rq->len, 0), rq->addr, rq->len);
     if (h->active >= 0) { /* the read-ahead may get there first */
         const struct dbt_hdd_seg *g = &h->seg[h->active];
-        if (rq->addr >= g->start && rq->addr < h->fill_limit && end > g->end) {
+        if (rq->addr >= hdd_seg_start(d, g, hdd_fill_end(h, s)) && rq->addr < h->fill_limit && end > g->end) {
             uint64_t ready = h->fill_t + (uint64_t)((double)(end - g->end) / h->fill_bpns);
             if (ready < s + hit) ready = s + hit;
             if (ready < media) media = ready;

@@ -16,12 +16,14 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "disksim"
 
 #: trace, profile, DiskSim's own demerit (valid/runvalid), and ours as the README states it
 DRIVES = [
-    ("barracuda", "disksim-barracuda", 0.349, 0.564),
-    ("cheetah4LP", "disksim-cheetah4lp", 0.318, 0.416),
-    ("atlas_III", "disksim-atlas3", 0.378, 1.250),
-    ("hp_c2247a", "disksim-hp-c2247a", 0.090, 0.411),
-    ("dec_rz26", "disksim-dec-rz26", 0.340, 0.772),
+    ("barracuda", "disksim-barracuda", 0.349, 0.522),
+    ("cheetah4LP", "disksim-cheetah4lp", 0.318, 0.389),
+    ("atlas_III", "disksim-atlas3", 0.378, 0.522),
+    ("hp_c2247a", "disksim-hp-c2247a", 0.090, 0.232),
+    ("dec_rz26", "disksim-dec-rz26", 0.340, 0.498),
 ]
+#: the one drive whose demerit is still more than twice DiskSim's (README: what it lacks)
+NOT_YET_WITHIN_2X = {"hp_c2247a"}
 
 
 def test_demerit_of_a_distribution_against_itself_is_zero():
@@ -44,12 +46,14 @@ def test_buckets_are_disksims():
 
 @pytest.mark.parametrize("trace, name, disksim, ours", DRIVES)
 def test_each_drive_against_its_measurements(trace, name, disksim, ours):
-    """The model is deterministic: the figure the README gives is the figure it computes. Each mean
-    service time is within 11% of the drive's measured one (atlas_III is 10.0% under; all were further
-    under before the write overheads, the bus and the seek curves were modelled)."""
+    """The model is deterministic: the figure the README gives is the figure it computes, and it is
+    within twice DiskSim's own on every drive but one. Each mean service time is within 6% of the
+    drive's measured one (cheetah4LP is 5.6% under; atlas_III was 10% under before its read-ahead
+    was bounded by the tracks as its firmware bounds it)."""
     r = validate.validate(profile.load(name), DATA / f"{trace}.trace")
     assert r["demerit_ms"] == pytest.approx(ours, abs=0.0005)
-    assert r["modelled_mean_ms"] == pytest.approx(r["measured_mean_ms"], rel=0.11)
+    assert (r["demerit_ms"] <= 2 * disksim) == (trace not in NOT_YET_WITHIN_2X)
+    assert r["modelled_mean_ms"] == pytest.approx(r["measured_mean_ms"], rel=0.06)
 
 
 def test_the_cli_prints_and_writes_json(tmp_path):

@@ -145,6 +145,64 @@ static void test_forward_skip_rides_the_readahead(void) {
     CHECK(!(c.flags & (DBT_RES_STREAM | DBT_RES_CACHE_HIT)), "3 MiB ahead is beyond the window: a media access");
 }
 
+/* Where the track holding addr ends, as the model lays tracks out (a revolution of the media rate). */
+static uint64_t track_end_at(const struct dbt_derived *d, uint64_t addr) {
+    double track = dbt_hdd_media_bpns(d, addr) * d->rot_ns;
+    return (uint64_t)((floor((double)addr / track) + 1.0) * track);
+}
+
+static int hit_after(struct dbt_model_state *st, uint64_t t, uint64_t addr) {
+    return (submit(st, t, DBT_OP_READ, addr, 8192).flags & DBT_RES_CACHE_HIT) != 0;
+}
+
+/* readahead_track 1: the read-ahead stops where the track ends (no head switch); 0: it goes its
+ * amount on (2 MiB here, a segment). Read 8 KiB at 512 KiB, wait 20 ms (the read-ahead is done),
+ * then read the 8 KiB before the track's end (about 1.04 MB: 125 MB/s for 8.33 ms) and the 8 KiB
+ * from 4 KiB past it. Each case on a fresh drive. */
+static void test_readahead_stops_at_the_track_end(void) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    const uint64_t a = 512 << 10;
+    for (int scheme = 0; scheme <= 1; scheme++) {
+        set(&p, DBT_KIND_HDD, "readahead_track", scheme ? "1" : "0");
+        struct dbt_model_state st;
+        dbt_model_init(&st, DBT_KIND_HDD, &p);
+        uint64_t end = track_end_at(&st.drive[0].d, a);
+        CHECK(end > 1000000 && end < 1050000, "the first track ends at %llu", (unsigned long long)end);
+        uint64_t t = submit(&st, 0, DBT_OP_READ, a, 8192).complete_ns + 20000000;
+        CHECK(hit_after(&st, t, end - 16384), "scheme %d: the track's last pages were read ahead", scheme);
+        dbt_model_init(&st, DBT_KIND_HDD, &p);
+        t = submit(&st, 0, DBT_OP_READ, a, 8192).complete_ns + 20000000;
+        int beyond = hit_after(&st, t, end + 4096);
+        CHECK(beyond == !scheme, "scheme %d: past the track's end %s", scheme, beyond ? "read ahead" : "not read ahead");
+    }
+}
+
+/* readahead_track 2 (DEC's scheme): the read-ahead runs to the end of the track whatever
+ * readahead_kib says, and a 64 KiB segment keeps the last 64 KiB of it: 20 ms after a read at
+ * 256 KiB, the pages right after it are gone and the track's last ones are there. With scheme 0 and
+ * readahead_kib 32, the other way round. */
+static void test_readahead_to_the_track_end_keeps_its_last_part(void) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    set(&p, DBT_KIND_HDD, "cache_mib", "1"); /* 16 segments of 64 KiB */
+    set(&p, DBT_KIND_HDD, "readahead_kib", "32");
+    const uint64_t a = 256 << 10;
+    for (int scheme = 0; scheme <= 2; scheme += 2) {
+        set(&p, DBT_KIND_HDD, "readahead_track", scheme ? "2" : "0");
+        struct dbt_model_state st;
+        dbt_model_init(&st, DBT_KIND_HDD, &p);
+        uint64_t end = track_end_at(&st.drive[0].d, a + 8192);
+        uint64_t t = submit(&st, 0, DBT_OP_READ, a, 8192).complete_ns + 20000000;
+        int next = hit_after(&st, t, a + 8192);
+        CHECK(next == !scheme, "scheme %d: the next pages %s", scheme, next ? "hit" : "miss");
+        dbt_model_init(&st, DBT_KIND_HDD, &p);
+        t = submit(&st, 0, DBT_OP_READ, a, 8192).complete_ns + 20000000;
+        int last = hit_after(&st, t, end - 16384);
+        CHECK(last == !!scheme, "scheme %d: the track's last pages %s", scheme, last ? "hit" : "miss");
+    }
+}
+
 /* RAID 0: pieces go to the members in turn; members work in parallel, one member's pieces are
  * one request, and the array is only as fast as its slowest member. */
 static void test_raid0_stripes_over_members(void) {
@@ -362,7 +420,8 @@ static void test_interleaved_streams_destage_in_sweeps(void) {
 }
 
 /* A bus slower than the platters: a read's data reaches the host once the drive's read water mark of
- * it is in the buffer plus its transfer over the bus; a write command pays its own overhead. */
+ * it is in the buffer plus its transfer over the bus; a write command pays its own overhead, and the
+ * head writes once the whole of its data is in the buffer. */
 static void test_slow_bus_and_write_overhead(void) {
     struct dbt_params p;
     hdd_defaults(&p);
@@ -380,12 +439,16 @@ static void test_slow_bus_and_write_overhead(void) {
     double expect = (double)media_done - media + 0.75 * media + 8192 / 0.003;
     CHECK(near((double)r.complete_ns, expect, 1e-9), "read done at %llu, expected %.0f", (unsigned long long)r.complete_ns,
           expect);
-    /* a write-through write: 0.8 ms of command overhead in place of the read's 0.3 ms */
+    /* A write-through write: 0.8 ms of command overhead in place of the read's 0.3 ms, then the head
+     * waits for the seek or for the whole write's data to cross the bus, whichever is longer (here the
+     * bus: 2.73 ms), and for the rotation; done when the data is on the media. */
     struct dbt_model_state st2;
     dbt_model_init(&st2, DBT_KIND_HDD, &p);
     struct dbt_result w = submit(&st2, 0, DBT_OP_WRITE, a, 8192);
-    uint64_t wmedia = dbt_hdd_media(d, 0.0, 500000, a, 8192, 1); /* 0.5 ms more overhead: as if 0.5 ms later */
-    double wexpect = (double)wmedia - 8192 / dbt_hdd_media_bpns(d, a) + 8192 / 0.003; /* the bus, no water mark */
+    double seek = dbt_hdd_seek_ns(d, dbt_hdd_cyl_of(d, a), 1), bus = 8192 / 0.003;
+    CHECK(bus > seek, "the case is the bus's: %.0f ns against a seek of %.0f ns", bus, seek);
+    /* from the target cylinder (no seek), 0.5 ms + the bus later: the same start with 0.3 ms overhead */
+    double wexpect = (double)dbt_hdd_media(d, dbt_hdd_cyl_of(d, a), (uint64_t)(500000 + bus), a, 8192, 1);
     CHECK(near((double)w.complete_ns, wexpect, 1e-9), "write done at %llu, expected %.0f", (unsigned long long)w.complete_ns,
           wexpect);
 }
@@ -514,6 +577,8 @@ static void test_lateness_buckets(void) {
 int main(void) {
     test_sequential_streams_at_media_rate();
     test_forward_skip_rides_the_readahead();
+    test_readahead_stops_at_the_track_end();
+    test_readahead_to_the_track_end_keeps_its_last_part();
     test_raid0_stripes_over_members();
     test_protected_write_cache_flush();
     test_seek_curve_points();
