@@ -1,7 +1,8 @@
 """Seed 003: Oracle 9i on a RAM SAN against a SCSI disk: a million single-row inserts (1.09x),
 updates by key with worsening locality (1.1x, 1.18x, 2.1x), a forced merge join (3.06x)."""
 
-from dbtier.reproduce.plan import Article, CpuReference, Figure, RunSpec, cpu_share, phase, ratio, where_time_went, x
+from dbtier.reproduce.plan import (Article, CpuReference, Figure, RunSpec, cpu_both, cpu_share, phase, ratio,
+                                   where_time_went, x)
 
 RAM, DISK = ("ramsan", "ram-san"), ("disk", "hdd-ata-7200")
 SEED_UPDATES = {"a=i": (26.20, 28.99), "a=10*i": (34.36, 40.69), "a=100*i-j": (65.47, 137.79)}
@@ -33,6 +34,7 @@ def figures(r: dict) -> list[Figure]:
     out = []
     ins = ratio(r["insert-disk"]["elapsed_s"], r["insert-ramsan"]["elapsed_s"])
     out.append(Figure("1M single-row inserts, RAM SAN speed-up", "1.09x (119 s / 130 s)", x(ins), 1.09, ins,
+                      f"{cpu_both(r['insert-ramsan'], r['insert-disk'], 'the RAM SAN', 'the disk')}. "
                       f"RAM SAN run: server CPU {cpu_share(r['insert-ramsan']):.0f}% of elapsed. Disk run: "
                       f"{where_time_went(r['insert-disk'])}. PostgreSQL extends its files a page at a time as rows "
                       "arrive (synchronous writes with direct I/O, the DataFileExtend waits), where Oracle wrote "
@@ -48,6 +50,7 @@ def figures(r: dict) -> list[Figure]:
     j = ratio(r["join-disk"]["elapsed_s"], r["join-ramsan"]["elapsed_s"])
     temp = next((o for o in r["join-disk"]["object_io"] if o["object"] == "temp files"), None)
     out.append(Figure("merge join with the sort in temp, RAM SAN speed-up", "3.06x (29.15 s / 9.53 s)", x(j), 3.06, j,
+                      f"{cpu_both(r['join-ramsan'], r['join-disk'], 'the RAM SAN', 'the disk')}; "
                       f"server CPU is {cpu_share(r['join-ramsan']):.0f}% of the RAM SAN run; the sort wrote "
                       f"{(temp['write_bytes'] if temp else 0) / 1048576:.0f} MB of temp files to the device. Disk "
                       f"run: {where_time_went(r['join-disk'])}"))

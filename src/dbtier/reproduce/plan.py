@@ -116,6 +116,12 @@ def cpu_share(result: dict) -> float:
     return pct(result["server_cpu_s"], result["elapsed_s"])
 
 
+def cpu_both(a: dict, b: dict, a_name: str, b_name: str) -> str:
+    """Both runs' server CPU for the same work: a difference in this machine's CPU time between runs
+    is magnified by --cpu-scale and can outweigh what the devices changed."""
+    return f"server CPU {a['server_cpu_s']:.1f} s on {a_name}, {b['server_cpu_s']:.1f} s on {b_name} for the same work"
+
+
 def object_share(result: dict, names: tuple[str, ...]) -> float:
     """Share of the run's device time spent on these objects (from the per-object I/O)."""
     rows = result.get("object_io", [])
