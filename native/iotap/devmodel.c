@@ -486,7 +486,7 @@ static void hdd_read(struct dbt_drive *st, const struct dbt_request *rq, struct 
             /* Keep the segment to its size: it holds the most recent part of the stream. */
             s->end = end;
             h->fill_t = ready;
-            if (s->end - s->start > (uint64_t)d->seg_bytes) s->start = s->end - (uint64_t)d->seg_bytes;
+            s->start = hdd_seg_start(d, s, s->end);
             s->last_use = ++h->use_clock;
             h->busy_until = out->complete_ns;
             return;
