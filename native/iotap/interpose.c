@@ -242,8 +242,9 @@ static uint64_t thread_cpu_ns(void) {
 /* Sleeps to an absolute time. A timed sleep wakes late by the host's wake-up delay: a few us on
  * bare metal, 20-60 us on some VMs (measured: a 100 us sleep with a timer slack of 1 ns woke 40 us
  * late at the median on a Firecracker guest). So the wait sleeps to `lead` before the completion
- * and spins the rest, and `lead` is learnt as the run goes: it tracks the 90th percentile of the
- * wake-ups' delays (plus a margin), never less than g_spin_ns. A long sleep on a VM sometimes wakes
+ * and spins the rest. `lead` is measured when the run's state is made and learnt on as the run goes,
+ * in the state all its processes share: it tracks the 90th percentile of the wake-ups' delays (plus
+ * a margin), never less than g_spin_ns. A long sleep on a VM sometimes wakes
  * a whole tick late, so it first ends well early (EARLY_NS) and a second, short sleep from an awake
  * CPU gets close. Spinning is CPU time charged to the program (and reported): it stays as short as
  * the host allows. */
@@ -252,7 +253,6 @@ static uint64_t thread_cpu_ns(void) {
 #define LEAD_STEP_NS 250ull
 #define LEAD_MARGIN_NS 3000ull
 
-static _Atomic uint64_t g_wake_p90_ns = 20000; /* per process; racy updates are harmless */
 
 static void sleep_until(uint64_t t) {
     struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
@@ -262,11 +262,11 @@ static void sleep_until(uint64_t t) {
 
 /* One observed wake-up delay moves the estimate: up 9 steps when above it, down 1 when below, so
  * it settles where 10% of the delays are above it. */
-static void learn_wake_delay(uint64_t delay) {
-    uint64_t est = atomic_load_explicit(&g_wake_p90_ns, memory_order_relaxed);
+static void learn_wake_delay(uint64_t delay) { /* racy updates among processes are harmless */
+    uint64_t est = atomic_load_explicit(&g_state->wake_p90_ns, memory_order_relaxed);
     if (delay > est) est = est + 9 * LEAD_STEP_NS < LEAD_MAX_NS ? est + 9 * LEAD_STEP_NS : LEAD_MAX_NS;
     else if (est > LEAD_STEP_NS) est -= LEAD_STEP_NS;
-    atomic_store_explicit(&g_wake_p90_ns, est, memory_order_relaxed);
+    atomic_store_explicit(&g_state->wake_p90_ns, est, memory_order_relaxed);
 }
 
 /* Returns the CPU time spent spinning, which the program would not spend on a real device: read
@@ -276,7 +276,7 @@ static void learn_wake_delay(uint64_t delay) {
 static uint64_t wait_until(uint64_t target, uint64_t *end) {
     uint64_t now = *end = now_ns();
     if (now >= target) return 0;
-    uint64_t lead = atomic_load_explicit(&g_wake_p90_ns, memory_order_relaxed) + LEAD_MARGIN_NS;
+    uint64_t lead = atomic_load_explicit(&g_state->wake_p90_ns, memory_order_relaxed) + LEAD_MARGIN_NS;
     if (lead < g_spin_ns) lead = g_spin_ns;
     if (target - now > EARLY_NS + 2 * lead) {
         sleep_until(target - EARLY_NS - lead);

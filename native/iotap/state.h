@@ -15,7 +15,7 @@
 #include "pagecache.h"
 
 #define DBT_STATE_MAGIC 0x7061746f69746264ULL /* "dbtiotap" */
-#define DBT_STATE_VERSION 9
+#define DBT_STATE_VERSION 10
 #define DBT_MAX_DEVICES 16
 #define DBT_NAME_MAX 64
 #define DBT_DIR_MAX 1024
@@ -110,6 +110,10 @@ struct dbt_state {
     /* CPU time dilation (a slower server, DBTIER_IOTAP_CPU_SCALE): the extra time its processes waited,
      * K - 1 times the CPU time each thread used between its interposed calls */
     _Atomic uint64_t cpu_dilation_ns;
+    /* The host's wake-up delay after a timed sleep, its 90th percentile (ns): measured when the state
+     * is made and learnt on by every process's waits. It is the machine's, not a process's, so a new
+     * backend's first waits are not late while it learns. */
+    _Atomic uint64_t wake_p90_ns;
     struct dbt_device_slot dev[DBT_MAX_DEVICES];
 };
 
@@ -144,6 +148,7 @@ void dbt_state_layout(uint64_t pc_bytes, struct dbt_state_layout *out);
  * '#' starts a comment line. One optional line configures the emulated page cache:
  *   @pagecache <TAB> bytes=N readahead_kb=128 dirty_background_pct=10 dirty_pct=20 dsync_data=0
  * Returns 0, or -1 with a message in err. */
+uint64_t dbt_host_wake_p90_ns(void);
 int dbt_state_create(const char *map_path, const char *state_path, char *err, size_t errlen);
 
 /* Maps an existing state file read-write, after checking that everything in it that is later used
