@@ -244,15 +244,13 @@ static uint64_t thread_cpu_ns(void) {
  * late at the median on a Firecracker guest). So the wait sleeps to `lead` before the completion
  * and spins the rest. `lead` is measured when the run's state is made and learnt on as the run goes,
  * in the state all its processes share: it tracks the 90th percentile of the wake-ups' delays (plus
- * a margin), never less than g_spin_ns. A long sleep on a VM sometimes wakes
- * a whole tick late, so it first ends well early (EARLY_NS) and a second, short sleep from an awake
- * CPU gets close. Spinning is CPU time charged to the program (and reported): it stays as short as
- * the host allows. */
+ * a margin), never less than g_spin_ns. A long sleep on a VM sometimes wakes a whole tick late, so
+ * it first ends well early (EARLY_NS) and a second, short sleep from an awake CPU gets close.
+ * Spinning is CPU time charged to the program (and reported): it stays as short as the host allows. */
 #define EARLY_NS 150000ull
 #define LEAD_MAX_NS 2000000ull
 #define LEAD_STEP_NS 250ull
 #define LEAD_MARGIN_NS 3000ull
-
 
 static void sleep_until(uint64_t t) {
     struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};

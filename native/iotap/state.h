@@ -143,12 +143,14 @@ struct dbt_state_layout {
 };
 void dbt_state_layout(uint64_t pc_bytes, struct dbt_state_layout *out);
 
+/* The host's wake-up delay after a timed sleep, its 90th percentile (ns), measured in about 3 ms. */
+uint64_t dbt_host_wake_p90_ns(void);
+
 /* Builds a state file from a device map: one line per device,
  *   NAME <TAB> KIND <TAB> DIR [<TAB> key=value key=value ...]
  * '#' starts a comment line. One optional line configures the emulated page cache:
  *   @pagecache <TAB> bytes=N readahead_kb=128 dirty_background_pct=10 dirty_pct=20 dsync_data=0
  * Returns 0, or -1 with a message in err. */
-uint64_t dbt_host_wake_p90_ns(void);
 int dbt_state_create(const char *map_path, const char *state_path, char *err, size_t errlen);
 
 /* Maps an existing state file read-write, after checking that everything in it that is later used

@@ -1,6 +1,6 @@
 """Seed 004: ASE 15.0 commands with direct I/O against dsync devices (and raw partitions)."""
 
-from dbtier.reproduce.plan import Article, CpuReference, Figure, RunSpec, ScaleReference, phase, ratio, x
+from dbtier.reproduce.plan import Article, CpuReference, Figure, RunSpec, ScaleReference, cpu_both, phase, ratio, x
 
 DISK = ("disk", "hdd-sas-15k")
 # The seed's dsync and direct I/O seconds per command (section 9.1).
@@ -44,7 +44,7 @@ def figures(r: dict) -> list[Figure]:
         sd = s["devices"][0]
         out.append(Figure(f"{name}: dsync time / direct time", f"{dsync_s / direct_s:.2f} ({dsync_s} s / {direct_s} s)",
                           x(v), dsync_s / direct_s, v,
-                          f"server CPU {s['server_cpu_s']:.1f} s dsync, {d['server_cpu_s']:.1f} s direct; "
+                          f"{cpu_both(s, d, 'dsync', 'direct')}; "
                           f"dsync: {sd['counters']['writes']:,} writes with {sd['counters']['flushes']:,} flushes "
                           f"(w_await {sd['iostat']['w_await']:.1f} ms, f_await {sd['iostat']['f_await']:.1f} ms), "
                           f"{sd['page_cache']['hit_pct']:.0f}% of page reads from the page cache; direct: "
