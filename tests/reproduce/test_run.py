@@ -114,6 +114,22 @@ def test_the_scale_reference_sets_every_runs_scale_model(monkeypatch, tmp_path):
     assert any("1/1000" in line for line in said)
 
 
+def test_a_scale_reference_of_one_table_is_set_beside_that_tables_loaded_size():
+    """Seed 004 states lineitem's size: F is that over lineitem here as loaded, not at the peak a
+    rewrite reaches (old and new side by side), and not over the indexes beside it."""
+    from dbtier.reproduce.plan import ScaleReference
+    from dbtier.workloads import registry
+
+    work = registry.get("io-modes")(orders=1000)
+    loaded, peak = work.loaded_bytes(), work.footprint().objects
+    assert set(loaded) == {"lineitem", "cl", "nl"}
+    assert all(peak[name] == 2 * loaded[name] for name in loaded)
+    art = Article("999", "a test", "none", [RunSpec("db", "io-modes", {"orders": 1000})], lambda results: [],
+                  scale=ScaleReference(500 * loaded["lineitem"], "db", "the article's table", objects=("lineitem",)))
+    scale = run_mod.scale_factor(art)
+    assert scale["factor"] == 500.0 and scale["ours_bytes"] == loaded["lineitem"] and scale["what"] == "lineitem"
+
+
 def test_run_folders_have_no_spaces():
     from dbtier.reproduce.run import folder_name
 

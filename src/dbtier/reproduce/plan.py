@@ -36,12 +36,14 @@ class CpuReference:
 
 @dataclass(frozen=True)
 class ScaleReference:
-    """The article's database size, from which the reproduction derives its scale model F: F is that
-    size over the data of `run` here (its workload's footprint at the reproduction's parameters), and
-    every run of the article gives its caches at the article's sizes, divided by F (--scale-model)."""
+    """A size the article states, from which the reproduction derives its scale model F: F is that
+    size over the same data of `run` here (its workload's loaded sizes at the reproduction's
+    parameters), and every run of the article gives its caches at the article's sizes, divided by F
+    (--scale-model)."""
     data_bytes: float
-    run: str               # the key of the run whose data stands for the article's database
+    run: str               # the key of the run whose data stands for the article's
     source: str            # where in the article the size comes from
+    objects: tuple[str, ...] = ()  # the tables and indexes the size is of (none: all the run's data)
 
 
 @dataclass

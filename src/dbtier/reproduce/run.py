@@ -47,13 +47,19 @@ def _lab(spec: RunSpec, base: LabOptions, cpu_scale: float = 1.0, scale: float =
 
 
 def scale_factor(art: Article) -> dict | None:
-    """The article's scale model: its database size over the data of ours that stands for it."""
+    """The article's scale model: a size it states over the data of ours that stands for it."""
     if art.scale is None:
         return None
     spec = next(s for s in art.runs if s.key == art.scale.run)
-    ours = registry.get(spec.workload)(**spec.params).footprint().data
+    loaded = registry.get(spec.workload)(**spec.params).loaded_bytes()
+    ours = sum(loaded[name] for name in art.scale.objects) if art.scale.objects else sum(loaded.values())
     return {"factor": round(art.scale.data_bytes / ours, 1), "article_bytes": art.scale.data_bytes,
-            "ours_bytes": ours, "run": spec.key, "source": art.scale.source}
+            "ours_bytes": ours, "what": scaled_data(art.scale.objects), "run": spec.key, "source": art.scale.source}
+
+
+def scaled_data(objects: tuple[str, ...]) -> str:
+    """What the scale model's size is of, in a sentence."""
+    return " and ".join(objects) if objects else "database"
 
 
 def check(chosen: list[Article], base: LabOptions) -> None:
@@ -121,7 +127,7 @@ def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_fo
         k = cpu["k"] if cpu else 1.0
         scale = scale_factor(art)
         if scale:
-            say(f"seed {art.seed}: the article's {scale['article_bytes'] / 1e9:.3g} GB database stands as "
+            say(f"seed {art.seed}: the article's {scale['article_bytes'] / 1e9:.3g} GB {scale['what']} stands as "
                 f"{scale['ours_bytes'] / 1e6:.0f} MB here: every cache at 1/{scale['factor']:g}, seeks as long as there "
                 "(--scale-model)")
         for i, spec in enumerate(art.runs, 1):

@@ -139,6 +139,11 @@ class Workload:
         checked against the free space and memory before anything starts."""
         return Footprint()
 
+    def loaded_bytes(self) -> dict[str, int]:
+        """Each table's and index's size once loaded and at rest, where the footprint gives its peak
+        (a rewrite holds old and new): what a scale model sets beside an article's stated sizes."""
+        return self.footprint().objects
+
     def prepare(self, lab, progress: Progress) -> None:
         """Builds and loads the data. Runs with the emulation paused: it costs no device time."""
         raise NotImplementedError
