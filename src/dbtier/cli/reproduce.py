@@ -43,9 +43,10 @@ def reproduce(quick: bool, only: str | None, output: Path, pg_bin: Path | None, 
     seed 004: its bulk load, 55.7 us a row, which its devices did not limit) first runs that
     statement here, and its runs use --cpu-scale K, the article's CPU time over ours, so the server
     is as slow as the article's machine; the others run at this machine's speed.
-    An article that states its database's size and its memory (seeds 000, 002, 004) runs as a scale
-    model of it (--scale-model F, F its size over our data): its caches at the article's sizes
-    divided by F, its disks' seeks as long as over the article's data.
+    An article that states a size of its data and its memory (seeds 000, 002, 004: 004's lineitem,
+    the one table its commands act on) runs as a scale model of it (--scale-model F, F that size over
+    the same data of ours): its caches at the article's sizes divided by F, its disks' seeks as long
+    as over the article's data.
 
     Writes OUTPUT/reproduce-<time>/ with result.json (every figure and run summary), report.html (one
     section per article) and each run's own result.json and server log."""

@@ -127,8 +127,8 @@ def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_fo
         k = cpu["k"] if cpu else 1.0
         scale = scale_factor(art)
         if scale:
-            say(f"seed {art.seed}: the article's {scale['article_bytes'] / 1e9:.3g} GB {scale['what']} stands as "
-                f"{scale['ours_bytes'] / 1e6:.0f} MB here: every cache at 1/{scale['factor']:g}, seeks as long as there "
+            say(f"seed {art.seed}: the article's {scale['article_bytes'] / 1e9:.3g} GB {scale['what']} stands "
+                f"as {scale['ours_bytes'] / 1e6:.0f} MB here: every cache at 1/{scale['factor']:g}, seeks as long as there "
                 "(--scale-model)")
         for i, spec in enumerate(art.runs, 1):
             artifacts = folder / f"seed{art.seed}" / folder_name(spec.key)

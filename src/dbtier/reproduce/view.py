@@ -64,7 +64,8 @@ def scale_line(art: dict) -> str:
     scale = art.get("scale_model") or {"factor": 1.0, "source": ""}
     if scale["factor"] == 1.0:
         return f"scale: caches as given ({scale['source']})" if scale["source"] else "scale: caches as given"
-    return (f"scale model 1/{scale['factor']:g}: the article's {scale['article_bytes'] / 1e9:.3g} GB {scale.get('what', 'database')} "
+    what = scale.get("what", "database")  # results from before the size could be of one table
+    return (f"scale model 1/{scale['factor']:g}: the article's {scale['article_bytes'] / 1e9:.3g} GB {what} "
             f"({scale['source']}) stands as {scale['ours_bytes'] / 1e6:.0f} MB here, so every cache is divided "
             f"by {scale['factor']:g} and every disk's seeks are as long as over the article's data")
 
