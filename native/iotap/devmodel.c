@@ -39,6 +39,7 @@ static const struct dbt_param_def hdd_params[] = {
     {"readahead_includes_request", "0/1", P(readahead_includes_request), 0, 0, 1, "1: the read-ahead is counted from the request's start (the request is part of it), 0: from its end"},
     {"read_watermark", "fraction", P(read_watermark), 0, 0, 1, "the drive starts sending a read's data to the host once this fraction of it is in its buffer (SCSI reconnection); 0 = with the first sector"},
     {"readahead_track", "0/1/2", P(readahead_track), 0, 0, 2, "0: the read-ahead goes readahead_kib on; 1: no further than the end of the track either (no head switch); 2: to the end of the track after the request, one more if the segment began on an earlier one, whatever readahead_kib says, the segment keeping the last of it (DEC's prefetch scheme)"},
+    {"readahead_on_hit", "0/1", P(readahead_on_hit), 0, 0, 1, "1: a read served wholly from the segment being read ahead into carries the read-ahead on from its own end, restarting it if it had stopped; 0: the read-ahead stops where the media read set it"},
     {"head_switch_ms", "ms", P(head_switch_ms), 0, 0, 10, "time lost at each track boundary a transfer crosses (head switch, track skew); 0 = none"},
     {"queue_depth", "commands", P(queue_depth), 1, 1, DBT_MAX_QUEUE_DEPTH, "commands the drive holds and reorders (SATA NCQ: up to 32; SCSI TCQ: more), starting next the one it reaches soonest; 1 = one command at a time, in arrival order"},
     {"span_scale", "x", P(span_scale), 1, 1, 1e6, "a scale model's stretch of the data's span: a seek beyond a read segment's reach crosses this many times as many cylinders, so data 1/F of the size seeks as the full-size data did; 1 = as laid out"},
@@ -168,9 +169,10 @@ static uint64_t hdd_media_with(const struct dbt_derived *d, double from, uint64_
 /* A write the drive does not cache: the head writes it once the whole of its data has crossed the
  * interface into the buffer, from the end of the command overhead (the seek goes on meanwhile), and
  * a start position the data misses costs a revolution. Measured on DiskSim's two write-through
- * traces, demerits hp_c2247a / dec_rz26: 0.232 / 0.498 ms this way; 0.452 / 0.543 with the head
- * starting as soon as it can stay behind the bus sector by sector; 0.411 / 0.539 with the bus
- * transfer taken as overlapping the write, its end the host's. DiskSim itself, probed with pairs of
+ * traces, demerits hp_c2247a / dec_rz26: 0.232 / 0.498 ms this way (0.212 for the HP once a hit
+ * carried its read-ahead on); 0.452 / 0.543 with the head starting as soon as it can stay behind
+ * the bus sector by sector; 0.411 / 0.539 with the bus transfer taken as overlapping the write,
+ * its end the host's. DiskSim itself, probed with pairs of
  * sequential writes, does start the head once it can stay behind the bus (at the write block rate);
  * that rule with the diskspecs' write rate and overheads still scores 0.26-0.33 here, as a stream's
  * writes wait on the exact phase of its controller's disconnect and reselection sequence. */
@@ -231,6 +233,7 @@ static void hdd_init(struct dbt_drive *st, const struct dbt_params *p) {
     if (d->ra_bytes > d->seg_bytes) d->ra_bytes = d->seg_bytes; /* a segment holds no more */
     d->ra_from_start = p->readahead_includes_request > 0.5;
     d->ra_track = (int)(p->readahead_track + 0.5);
+    d->ra_on_hit = p->readahead_on_hit > 0.5;
     d->watermark = p->read_watermark;
     d->head_switch_ns = p->head_switch_ms * 1e6;
     d->wc_bytes = p->write_cache > 0.5 ? p->write_cache_mib * 1048576.0 : 0.0;
@@ -432,6 +435,24 @@ static uint64_t hdd_readahead_limit(const struct dbt_derived *d, uint64_t seg_st
     return limit;
 }
 
+/* A read of [addr, end) served from the active segment carries its read-ahead on as far as a read
+ * there would have set it. Still running, the read-ahead just goes further; stopped at its limit,
+ * with the head on the track since, it starts again when that point next comes under the head. */
+static void hdd_readahead_on(const struct dbt_derived *d, struct dbt_hdd_state *h, uint64_t t, uint64_t addr,
+                             uint64_t end) {
+    struct dbt_hdd_seg *s = &h->seg[h->active];
+    uint64_t limit = hdd_readahead_limit(d, s->start, addr, end);
+    if (limit <= h->fill_limit) return;
+    uint64_t reached = hdd_readahead_end(h);
+    if (reached < t) {
+        double turns = ceil((double)(t - reached) / d->rot_ns);
+        s->end = h->fill_limit;
+        s->start = hdd_seg_start(d, s, s->end);
+        h->fill_t = reached + (uint64_t)(turns * d->rot_ns);
+    }
+    h->fill_limit = limit;
+}
+
 static int hdd_seg_victim(const struct dbt_derived *d, const struct dbt_hdd_state *h) {
     int best = 0;
     for (int i = 0; i < d->nseg; i++) {
@@ -452,16 +473,18 @@ static void hdd_read(struct dbt_drive *st, const struct dbt_request *rq, struct 
     out->flags = 0;
 
     /* Served from the buffer: a read-ahead segment, or dirty data not yet destaged. */
-    int hit = wb_holds(h, rq->addr, end, start);
+    int hit = wb_holds(h, rq->addr, end, start), hit_active = 0;
     for (int i = 0; i < d->nseg && !hit; i++) {
         struct dbt_hdd_seg *s = &h->seg[i];
         uint64_t s_end = (i == h->active) ? hdd_fill_end(h, start) : s->end;
         if (s->end > s->start && rq->addr >= hdd_seg_start(d, s, s_end) && end <= s_end) {
             s->last_use = ++h->use_clock;
             hit = 1;
+            hit_active = i == h->active;
         }
     }
     if (hit) {
+        if (hit_active && d->ra_on_hit) hdd_readahead_on(d, h, start, rq->addr, end);
         out->complete_ns = start + (uint64_t)(d->hit_overhead_ns + xfer_iface);
         out->flags = DBT_RES_CACHE_HIT;
         h->busy_until = out->complete_ns;

@@ -28,7 +28,7 @@ struct dbt_params {
     double outer_mb_s, inner_mb_s, controller_overhead_ms, cache_hit_overhead_us, interface_mb_s;
     double cache_mib, cache_segments, write_cache, write_cache_mib, cylinders, write_cache_protected;
     double seek_knee_cyl, seek_a_ms, seek_b_ms, seek_c_ms, seek_e_ms, write_overhead_us, readahead_kib, readahead_includes_request, read_watermark, head_switch_ms;
-    double readahead_track;
+    double readahead_track, readahead_on_hit;
     double span_scale, queue_depth;
     /* ssd (interface_mb_s shared) */
     double channels, read_latency_us, write_latency_us, channel_read_mb_s, channel_write_mb_s;
@@ -73,7 +73,7 @@ struct dbt_derived {
     double knee, cyl, cap_bytes, r_in; /* r_in: inner radius as a fraction of outer */
     double span, span_from; /* span_scale, beyond a segment's reach (cylinders) */
     double outer_bytes_per_ns, seg_bytes, wc_bytes, ra_bytes;
-    int ra_from_start, ra_track; /* ra_track: readahead_track, one of DBT_RA_* */
+    int ra_from_start, ra_track, ra_on_hit; /* ra_track: readahead_track, one of DBT_RA_* */
     double watermark, head_switch_ns;
     int wc_protected;
     int nseg, nchan, queue_depth;

@@ -19,7 +19,7 @@ DRIVES = [
     ("barracuda", "disksim-barracuda", 0.349, 0.522),
     ("cheetah4LP", "disksim-cheetah4lp", 0.318, 0.389),
     ("atlas_III", "disksim-atlas3", 0.378, 0.522),
-    ("hp_c2247a", "disksim-hp-c2247a", 0.090, 0.232),
+    ("hp_c2247a", "disksim-hp-c2247a", 0.090, 0.212),
     ("dec_rz26", "disksim-dec-rz26", 0.340, 0.498),
 ]
 #: the one drive whose demerit is still more than twice DiskSim's (README: what it lacks)

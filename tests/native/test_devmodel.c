@@ -178,15 +178,20 @@ static void test_readahead_stops_at_the_track_end(void) {
     }
 }
 
+/* The defaults with 16 segments of 64 KiB, reading 32 KiB ahead. */
+static void small_segments(struct dbt_params *p) {
+    hdd_defaults(p);
+    set(p, DBT_KIND_HDD, "cache_mib", "1");
+    set(p, DBT_KIND_HDD, "readahead_kib", "32");
+}
+
 /* readahead_track 2 (DEC's scheme): the read-ahead runs to the end of the track whatever
  * readahead_kib says, and a 64 KiB segment keeps the last 64 KiB of it: 20 ms after a read at
  * 256 KiB, the pages right after it are gone and the track's last ones are there. With scheme 0 and
  * readahead_kib 32, the other way round. */
 static void test_readahead_to_the_track_end_keeps_its_last_part(void) {
     struct dbt_params p;
-    hdd_defaults(&p);
-    set(&p, DBT_KIND_HDD, "cache_mib", "1"); /* 16 segments of 64 KiB */
-    set(&p, DBT_KIND_HDD, "readahead_kib", "32");
+    small_segments(&p);
     const uint64_t a = 256 << 10;
     for (int scheme = 0; scheme <= 2; scheme += 2) {
         set(&p, DBT_KIND_HDD, "readahead_track", scheme ? "2" : "0");
@@ -200,6 +205,56 @@ static void test_readahead_to_the_track_end_keeps_its_last_part(void) {
         t = submit(&st, 0, DBT_OP_READ, a, 8192).complete_ns + 20000000;
         int last = hit_after(&st, t, end - 16384);
         CHECK(last == !!scheme, "scheme %d: the track's last pages %s", scheme, last ? "hit" : "miss");
+    }
+}
+
+/* readahead_on_hit 1: a read served from the segment carries the read-ahead on from its own end. Read
+ * 8 KiB at 256 KiB: the read-ahead stops 32 KiB past it. 20 ms later read the next 8 KiB (a hit): the
+ * read-ahead starts again when its stopping point next comes under the head, a whole number of turns
+ * after it stopped, and a read of the 8 KiB past that point rides it, done 8 KiB of media time after
+ * the restart. With 0 that read is a media access. */
+static void test_readahead_carried_on_by_a_hit(void) {
+    struct dbt_params p;
+    small_segments(&p);
+    const uint64_t a = 256 << 10;
+    for (int on = 0; on <= 1; on++) {
+        set(&p, DBT_KIND_HDD, "readahead_on_hit", on ? "1" : "0");
+        struct dbt_model_state st;
+        dbt_model_init(&st, DBT_KIND_HDD, &p);
+        const struct dbt_derived *d = &st.drive[0].d;
+        struct dbt_result r1 = submit(&st, 0, DBT_OP_READ, a, 8192);
+        uint64_t t2 = r1.complete_ns + 20000000;
+        struct dbt_result r2 = submit(&st, t2, DBT_OP_READ, a + 8192, 8192);
+        CHECK(r2.flags & DBT_RES_CACHE_HIT, "on_hit %d: the next 8 KiB were read ahead", on);
+        struct dbt_result r3 = submit(&st, r2.complete_ns, DBT_OP_READ, a + 40960, 8192);
+        if (!on) {
+            CHECK(!(r3.flags & (DBT_RES_CACHE_HIT | DBT_RES_STREAM)), "on_hit 0: past the read-ahead, a media access");
+            continue;
+        }
+        double bpns = dbt_hdd_media_bpns(d, a + 8192); /* the read-ahead's rate, from the first read's end */
+        double reached = (double)r1.complete_ns + 32768 / bpns;
+        double restart = reached + ceil(((double)t2 - reached) / d->rot_ns) * d->rot_ns;
+        double expect = restart + 8192 / bpns;
+        CHECK(r3.flags & DBT_RES_STREAM, "on_hit 1: the read rides the restarted read-ahead");
+        CHECK(near((double)r3.complete_ns, expect, 1e-7), "on_hit 1: done at %llu ns, expected %.0f",
+              (unsigned long long)r3.complete_ns, expect);
+        CHECK(expect - (double)t2 < d->rot_ns + 8192 / bpns + 1, "the restart waits less than a turn");
+    }
+    /* Asked for 20 ms after the hit, those 8 KiB are in the buffer with on_hit 1 (50 us + 8 KiB at
+     * 300 MB/s), and a media access with 0 (the 0.3 ms command overhead at least). */
+    for (int on = 0; on <= 1; on++) {
+        set(&p, DBT_KIND_HDD, "readahead_on_hit", on ? "1" : "0");
+        struct dbt_model_state st;
+        dbt_model_init(&st, DBT_KIND_HDD, &p);
+        struct dbt_result r1 = submit(&st, 0, DBT_OP_READ, a, 8192);
+        struct dbt_result r2 = submit(&st, r1.complete_ns + 20000000, DBT_OP_READ, a + 8192, 8192);
+        uint64_t t3 = r2.complete_ns + 20000000;
+        struct dbt_result r3 = submit(&st, t3, DBT_OP_READ, a + 40960, 8192);
+        CHECK(!!(r3.flags & DBT_RES_CACHE_HIT) == on, "on_hit %d: 20 ms later the read %s", on,
+              r3.flags & DBT_RES_CACHE_HIT ? "hits" : "misses");
+        double took = (double)(r3.complete_ns - t3);
+        if (on) CHECK(near(took, 50e3 + 8192 / 0.3, 1e-6), "on_hit 1: the hit took %.0f ns", took);
+        else CHECK(took >= 0.3e6, "on_hit 0: the media access took %.0f ns", took);
     }
 }
 
@@ -579,6 +634,7 @@ int main(void) {
     test_forward_skip_rides_the_readahead();
     test_readahead_stops_at_the_track_end();
     test_readahead_to_the_track_end_keeps_its_last_part();
+    test_readahead_carried_on_by_a_hit();
     test_raid0_stripes_over_members();
     test_protected_write_cache_flush();
     test_seek_curve_points();
