@@ -30,7 +30,7 @@ def test_every_command_runs_and_the_table_checks_clean(modes):
         assert [ph["phase"] for ph in r["phases"]] == PHASES
         load = r["phases"][1]["metrics"]["rows"]
         inserted = r["phases"][2]["metrics"]["rows"]
-        assert load > 3000 and inserted > 400 and r["checks"] == {"rows": load + inserted, "amcheck": "clean"}
+        assert load > 3000 and inserted >= 50 and r["checks"] == {"rows": load + inserted, "amcheck": "clean"}
         assert r["phases"][-1]["metrics"]["pages"] > 0
 
 

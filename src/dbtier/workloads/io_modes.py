@@ -49,7 +49,7 @@ class IoModes(Workload):
     summary = "seed 004's commands on lineitem (create, load, insert, update, indexes, analyze, rebuild, check)"
     description = (
         "Seed 004 timed ASE commands on a 24 million row lineitem with direct I/O, dsync and raw devices. Here: "
-        "lineitem of about ORDERS x 4 rows; create database, COPY, INSERT of a sixth more, UPDATE of a "
+        "lineitem of about ORDERS x 4 rows; create database, COPY, INSERT of a sixtieth more, UPDATE of a "
         "sixtieth, CREATE UNIQUE INDEX + CLUSTER, CREATE INDEX, ANALYZE, an ALTER TABLE that rewrites, VACUUM "
         "FULL, and every page read and verified through shared buffers (pg_prewarm), as dbcc tablealloc. Run it "
         "under each --io-mode to compare.")
@@ -60,10 +60,10 @@ class IoModes(Workload):
     size_options = ("orders",)
 
     def loaded_bytes(self) -> dict[str, int]:
-        """lineitem at about four lines an order (about 170 bytes a line), a sixth more inserted, a
-        sixtieth updated, and its two indexes."""
+        """lineitem at about four lines an order (about 170 bytes a line), a sixtieth more inserted,
+        a sixtieth updated, and its two indexes."""
         n = self.p["orders"]
-        lines = 4 * (n + (n + 5) // 6)
+        lines = 4 * (n + (n + 59) // 60)
         return {"lineitem": heap_bytes(lines + 4 * (n // 60 + 1), 168), "cl": btree_bytes(lines, 12),
                 "nl": btree_bytes(lines, 40)}
 
@@ -77,7 +77,7 @@ class IoModes(Workload):
     def prepare(self, lab, progress) -> None:
         self.staging = lab.scratch_dir()
         n = self.p["orders"]
-        self.extra = (n + 5) // 6  # the insert: a sixth more orders (the seed: 100,000 rows on 6 million)
+        self.extra = (n + 59) // 60  # the insert: a sixtieth more orders (the seed: 100,000 rows on 6 million)
         progress.phase("writing the load file")
         # The extensions the check and verify() call, in the template the database is copied from:
         # creating them is set-up, not part of any command the seed timed.
