@@ -59,11 +59,15 @@ class IoModes(Workload):
     objects = {"lineitem": "table", "cl": "index", "nl": "index"}
     size_options = ("orders",)
 
+    def inserted_orders(self) -> int:
+        """The insert's orders: a sixtieth more (the seed: 100,000 rows on bcp's 6 million)."""
+        return (self.p["orders"] + 59) // 60
+
     def loaded_bytes(self) -> dict[str, int]:
         """lineitem at about four lines an order (about 170 bytes a line), a sixtieth more inserted,
         a sixtieth updated, and its two indexes."""
         n = self.p["orders"]
-        lines = 4 * (n + (n + 59) // 60)
+        lines = 4 * (n + self.inserted_orders())
         return {"lineitem": heap_bytes(lines + 4 * (n // 60 + 1), 168), "cl": btree_bytes(lines, 12),
                 "nl": btree_bytes(lines, 40)}
 
@@ -77,7 +81,7 @@ class IoModes(Workload):
     def prepare(self, lab, progress) -> None:
         self.staging = lab.scratch_dir()
         n = self.p["orders"]
-        self.extra = (n + 59) // 60  # the insert: a sixtieth more orders (the seed: 100,000 rows on 6 million)
+        self.extra = self.inserted_orders()
         progress.phase("writing the load file")
         # The extensions the check and verify() call, in the template the database is copied from:
         # creating them is set-up, not part of any command the seed timed.
