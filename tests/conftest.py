@@ -49,7 +49,7 @@ def module_shm_dir():
 def disk_dir():
     """A folder on the machine's own disk (not tmpfs) that the servers' user may enter."""
     path = Path(tempfile.mkdtemp(prefix="dbtier-test-disk-", dir="/var/tmp"))
-    path.chmod(0o777)
+    path.chmod(0o755)
     yield path
     shutil.rmtree(path, ignore_errors=True)
 

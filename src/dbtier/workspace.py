@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from dbtier import lifecycle
+from dbtier import lifecycle, ownership
 from dbtier.errors import UserError
 
 SHM = Path("/dev/shm")
@@ -125,6 +125,7 @@ class Workspace:
             base = base.resolve()
         if not os.access(base, os.W_OK | os.X_OK):
             raise UserError(f"--workspace {base}: you cannot write there; choose a folder of yours")
+        ownership.check_yours(base, "--workspace", "keeps there")
         return base / f"dbtier-{os.geteuid()}"
 
     @classmethod
@@ -158,19 +159,21 @@ class Workspace:
         if self.group is not None and stat.S_IMODE(st.st_mode) != self.mode:
             os.chmod(self.root, self.mode)
 
-    def claim(self, kind: str) -> "Claim":
-        """A new claim: its folder appears under its final name only with its owner record inside."""
+    def claim(self, kind: str, group: int | None = None) -> "Claim":
+        """A new claim: its folder appears under its final name only with its owner record inside.
+        group: a lab's servers' own group, which may pass through it (0710); no other lab's may."""
         token = secrets.token_hex(4)
         name = f"{kind}-{token}"
         pending = self.root / f"{PENDING}{name}"
         os.mkdir(pending, 0o700)
-        if self.group is not None:
-            os.chown(pending, -1, self.group)
-            os.chmod(pending, self.mode)
+        if group is not None:
+            os.chown(pending, -1, group)
+            os.chmod(pending, 0o710)
         claim = Claim(self, self.root / name, {
             MARK: name, "kind": kind, "pid": os.getpid(), "start": lifecycle.start_time(os.getpid()),
             "uid": os.geteuid(), "created": time.time(), "kept": False, "folders": [], "processes": [],
             "sysv_shm": []})
+        claim.group = group
         claim.save(at=pending)
         os.rename(pending, claim.path)
         return claim
@@ -210,6 +213,7 @@ class Claim:
     workspace: Workspace
     path: Path
     record: dict = field(default_factory=dict)
+    group: int | None = None  # the lab servers' group that may pass through its folders
 
     @property
     def name(self) -> str:
@@ -231,11 +235,12 @@ class Claim:
         write_private(folder / OWNER_FILE, json.dumps(self.record))
 
     def inside(self, relative: str, mode: int | None = None) -> Path:
+        """A folder in the claim's: ours alone, or (mode None, a lab's claim) one its servers pass through."""
         path = self.path / relative
-        path.mkdir(mode=mode if mode is not None else self.workspace.mode)
-        if self.workspace.group is not None and mode is None:
-            os.chown(path, -1, self.workspace.group)
-            os.chmod(path, self.workspace.mode)
+        path.mkdir(mode=mode if mode is not None else 0o700)
+        if self.group is not None and mode is None:
+            os.chown(path, -1, self.group)
+            os.chmod(path, 0o710)
         return path
 
     def outside(self, path: Path, mode: int = 0o700) -> Path:

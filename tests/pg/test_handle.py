@@ -5,7 +5,7 @@ import pytest
 from psycopg import sql
 
 from dbtier.devices.spec import parse_all
-from dbtier.pg import osuser, placement
+from dbtier.pg import placement
 from dbtier.pg.lab import Lab, LabOptions
 
 
@@ -28,7 +28,7 @@ def test_clients_run_as_the_servers_user_on_the_labs_socket(db):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "dbtier|t"  # the superuser, over the unix socket
     who = db.client("psql", "-XAtc", r"\! id -u", db.database).run()
-    assert who.returncode == 0 and int(who.stdout.strip()) == osuser.server_user().uid
+    assert who.returncode == 0 and int(who.stdout.strip()) == db._lab.user.uid
     with pytest.raises(ValueError):
         db.client("rm", "-rf", "/")
 

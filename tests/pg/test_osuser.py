@@ -5,18 +5,27 @@ import os
 import stat
 
 from dbtier.pg.binaries import PgInstall
-from dbtier.pg.osuser import ServerUser, reachable_copy, server_user
+from dbtier.pg.osuser import ServerUser, lease, reachable_copy
 
 OTHER = ServerUser("nobody", 65534, 65534)
 
 
-def test_as_root_servers_run_as_another_user_else_as_oneself():
-    user = server_user()
-    if os.geteuid() == 0:
-        assert user.uid != 0 and user.switches
-        assert user.popen_kwargs()["user"] == user.uid
-    else:
-        assert not user.switches and user.popen_kwargs() == {}
+def test_as_root_each_lab_leases_a_user_of_its_own_else_runs_as_oneself():
+    first = lease()
+    try:
+        user = first.user
+        if os.geteuid() != 0:
+            assert not user.switches and user.popen_kwargs() == {}
+            return
+        assert user.uid != 0 and user.switches and user.popen_kwargs()["user"] == user.uid
+        second = lease()  # held at the same time: another user, so neither can reach the other's files
+        try:
+            assert second.user.uid not in (0, user.uid) and second.user.gid != user.gid
+            assert second.user.pass_gid == user.pass_gid  # both may pass through root's workspace
+        finally:
+            second.release()
+    finally:
+        first.release()
 
 
 def test_private_folders_are_copied_with_their_layout(tmp_path, shm_dir):

@@ -16,10 +16,10 @@ fit in the memory available."""
 from __future__ import annotations
 
 import os
-import pwd
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dbtier import ownership
 from dbtier.devices import hostfs, native, session
 from dbtier.errors import UserError
 from dbtier.pg import osuser, settings
@@ -112,20 +112,6 @@ def place_of(path: Path) -> Place:
                  hostfs.mount_of(probe)[0])
 
 
-def _server_user() -> osuser.ServerUser | None:
-    """The servers' user when it is another than ours and exists already (it is made on first use)."""
-    if os.geteuid() != 0:
-        return None
-    name = os.environ.get("DBTIER_PG_USER", osuser.DEFAULT_USER)
-    try:
-        pwd.getpwnam(name)
-    except KeyError:
-        if name != osuser.DEFAULT_USER:
-            return osuser.server_user()  # says that DBTIER_PG_USER names no user
-        return None
-    return osuser.server_user()
-
-
 @dataclass
 class Sizes:
     cache: int        # shared_buffers, bytes
@@ -196,16 +182,18 @@ def check_lab_options(options, requests) -> Sizes:
         raise UserError(f"--workspace {base}: too deep for a unix socket path ({len(str(root)) + SOCKET_TAIL} of "
                         f"{SOCKET_PATH_MAX} characters); choose a shorter --workspace")
     binaries.find(options.pg_bin)
-    user = _server_user()
-    if user is not None and user.switches and not user.can_read(base):
+    user = osuser.prospective()
+    if user.switches and not user.can_read(base):
         raise UserError(f"the server user {user.name} cannot pass through {base}; choose a --workspace it can enter")
     for req in requests:
         if req.directory is None:
             continue
         check_not_pseudo(req.directory, f"device {req.name}'s folder")
+        # dbtier makes the device's folder there and hands it to the servers' user: nobody else may swap it
+        ownership.check_yours(req.directory, f"device {req.name}'s folder")
         if not os.access(req.directory, os.W_OK | os.X_OK):
             raise UserError(f"--device {req.name}: you cannot write in {req.directory}; choose a folder of yours")
-        if user is not None and user.switches and not user.can_read(req.directory):
+        if user.switches and not user.can_read(req.directory):
             raise UserError(f"device {req.name}: the server user {user.name} cannot reach {req.directory}; choose "
                             "a folder it can enter")
     return sizes

@@ -12,10 +12,13 @@ to the superuser."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import pwd
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from dataclasses import dataclass
@@ -64,6 +67,33 @@ def _terminate(proc: subprocess.Popen, timeout: float = 30.0) -> None:
             continue
 
 
+AUTO_CONF = "postgresql.auto.conf"
+
+
+def _nofollow(path, flags):
+    return os.open(path, flags | os.O_NOFOLLOW)
+
+
+def _digest(path: Path) -> str | None:
+    """sha256 of a regular file, read without following a link; None if it is not one."""
+    try:
+        with open(path, "rb", opener=_nofollow) as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _write_new(path: Path, text: str) -> None:
+    """Writes a file dbtier owns in the data directory afresh: a link or file put in its place goes."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
 @dataclass(frozen=True)
 class Seed:
     """A stopped cluster with a workload's data loaded, to be copied into other layouts."""
@@ -90,6 +120,7 @@ class Cluster:
         self.env = user.env(env)
         self.proc: subprocess.Popen | None = None
         self.proc_start: str | None = None
+        self._digests: dict[str, str] = {}  # configuration file -> the sha256 of what dbtier wrote there
 
     # -- creation ------------------------------------------------------------------------------
 
@@ -115,6 +146,7 @@ class Cluster:
         self._restrict_access()
         with open(self.pgdata / "postgresql.conf", "a") as conf:
             conf.write(f"\ninclude '{CONF_INCLUDE}'\n")
+        self._remember("postgresql.conf")
         (self.pgdata / DYNSHMEM).rmdir()
         (self.pgdata / DYNSHMEM).symlink_to(self.dynshmem)
         if self.user.switches:
@@ -137,6 +169,7 @@ class Cluster:
         (self.pgdata / DYNSHMEM).symlink_to(self.dynshmem)
         for path in (self.pgdata, self.waldir, seed_space):
             self.user.give(path)
+        self._remember("postgresql.conf")  # checked in the loaded cluster before it was copied (Lab.seed)
         if self.user.switches:
             for link in (self.pgdata / "pg_wal", self.pgdata / DYNSHMEM,
                          self.pgdata / "pg_tblspc" / str(seed.tablespace_oid)):
@@ -146,22 +179,55 @@ class Cluster:
     def _restrict_access(self) -> None:
         """Peer authentication on the unix socket only, for dbtier's own OS user and the servers'."""
         hba = self.pgdata / "pg_hba.conf"
-        hba.write_text("# written by dbtier: the lab's own users, on its private socket, nobody else\n"
-                       f"local all all peer map={IDENT_MAP}\n")
+        _write_new(hba, "# written by dbtier: the lab's own users, on its private socket, nobody else\n"
+                        f"local all all peer map={IDENT_MAP}\n")
         me = pwd.getpwuid(os.geteuid()).pw_name
         ident = self.pgdata / "pg_ident.conf"
-        ident.write_text("# written by dbtier\n" + "".join(f"{IDENT_MAP} {name} {SUPERUSER}\n"
+        _write_new(ident, "# written by dbtier\n" + "".join(f"{IDENT_MAP} {name} {SUPERUSER}\n"
                                                           for name in sorted({me, self.user.name})))
-        if self.user.switches:
-            for path in (hba, ident):
-                os.chown(path, self.user.uid, self.user.gid)
+        for path in (hba, ident):
+            self._remember(path.name)
 
     def configure(self, settings: dict[str, str]) -> None:
         """Writes the lab's settings; they take effect at the next start."""
         path = self.pgdata / CONF_INCLUDE
-        path.write_text("# written by dbtier\n" + "".join(f"{k} = {v}\n" for k, v in settings.items()))
-        if self.user.switches:
-            os.chown(path, self.user.uid, self.user.gid)
+        _write_new(path, "# written by dbtier\n" + "".join(f"{k} = {v}\n" for k, v in settings.items()))
+        self._remember(CONF_INCLUDE)
+
+    # -- the configuration is dbtier's --------------------------------------------------------
+
+    def _remember(self, name: str) -> None:
+        """A configuration file as dbtier left it: read back, root's own, readable by the server."""
+        path = self.pgdata / name
+        if self.user.switches:  # the servers' user may read it, not change it (it could still replace it:
+            os.chown(path, os.geteuid(), self.user.gid, follow_symlinks=False)  # check_config finds that)
+            os.chmod(path, 0o640, follow_symlinks=False)
+        self._digests[name] = _digest(path)
+
+    def check_config(self) -> None:
+        """Before every start: the server's configuration files are what dbtier wrote, and
+        postgresql.auto.conf (ALTER SYSTEM's) holds no setting. A superuser's SQL (a dump's, a setup's)
+        can write files as the server's user; a setting it slipped in (listen_addresses, an hba file
+        that trusts TCP) must never take effect at a restart."""
+        for name, digest in self._digests.items():
+            if _digest(self.pgdata / name) != digest:
+                raise UserError(f"the server's {name} was changed during the run (by the run's own SQL, which "
+                                "runs as the server's superuser); dbtier will not restart a server whose "
+                                "configuration it does not own")
+        auto = self.pgdata / AUTO_CONF
+        try:
+            with open(auto, "rb", opener=_nofollow) as f:
+                text = f.read(1 << 20).decode("utf-8", "replace")
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise UserError(f"the server's {AUTO_CONF} cannot be read ({exc.strerror}): it was replaced during the "
+                            "run") from None
+        settings = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+        if settings:
+            raise UserError(f"the run's SQL set '{settings[0][:80]}' in {AUTO_CONF} (ALTER SYSTEM, or a file "
+                            "written as the server's user); the lab's settings are dbtier's (--set), so it will "
+                            "not restart the server with it")
 
     # -- running -------------------------------------------------------------------------------
 
@@ -172,6 +238,7 @@ class Cluster:
     def start(self, timeout: float = 120.0) -> None:
         if self.running:
             return
+        self.check_config()
         cmd = lifecycle.dies_with_us([str(self.install.exe("postgres")), "-D", str(self.pgdata)], "INT")
         env = dict(self.env)
         if self.cpu_scale != 1.0:

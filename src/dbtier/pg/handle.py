@@ -97,6 +97,19 @@ class LabHandle:
         input files, a client's logs); `sub`: a folder of its own in it."""
         return self._lab.scratch_dir(sub)
 
+    def client_dir(self, sub: str | None = None) -> Path:
+        """A folder for client programs run as dbtier's own user (as_me): only that user may enter it,
+        so what they write there (pgbench's logs) cannot be redirected by the server's."""
+        return self._lab.client_dir(sub)
+
+    def handover_dir(self, sub: str) -> Path:
+        """A folder of dbtier's own whose files the servers' user may read but not change."""
+        return self._lab.handover_dir(sub)
+
+    def handover_file(self, path: Path) -> int:
+        """A new file in a handover_dir, open for writing: its fd."""
+        return self._lab.handover_file(path)
+
     def dump_dir(self) -> Path:
         """A folder for dumps on the device `dump` is placed on (made once, the servers' user's)."""
         return self._lab.dump_dir()
@@ -107,15 +120,17 @@ class LabHandle:
 
     def client(self, program: str, *args: str, as_me: bool = False) -> Client:
         """A PostgreSQL client program of the lab's install, connecting to the lab's server: run as the
-        servers' user (as_me: as dbtier's own, to read a file the user named), in the scratch folder, its
-        own I/O on the devices emulated as the server's is."""
+        servers' user in the scratch folder, or (as_me) as dbtier's own, to read a file the user named,
+        in a folder of that user alone; its own I/O on the devices emulated as the server's is."""
         if program not in CLIENTS:
             raise ValueError(f"{program} is not one of the client programs the lab runs ({', '.join(CLIENTS)})")
         cluster = self._lab.cluster
         from dbtier.pg.cluster import PORT, SUPERUSER
         argv = [str(cluster.install.exe(program)), "-h", str(cluster.socket_dir), "-p", str(PORT), "-U", SUPERUSER,
                 *args]
-        return Client(argv, dict(cluster.env), self.scratch_dir(), {} if as_me else cluster.user.popen_kwargs())
+        if as_me:
+            return Client(argv, dict(cluster.env), self.client_dir(), {})
+        return Client(argv, dict(cluster.env), self.scratch_dir(), cluster.user.popen_kwargs())
 
     def objects(self, dbname: str | None = None) -> list[DbObject]:
         """Every table, index and materialized view outside the system schemas (TOAST excluded: it goes

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +85,7 @@ class Lab:
         self.cache_bytes = settings.parse_option_size(self.options.cache, "--cache")
         self.page_cache = PageCache(sizes.page_cache, dsync_data=self.options.io_mode == "dsync")
         self.claim: Claim | None = None
+        self.lease: osuser.Lease | None = None
         self.tablespace_aliases: dict[str, str] = {}
         self.handle = LabHandle(self)  # what workloads are given
         self.session: Session | None = None
@@ -110,14 +112,17 @@ class Lab:
     def _open(self) -> None:
         opts = self.options
         self.install = binaries.find(opts.pg_bin)
-        self.user = osuser.server_user()
-        group = self.user.gid if self.user.switches else None
-        workspace = Workspace.open(opts.workspace, group)
+        self.lease = osuser.lease(self.say)
+        self.user = self.lease.user
+        pass_group = (self.user.pass_gid if self.user.pass_gid is not None else self.user.gid) \
+            if self.user.switches else None
+        workspace = Workspace.open(opts.workspace, pass_group)
         if not self.user.can_read(workspace.root):
             raise UserError(f"the server user {self.user.name} cannot pass through {workspace.root.parent}; "
                             "choose a --workspace it can enter")
         workspace.reap(self.say)
-        self.claim = workspace.claim("lab")
+        osuser.sweep_idle_pool(self.say)
+        self.claim = workspace.claim("lab", self.user.gid if self.user.switches else None)
         self.claim.record["server_uid"] = self.user.uid  # whose folders the reaper may remove too
         self.claim.save()
         socket_dir = self.claim.path / "sock"
@@ -219,7 +224,22 @@ class Lab:
                                (tablespace_of(dev.name),)).fetchone()[0]
         self.session.pause()
         self.cluster.stop()
-        return Seed(self.cluster.pgdata, self.cluster.waldir, tablespace_of(dev.name), int(oid), dev.directory / "ts")
+        # Other labs copy it: nothing the load started may still be changing it, and its configuration
+        # must be dbtier's own before any other server reads it.
+        if self.lease is not None and self.lease.owned:
+            osuser.stop_every_process(self.user)
+        self.cluster.check_config()
+        seed = Seed(self.cluster.pgdata, self.cluster.waldir, tablespace_of(dev.name), int(oid), dev.directory / "ts")
+        for folder, link in ((seed.pgdata, None), (seed.waldir, seed.pgdata / "pg_wal"),
+                             (seed.tablespace_dir, seed.pgdata / "pg_tblspc" / str(oid))):
+            try:
+                kept = stat.S_ISDIR(os.lstat(folder).st_mode) and (link is None or os.readlink(link) == str(folder))
+            except OSError:
+                kept = False
+            if not kept:
+                raise UserError(f"the loaded cluster was changed by the run's own SQL ({folder} is not the folder "
+                                "dbtier made); it cannot be copied into the other layouts")
+        return seed
 
     def close(self) -> None:
         """Stops the server and removes the lab's folders. A second Ctrl-C or SIGTERM cannot cut this short."""
@@ -232,11 +252,19 @@ class Lab:
                     self.cluster.stop()
             finally:
                 self._log_text = self.server_log()
-                if self.claim is not None and self.options.keep:
-                    self.claim.keep()
-                    self.say(f"workspace kept: {self.claim.path} (remove it when done)")
-                elif self.claim is not None:
-                    self.claim.remove()
+                keep = self.claim is not None and self.options.keep
+                try:
+                    if keep:  # its user serves the next lab: what it owned here becomes ours, out of that lab's reach
+                        for folder in [self.claim.path, *map(Path, self.claim.record.get("folders", []))]:
+                            osuser.reclaim(folder, self.user)
+                    if self.lease is not None:  # what the run's SQL started and left running goes too
+                        self.lease.release()
+                finally:
+                    if keep:
+                        self.claim.keep()
+                        self.say(f"workspace kept: {self.claim.path} (remove it when done)")
+                    elif self.claim is not None:
+                        self.claim.remove()
 
     # -- use -------------------------------------------------------------------------------------
 
@@ -263,6 +291,38 @@ class Lab:
                 path.mkdir(mode=0o700)
                 self.user.give(path)
         return path
+
+    def client_dir(self, sub: str | None = None) -> Path:
+        """A folder of dbtier's own user alone, outside every device: where client programs that run
+        as that user (to read the user's own files) work and write their logs. The servers' user,
+        which the run's SQL acts as, can neither enter it nor plant a link in it."""
+        path = self.claim.path / "client"
+        if not path.exists():
+            self.claim.inside("client", mode=0o700)
+        if sub:
+            path = path / sub
+            if not path.exists():
+                path.mkdir(mode=0o700)
+        return path
+
+    def handover_dir(self, sub: str) -> Path:
+        """A folder of dbtier's own user whose files the servers' user may read, not change (0750 with
+        its group): what dbtier prepares for a client that runs as the servers' user."""
+        path = self.claim.path / sub
+        if not path.exists():
+            self.claim.inside(sub, mode=0o700)
+            if self.user.switches:
+                os.chown(path, -1, self.user.gid)
+                os.chmod(path, 0o750)
+        return path
+
+    def handover_file(self, path: Path) -> int:
+        """A new file in a handover_dir, open for writing (0640 with the servers' group)."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        if self.user.switches:
+            os.fchown(fd, -1, self.user.gid)
+            os.fchmod(fd, 0o640)
+        return fd
 
     def recycle_wal(self, nbytes: int) -> int:
         """Leaves about `nbytes` of WAL segments (at most min_wal_size) made and recycled ahead of the

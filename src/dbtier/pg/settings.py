@@ -10,6 +10,9 @@ from dbtier.errors import UserError
 #: Every lab server gets these; each line says why.
 PRESET = {
     "listen_addresses": "''",            # unix socket only: nothing reachable from the network
+    # The run's SQL (a dump's, a setup's) is the superuser's: ALTER SYSTEM must not change what the
+    # lab decides at the next restart (Cluster.check_config refuses a postgresql.auto.conf written anyway).
+    "allow_alter_system": "off",
     "io_method": "worker",               # io_uring would bypass the LD_PRELOAD interposer
     "max_parallel_workers_per_gather": "0",  # the seeds ran serial plans ("set parallel_query off")
     "jit": "off",                        # compile time would blur the CPU figures of short statements
@@ -59,6 +62,7 @@ LAB_OWNED = {
     "external_pid_file": "the lab writes nothing outside its own folder",
     "dynamic_shared_memory_type": "the lab keeps the server's shared memory in its own folder, so nothing outlives a run",
     "krb_server_keyfile": "the lab authenticates its own users only (peer)",
+    "allow_alter_system": "the lab's settings are dbtier's (--set); the run's SQL may not change them",
 }
 
 IO_MODES = {
