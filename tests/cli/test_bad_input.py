@@ -152,6 +152,32 @@ CASES = [
     C("run-output-through-a-link-in-a-circle", "is a link that leads nowhere", *RUN, "-o", "{fx}/loop/results"),
     C("run-output-a-dangling-link", "is a link that leads nowhere", *RUN, "-o", "{fx}/dangling_dir"),
     C("run-json-under-a-dangling-link", "is a link that leads nowhere", *RUN, "--json", "{fx}/dangling_dir/r.json"),
+    # -- run sql / run pgbench: a dump to restore (refused before a server starts)
+    *[C(f"{cmd}-restore-{cid}", msg, "run", cmd, *extra, "-d", "a=ram-san", "--restore", dump)
+      for cmd, extra in (("sql", ("--run", "{fx}/q.sql")), ("pgbench", ("-t", "1")))
+      for cid, msg, dump in (
+          ("cut-short", "the dump is incomplete", "{fx}/cut.sql"),
+          ("marker-not-at-the-end", "the dump is incomplete", "{fx}/marker_early.sql"),
+          ("a-fifo", "neither a file nor a folder (a pipe or a device)", "{fx}/dump.fifo"),
+          ("a-device", "neither a file nor a folder (a pipe or a device)", "/dev/null"),
+          ("missing", "no such file or folder", "{fx}/nosuch.dump"),
+          ("dangling-link", "no such file or folder", "{fx}/dangling_dump"),
+          ("empty", "nor SQL text", "{fx}/empty.sql"),
+          ("binary", "nor SQL text", "{fx}/binary.dump"),
+          ("utf16", "nor SQL text", "{fx}/utf16.sql"),
+          ("folder-without-toc", "a folder without toc.dat", "{fx}/notadump"),
+          ("folder-with-a-link", "blobs.toc is a link", "{fx}/dirdump_link"),
+          ("folder-with-a-folder", "sub is not a file", "{fx}/dirdump_sub"),
+          ("toc-a-folder", "toc.dat is not a file", "{fx}/dirdump_tocdir"),
+      )],
+    C("sql-restore-jobs-zero", "--jobs must be at least 1", "run", "sql", "--run", "{fx}/q.sql", "-d", "a=ram-san",
+      "--restore", "{fx}/good.sql", "-j", "0"),
+    C("sql-restore-jobs-17", "--jobs must be at most 16", "run", "sql", "--run", "{fx}/q.sql", "-d", "a=ram-san",
+      "--restore", "{fx}/good.sql", "-j", "17"),
+    C("pgbench-restore-jobs-zero", "--restore-jobs must be at least 1", "run", "pgbench", "-t", "1", "-d", "a=ram-san",
+      "--restore", "{fx}/good.sql", "--restore-jobs", "0"),
+    C("pgbench-restore-with-init", "-i makes pgbench's own tables", "run", "pgbench", "-i", "-t", "1", "-d",
+      "a=ram-san", "--restore", "{fx}/good.sql"),
     # -- a profile of one's own, wherever a profile name goes
     C("profile-kind-a-list", "'kind' must be one of", "run", "random-index", "-d", "a={fx}/kind_list.toml"),
     C("profile-binary", "is not UTF-8 text", "run", "random-index", "-d", "a={fx}/binary.toml"),
@@ -362,6 +388,24 @@ def hostile(scratch):
     _trace(fx / "t_bad_op", meta, files, [(99, 0)])
     _trace(fx / "t_no_records", meta, files, [])
     _trace(fx / "t_good", meta, files, [(1, 0), (2, 0), (3, 0)])
+    complete = "--\n-- PostgreSQL database dump complete\n--\n"
+    (fx / "q.sql").write_text("SELECT 1;\n")
+    (fx / "good.sql").write_text("CREATE TABLE t (a int);\n" + complete)
+    (fx / "cut.sql").write_text("CREATE TABLE t (a int);\nCOPY t (a) FROM stdin;\n1\n2\n")
+    (fx / "marker_early.sql").write_text("CREATE TABLE t (a int);\n" + complete + "-- more\n" * 20000)
+    os.mkfifo(fx / "dump.fifo")
+    (fx / "dangling_dump").symlink_to(fx / "nowhere.dump")
+    (fx / "empty.sql").write_text("")
+    (fx / "binary.dump").write_bytes(b"\x89\x00\xff" * 100)
+    (fx / "utf16.sql").write_bytes("CREATE TABLE t (a int);\n".encode("utf-16"))
+    (fx / "notadump").mkdir()
+    for name in ("dirdump_link", "dirdump_sub", "dirdump_tocdir"):
+        (fx / name).mkdir()
+    (fx / "dirdump_link" / "toc.dat").write_bytes(b"PGDMP")
+    (fx / "dirdump_link" / "blobs.toc").symlink_to("/etc/passwd")
+    (fx / "dirdump_sub" / "toc.dat").write_bytes(b"PGDMP")
+    (fx / "dirdump_sub" / "sub").mkdir()
+    (fx / "dirdump_tocdir" / "toc.dat").mkdir()
     deep = fx / ("d" * 90)
     deep.mkdir()
     shm_ws = _open_folder("/dev/shm")

@@ -154,6 +154,12 @@ def test_a_restored_dump_of_each_format(module_shm_dir, tmp_path):
     ("corrupt-dump", {"r.sql": "SELECT 1;", "x.dump": "PGDMP\x01\x0e\x00garbage"}, ["--restore", "{x.dump}"],
      "pg_restore failed"),
     ("not-a-dump", {"r.sql": "SELECT 1;", "x.dump": ""}, ["--restore", "{x.dump}"], "nor SQL text"),
+    ("dump-of-another-database", {"r.sql": "SELECT 1;", "x.sql": "CREATE DATABASE shop;\n\\connect shop\n"
+                                  "CREATE TABLE a (x int);\n-- PostgreSQL database dump complete\n"},
+     ["--restore", "{x.sql}"], "x.sql:2: \\connect switches to another database (a dump made with pg_dump -C"),
+    ("dump-error", {"r.sql": "SELECT 1;", "x.sql": "CREATE TABLE a (x int);\nCREATE TABLE a (x int);\n"
+                    "-- PostgreSQL database dump complete\n"}, ["--restore", "{x.sql}"],
+     'x.sql:2: relation "a" already exists'),
     ("no-run", {}, [], "give at least one --run FILE"),
     ("empty-run", {"r.sql": "-- nothing\n"}, [], "no SQL statement in it"),
     ("twice-the-phase", {"r.sql": "-- phase: a\nSELECT 1;\n-- phase: a\nSELECT 2;"}, [], "'a' is used twice"),

@@ -4,7 +4,9 @@ the lab, so placement applies to them as it would to a user's own schema."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Protocol
 
 from dbtier.errors import UserError
@@ -50,6 +52,10 @@ class QuietProgress:
 
     def advance(self, n: int = 1) -> None:
         pass
+
+
+def _absolute(path) -> Path:
+    return Path(os.path.abspath(os.path.expanduser(str(path))))
 
 
 PAGE = 8192
@@ -122,6 +128,9 @@ class Workload:
     def __init__(self, **values: Any):
         self.p = {p.key: values.get(p.key, p.default) for p in self.params}
         for p in self.params:
+            if p.type is Path and self.p[p.key] is not None:  # absolute: as recorded, and as its client sees it
+                v = self.p[p.key]
+                self.p[p.key] = tuple(map(_absolute, v)) if isinstance(v, (tuple, list)) else _absolute(v)
             value = self.p[p.key]
             if p.multiple or value is None:
                 continue
@@ -164,6 +173,10 @@ class Workload:
 
     def notes(self) -> list[str]:
         """What the user should hear of how the run went beside its figures (set after it ran)."""
+        return []
+
+    def files(self) -> list[dict]:
+        """The user's files it ran, each {option, path, sha256} (set once they ran)."""
         return []
 
     def warm_cross(self, lab, progress: Progress) -> None:

@@ -9,7 +9,11 @@ numbers an error will name."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import secrets
+import stat
 import tarfile
 from pathlib import Path
 
@@ -17,20 +21,31 @@ from dbtier.errors import UserError
 from dbtier.workloads.base import Workload
 
 CUSTOM_MAGIC = b"PGDMP"
+#: the last words pg_dump writes in a plain dump: one without them was cut short
+DUMP_COMPLETE = "-- PostgreSQL database dump complete"
 _OWNERSHIP = re.compile(r"^(ALTER (?!DEFAULT PRIVILEGES).* OWNER TO .*|ALTER DEFAULT PRIVILEGES .*|GRANT .*|REVOKE .*|"
                         r"SET SESSION AUTHORIZATION .*|RESET SESSION AUTHORIZATION)\s*;\s*$")
-_PSQL_ERROR = re.compile(r"^psql:(?P<file>.+?):(?P<line>\d+): (?:ERROR|FATAL):\s+(?P<msg>.*)$")
+_PSQL_ERROR = re.compile(r"^psql:(?P<file>.+?):(?P<line>\d+): (?:ERROR|FATAL|error):\s+(?P<msg>.*)$")
+#: pg_dump 18 brackets a plain dump with these, so that psql runs none of the dump's own commands
+_DUMP_RESTRICT = re.compile(r"^\\(un)?restrict\s+[A-Za-z0-9]+\s*$")
 
 
 def dump_format(path: Path) -> str:
-    """custom, directory, tar or plain, from what is at path; a UserError if it is none of them."""
+    """custom, directory, tar or plain, from what is at path; a UserError if it is none of them, or a
+    plain dump that was cut short."""
     path = Path(path)
-    if not path.exists():
-        raise UserError(f"--restore {path}: no such file or folder")
-    if path.is_dir():
-        if not (path / "toc.dat").is_file():
-            raise UserError(f"--restore {path}: a folder without toc.dat is not a directory-format dump (pg_dump -Fd)")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise UserError(f"--restore {path}: no such file or folder") from None
+    except OSError as exc:
+        raise UserError(f"--restore {path}: {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        _check_directory_dump(path)
         return "directory"
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"--restore {path}: neither a file nor a folder (a pipe or a device); give the dump's file "
+                        "or folder")
     try:
         with open(path, "rb") as f:
             head = f.read(8192)
@@ -46,21 +61,50 @@ def dump_format(path: Path) -> str:
         raise UserError(f"--restore {path}: neither a pg_dump archive (custom, directory, tar) nor SQL text") from None
     if "\x00" in text or not text.strip():
         raise UserError(f"--restore {path}: neither a pg_dump archive (custom, directory, tar) nor SQL text")
+    _check_complete(path, st.st_size)
     return "plain"
 
 
-def psql_error(stderr: str, what: str) -> str:
-    """One line from psql's complaint: FILE:LINE: the server's message."""
+def _check_directory_dump(path: Path) -> None:
+    """pg_dump -Fd writes a flat folder of regular files, toc.dat among them. A link in one would have
+    pg_restore, which runs as you, load whatever file it points at into the lab's database."""
+    try:
+        entries = list(os.scandir(path))
+    except OSError as exc:
+        raise UserError(f"--restore {path}: {exc.strerror}") from None
+    for entry in entries:
+        if entry.is_symlink() or not entry.is_file(follow_symlinks=False):
+            raise UserError(f"--restore {path}: {entry.name} is {'a link' if entry.is_symlink() else 'not a file'}; "
+                            "a directory-format dump (pg_dump -Fd) holds files only")
+    if not any(e.name == "toc.dat" for e in entries):
+        raise UserError(f"--restore {path}: a folder without toc.dat is not a directory-format dump (pg_dump -Fd)")
+
+
+def _check_complete(path: Path, size: int) -> None:
+    """pg_dump ends a plain dump with DUMP_COMPLETE: without it the file was cut short, and would
+    restore part of the database (half a table, no indexes) without a word."""
+    with open(path, "rb") as f:
+        f.seek(max(0, size - 65536))
+        tail = f.read().decode("utf-8", "replace")
+    if DUMP_COMPLETE not in tail:
+        raise UserError(f"--restore {path}: the dump is incomplete (pg_dump ends a plain dump with "
+                        f"'{DUMP_COMPLETE}'); it was cut short: dump the database again")
+
+
+def psql_error(stderr: str, what: str, line_offset: int = 0) -> str:
+    """One line from psql's complaint: FILE:LINE: the server's message (LINE less line_offset: lines
+    dbtier put before the user's)."""
     for line in stderr.splitlines():
         m = _PSQL_ERROR.match(line.strip())
         if m:
-            return f"{m.group('file')}:{m.group('line')}: {m.group('msg')}"
+            return f"{m.group('file')}:{int(m.group('line')) - line_offset}: {m.group('msg')}"
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
     return f"{what}: {lines[-1] if lines else 'psql failed'}"
 
 
 def run_setup_file(db, path: Path, shown: str | None = None) -> None:
-    """A setup file, by psql (so psql's own commands work there too), stopping at the first error."""
+    """A setup file of the user's own, by psql as the user (so psql's own commands work there too, with
+    the user's rights), stopping at the first error."""
     proc = db.client("psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(path), db.database, as_me=True).run()
     if proc.returncode != 0:
         message = psql_error(proc.stderr, f"--setup {shown or path}")
@@ -69,46 +113,81 @@ def run_setup_file(db, path: Path, shown: str | None = None) -> None:
         raise UserError(message)
 
 
-def _without_ownership(src: Path, dest: Path) -> tuple[int, set[str]]:
-    """A copy of a plain dump with its ownership and privilege lines blanked (line numbers kept, data in
-    COPY blocks left as it is). Returns the lines blanked and the roles they named."""
+def _restricted_copy(src: Path, dest_fd: int, key: str) -> tuple[int, set[str], str]:
+    """A plain dump as psql will run it: `\\restrict KEY` first (psql then refuses every psql command
+    in the file: the dump's SQL reaches the server, nothing of it runs on this machine), its own
+    restrict lines and ownership and privilege lines blanked, line numbers otherwise kept, COPY data
+    as it is. A psql command of the dump's own is refused here, with its line. Returns the lines
+    blanked, the roles they named, and the dump's sha256."""
     blanked, roles, in_copy = 0, set(), False
-    with open(src, encoding="utf-8", errors="strict") as inp, open(dest, "w", encoding="utf-8") as out:
-        for line in inp:
+    digest = hashlib.sha256()
+    with open(src, "rb") as raw, os.fdopen(dest_fd, "w", encoding="utf-8") as out:
+        out.write(f"\\restrict {key}\n")
+        for number, data in enumerate(raw, 1):
+            digest.update(data)
+            line = data.decode("utf-8")
             if in_copy:
                 in_copy = line.rstrip("\n") != "\\."
             elif line.startswith("COPY ") and line.rstrip().endswith("FROM stdin;"):
                 in_copy = True
+            elif _DUMP_RESTRICT.match(line.strip()):
+                line = "\n"
+            elif line.lstrip().startswith("\\"):
+                cmd = line.split(None, 1)[0]
+                if cmd in ("\\connect", "\\c"):
+                    raise UserError(f"--restore {src}:{number}: {cmd} switches to another database (a dump made "
+                                    "with pg_dump -C, or by pg_dumpall); dump one database, without -C")
+                raise UserError(f"--restore {src}:{number}: {cmd} is a psql command; dbtier runs none from a dump "
+                                "(pg_dump writes none but its own \\restrict lines)")
             elif _OWNERSHIP.match(line):
                 blanked += 1
                 roles.update(re.findall(r"(?:OWNER TO|TO|FROM|AUTHORIZATION) \"?([A-Za-z_][\w$]*)\"?", line))
                 line = "\n"
             out.write(line)
-    return blanked, roles - {"PUBLIC", "public"}
+    return blanked, roles - {"PUBLIC", "public"}, digest.hexdigest()
 
 
-def restore(db, path: Path, jobs: int, progress) -> dict:
-    """Restores the dump into the lab's database; returns what was done and any notes."""
-    fmt = dump_format(path)
-    progress.phase(f"restoring {path.name} ({fmt} format)")
+def _restore_plain(db, path: Path) -> tuple[list[str], str]:
+    """A plain dump, run by psql as the servers' user on a copy dbtier made and the servers' user may
+    only read, with every psql command refused (see _restricted_copy)."""
     notes = []
-    if fmt == "plain":
-        copy = db.scratch_dir("restore") / "dump.sql"
+    folder = db.handover_dir("restore")
+    copy = folder / "dump.sql"
+    fd = db.handover_file(copy)
+    try:
         try:
-            blanked, roles = _without_ownership(path, copy)
+            blanked, roles, digest = _restricted_copy(path, fd, secrets.token_hex(16))
         except UnicodeDecodeError as exc:
-            raise UserError(f"--restore {path}: not UTF-8 text (byte {exc.start}); a plain dump is SQL text") from None
+            raise UserError(f"--restore {path}: not UTF-8 text (byte {exc.start} of a line); a plain dump is SQL "
+                            "text") from None
         if blanked:
             notes.append(f"the dump's {blanked} ownership and privilege statements were left out (roles "
                          f"{', '.join(sorted(roles)) or 'none named'}): the lab has no roles but its own")
+        proc = db.client("psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(copy), db.database).run()
+        if proc.returncode != 0:
+            raise UserError(psql_error(proc.stderr, f"--restore {path}", line_offset=1).replace(str(copy), str(path)))
+    finally:
+        copy.unlink()
+    return notes, digest
+
+
+def restore(db, path: Path, jobs: int, progress) -> dict:
+    """Restores the dump into the lab's database; returns what was done, any notes, and the dump's
+    fingerprint."""
+    fmt = dump_format(path)
+    progress.phase(f"restoring {path.name} ({fmt} format)")
+    if fmt == "plain":
+        notes, digest = _restore_plain(db, path)
         if jobs > 1:
             notes.append("a plain dump restores in one job (-j applies to custom and directory dumps)")
-        run_setup_file(db, copy, str(path))
-        copy.unlink()
     else:
+        notes = []
+        digest = fingerprint(path)
         workers = jobs if fmt in ("custom", "directory") else 1
         if workers < jobs:
             notes.append("a tar dump restores in one job (-j applies to custom and directory dumps)")
+        # pg_restore runs no commands of the archive's on this machine: it reads the archive as you
+        # and sends its SQL to the server
         proc = db.client("pg_restore", "--no-owner", "--no-privileges", "--exit-on-error", "-j", str(workers),
                          "-d", db.database, str(path), as_me=True).run()
         if proc.returncode != 0:
@@ -118,7 +197,22 @@ def restore(db, path: Path, jobs: int, progress) -> dict:
                      "the lab has no roles but its own")
     with db.connect() as conn:
         conn.execute("ANALYZE")
-    return {"format": fmt, "jobs": jobs, "notes": notes}
+    return {"format": fmt, "jobs": jobs, "notes": notes, "sha256": digest}
+
+
+def fingerprint(path: Path) -> str:
+    """sha256 of a file, or of a folder's files (their names and contents, in name order)."""
+    path = Path(path)
+    if not path.is_dir():
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
+    whole = hashlib.sha256()
+    for entry in sorted(os.scandir(path), key=lambda e: e.name):
+        whole.update(f"{entry.name}\0{fingerprint(Path(entry.path)) if entry.is_file() else 'not a file'}\0".encode())
+    return whole.hexdigest()
 
 
 def dump_bytes(path: Path | None) -> int:
@@ -129,9 +223,10 @@ def dump_bytes(path: Path | None) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
 
 
-def load_user_setup(db, dump: Path | None, jobs: int, setup_files, progress) -> dict | None:
+def load_user_setup(workload: "UserWorkload", db, dump: Path | None, jobs: int, setup_files, progress) -> dict | None:
     """A user workload's setup: the dump restored, then each setup file by psql. Returns what the
     restore did (None without a dump)."""
+    workload.fingerprint_files(skip="restore")  # the dump's is taken as it is read
     restored = restore(db, Path(dump), jobs, progress) if dump is not None else None
     for path in setup_files:
         progress.phase(f"setup: {Path(path).name}")
@@ -141,9 +236,32 @@ def load_user_setup(db, dump: Path | None, jobs: int, setup_files, progress) -> 
 
 class UserWorkload(Workload):
     """A workload on the user's own objects (run sql, run pgbench): what its setup restored is reported
-    with the run's checks, and its notes (what was left out) said to the user."""
+    with the run's checks, and its notes (what was left out) said to the user. Every file of the
+    user's it runs is fingerprinted (sha256) when it runs, so a recorded run's files can be checked
+    before they are run again (advise --verify)."""
     user_objects = True
     restored: dict | None = None
+    _fingerprints: list[dict] | None = None
+
+    def user_files(self) -> list[tuple[str, Path]]:
+        """(option, path) of every file of the user's the workload runs, in order."""
+        out = []
+        for p in self.params:
+            value = self.p[p.key] if p.type is Path else None
+            for v in (value if isinstance(value, tuple) else () if value is None else (value,)):
+                out.append((p.name, Path(v)))
+        return out
+
+    def fingerprint_files(self, skip: str | None = None) -> None:
+        """The files' fingerprints, taken as they are run (skip: an option fingerprinted as it is read)."""
+        self._fingerprints = [{"option": option, "path": str(path), "sha256": fingerprint(path)}
+                              for option, path in self.user_files() if option != skip]
+
+    def files(self) -> list[dict]:
+        out = list(self._fingerprints or [])
+        if self.restored:
+            out.insert(0, {"option": "restore", "path": str(self.p["restore"]), "sha256": self.restored["sha256"]})
+        return out
 
     def verify(self, db) -> dict:
         return {"restored": self.restored} if self.restored else {}

@@ -83,6 +83,7 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Plac
                 "checks": checks, "wal_bytes": wal_bytes, "wal_recycled_segments": recycled,
                 "catalog_bytes": catalog_bytes, **({"moved": moved} if moved else {}),
                 **({"notes": workload.notes()} if workload.notes() else {}),
+                **({"files": workload.files()} if workload.files() else {}),
             }
             if len(phases) == 1:
                 result.update(phases[0])  # its name too: a user's file may name its one phase

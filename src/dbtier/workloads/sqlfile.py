@@ -54,9 +54,11 @@ def read_text(path: Path, what: str) -> str:
         raise UserError(f"{what} {path}: not UTF-8 text (byte {exc.start})") from None
 
 
-def split(text: str, path: str = "<sql>") -> list[tuple[int, str]]:
+def split(text: str, path: str = "<sql>", meta_commands: bool = False) -> list[tuple[int, str]]:
     """(line, statement) for each statement, and ('phase', name) markers in order, as
-    (line, '\\x00phase:NAME'). Raises UserError for an unterminated quote or comment or a psql command."""
+    (line, '\\x00phase:NAME'). Raises UserError for an unterminated quote or comment or a psql command;
+    with meta_commands (a pgbench script), a backslash command is one of its own, to the end of its
+    line (and the lines a trailing backslash continues it on)."""
     out: list[tuple[int, str]] = []
     i, n, line = 0, len(text), 1
     start, start_line = 0, 1
@@ -102,6 +104,18 @@ def split(text: str, path: str = "<sql>") -> list[tuple[int, str]]:
             i = j
             continue
         if empty:
+            if c == "\\" and meta_commands:
+                end = i
+                while True:
+                    end = text.find("\n", end)
+                    if end < 0 or text[end - 1] != "\\":
+                        break
+                    end += 1
+                end = n if end < 0 else end
+                out.append((line, text[i:end]))
+                line += text.count("\n", i, end)
+                i = start = end
+                continue
             if c == "\\":
                 cmd = text[i:].split(None, 1)[0]
                 raise UserError(f"{path}:{line}: {cmd} is a psql command, not SQL; a measured file holds SQL "

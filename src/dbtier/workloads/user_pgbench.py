@@ -49,13 +49,16 @@ class UserPgbench(restore.UserWorkload):
     params = (
         Param("init", bool, False, "make pgbench's tables first (pgbench -i), at --scale", flags=("-i",)),
         Param("scale", int, 1, "pgbench -i's scale: 100,000 accounts each", flags=("-s",)),
-        Param("setup", Path, (), "a SQL file run by psql first, unmeasured (repeatable)", multiple=True,
+        Param("setup", Path, (), "a SQL file run first, unmeasured, as a psql script as you (psql's commands run "
+              "with your rights; repeatable)", multiple=True,
               metavar="FILE"),
-        Param("restore", Path, None, "a pg_dump file or folder restored first, unmeasured", metavar="DUMP"),
+        Param("restore", Path, None, "a pg_dump file or folder restored first, unmeasured (as the server's user; "
+              "psql commands in a plain dump are refused)", metavar="DUMP"),
         Param("restore-jobs", int, 1, "parallel jobs for --restore of a custom or directory dump", maximum=16),
         Param("builtin", str, (), "a built-in script, NAME[@WEIGHT] (repeatable)", multiple=True, flags=("-b",),
               metavar="NAME[@W]"),
-        Param("file", Path, (), "a script file of yours, FILE[@WEIGHT] (repeatable)", multiple=True, flags=("-f",),
+        Param("file", Path, (), "a script file of yours, FILE[@WEIGHT] (repeatable; pgbench runs it as you, its \\shell "
+              "commands with your rights)", multiple=True, flags=("-f",),
               metavar="FILE[@W]"),
         Param("client", int, 1, "concurrent clients (sessions)", flags=("-c",), maximum=1000),
         Param("jobs", int, 1, "pgbench's threads", flags=("-j",), maximum=64),
@@ -105,6 +108,10 @@ class UserPgbench(restore.UserWorkload):
         if not self.scripts:
             self.scripts.append(("tpcb-like", ["-b", "tpcb-like@1"], 1))
 
+    def user_files(self) -> list[tuple[str, Path]]:
+        return [(option, Path(_weighted(str(path), "-f")[0]) if option == "file" else path)
+                for option, path in super().user_files()]
+
     @property
     def seconds(self) -> int | None:
         return self.p["time"]
@@ -127,8 +134,8 @@ class UserPgbench(restore.UserWorkload):
             proc = db.client("pgbench", "-i", "-q", "-s", str(self.p["scale"]), db.database, as_me=True).run()
             if proc.returncode != 0:
                 raise UserError(f"pgbench -i failed: {_last_line(proc.stderr)}")
-        self.restored = restore.load_user_setup(db, self.p["restore"], self.p["restore_jobs"], self.p["setup"],
-                                                progress)
+        self.restored = restore.load_user_setup(self, db, self.p["restore"], self.p["restore_jobs"],
+                                                self.p["setup"], progress)
         with db.connect() as conn:
             conn.execute("VACUUM ANALYZE")  # what pgbench would do first (it runs with -n here)
 
@@ -149,7 +156,7 @@ class UserPgbench(restore.UserWorkload):
         return args
 
     def _run(self, db, progress) -> dict:
-        prefix = db.scratch_dir("pgbench") / f"log{time.monotonic_ns()}"
+        prefix = db.client_dir("pgbench") / f"log{time.monotonic_ns()}"  # pgbench runs as us: our folder
         args = self._args(prefix)
         progress.phase(f"pgbench {' '.join(args[:-2])}", total=self.seconds)
         t0 = time.monotonic()
@@ -164,7 +171,10 @@ class UserPgbench(restore.UserWorkload):
         elapsed = time.monotonic() - t0
         if proc.returncode != 0:
             pgbench_log.read(prefix)  # its partial logs go
-            raise WorkloadError(f"pgbench failed ({proc.returncode}): {_last_line(err)}")
+            script_error = self._script_error(err)
+            if script_error:
+                raise UserError(script_error)
+            raise WorkloadError(f"pgbench failed ({proc.returncode}): {_first_error(err)}")
         logs = pgbench_log.read(prefix)
         pgbench_log.note_transactions(db, logs, [name for name, _args, _weight in self.scripts])
         scripts = {}
@@ -182,8 +192,41 @@ class UserPgbench(restore.UserWorkload):
                 "pgbench": {"args": args, "output": out.strip().splitlines()}}
 
 
+    def _script_error(self, stderr: str) -> str | None:
+        """A script's mistake, as FILE:LINE: message. pgbench names the line of a script it cannot parse,
+        and only the script's number and the command's for one that fails as it runs: the line is found
+        by splitting the script as pgbench does (each SQL statement and each backslash command one)."""
+        for line in stderr.splitlines():
+            m = _PARSE_ERROR.match(line.strip())
+            if m:
+                return f"-f {m.group('file')}:{m.group('line')}: {m.group('msg')}"
+            m = _ABORTED.search(line)
+            if not m or int(m.group("script")) >= len(self.scripts):
+                continue
+            name, args, _weight = self.scripts[int(m.group("script"))]
+            if args[0] != "-f":
+                return f"-b {name}: {m.group('msg')}"
+            path = args[1].rsplit("@", 1)[0]
+            try:
+                commands = sqlfile.split(sqlfile.read_text(Path(path), "-f"), path, meta_commands=True)
+                where = f"{path}:{commands[int(m.group('command'))][0]}"
+            except (UserError, IndexError):
+                where = f"{path}, command {int(m.group('command')) + 1}"
+            return f"-f {where}: {m.group('msg')}"
+        return None
+
     def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
         return {"tps": metrics["tps"]}  # each script's latency percentiles: metrics["scripts"]
+
+
+_PARSE_ERROR = re.compile(r"^pgbench: error: (?P<file>/.+?):(?P<line>\d+): (?P<msg>.+)$")
+_ABORTED = re.compile(r"script (?P<script>\d+) aborted in command (?P<command>\d+) query \d+: "
+                      r"(?:ERROR|FATAL):\s+(?P<msg>.*)$")
+
+
+def _first_error(text: str) -> str:
+    errors = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("pgbench: error:")]
+    return errors[0] if errors else _last_line(text)
 
 
 def _last_line(text: str) -> str:

@@ -62,10 +62,11 @@ class UserSql(restore.UserWorkload):
         "N times. Each phase reports elapsed, server CPU against I/O wait, top wait events, per-device iostat, "
         "per-object I/O and pg_stat_io, and each statement's elapsed time and rows.")
     params = (
-        Param("setup", Path, (), "a SQL file run by psql before the measurement, unmeasured (repeatable, in order)",
+        Param("setup", Path, (), "a SQL file run before the measurement, unmeasured, as a psql script as you "
+              "(psql's commands run with your rights; repeatable, in order)",
               multiple=True, metavar="FILE"),
         Param("restore", Path, None, "a pg_dump file or folder (custom, directory, tar or plain) restored first, "
-              "unmeasured", metavar="DUMP"),
+              "unmeasured, as the server's user (psql commands in a plain dump are refused)", metavar="DUMP"),
         Param("jobs", int, 1, "parallel jobs for --restore of a custom or directory dump", flags=("-j",),
               maximum=16),
         Param("run", Path, (), "a SQL file to measure (repeatable, in order); '-- phase: NAME' lines divide it",
@@ -102,7 +103,8 @@ class UserSql(restore.UserWorkload):
         return Footprint({"the restored database": 2 * size} if size else {}, wal=2 * size, scratch=size)
 
     def prepare(self, db, progress) -> None:
-        self.restored = restore.load_user_setup(db, self.p["restore"], self.p["jobs"], self.p["setup"], progress)
+        self.restored = restore.load_user_setup(self, db, self.p["restore"], self.p["jobs"], self.p["setup"],
+                                                progress)
 
     def phases(self, cache_state: str = "cold") -> list[Phase]:
         out = []
