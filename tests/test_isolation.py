@@ -6,6 +6,7 @@ they are skipped, because only root can act as another user."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pwd
@@ -209,3 +210,114 @@ def test_exec_fails_when_the_program_drops_to_a_user_the_emulation_cannot_reach(
                   f"--regid={other.pw_gid}", "--clear-groups", "dd", "if=/dev/zero", f"of={dev}/f", "bs=8k", "count=4")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "did not apply" in proc.stderr and "r/s" not in proc.stdout + proc.stderr
+
+
+# -- folders another user can change, and run directories another user made -----------------------
+
+
+@pytest.fixture
+def hers(other, shared_base):
+    """A folder of the other user's, in the shared folder: she can rename and replace what is in it."""
+    path = shared_base / "hers"
+    assert as_other(other, f"import os; os.mkdir({str(path)!r}, 0o755)").returncode == 0
+    return path
+
+
+@pytest.mark.parametrize("where", ["-o", "-o below", "device", "workspace"])
+def test_nothing_is_made_in_a_folder_another_user_can_change(where, hers, shm_dir, tmp_path):
+    """Results, a device's folder or the workspace inside her folder: she could swap what dbtier made
+    for a link between two of its steps (a chmod, a write), so the run is refused before anything is made."""
+    args = {"-o": ["-o", str(hers)], "-o below": ["-o", str(hers / "out")],
+            "device": ["-d", f"x=ram-san:{hers}"], "workspace": ["--workspace", str(hers)]}[where]
+    base = ["--workspace", str(shm_dir)] if where != "workspace" else []
+    out = ["-o", str(tmp_path / "out")] if not where.startswith("-o") else []
+    proc = dbtier("run", "random-index", "--rows", "50", "-d", "d=ram-san", *base, *out, *args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert f"belongs to user {OTHER}" in proc.stderr and "choose a folder only you" in proc.stderr, proc.stderr
+    assert list(hers.iterdir()) == [] and not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def recorded_sql(module_shm_dir, tmp_path_factory):
+    """A run of the user's own SQL with a setup file, recorded with --trace (what --verify runs again)."""
+    work = tmp_path_factory.mktemp("verify")
+    (work / "setup.sql").write_text("CREATE TABLE t AS SELECT g AS id, repeat('x', 500) AS pad "
+                                    "FROM generate_series(1, 2000) g;\n")
+    (work / "q.sql").write_text("SELECT count(*) FROM t;\n")
+    dbtier("run", "sql", "--setup", str(work / "setup.sql"), "--run", str(work / "q.sql"), "-d", "hdd=hdd-sata-7200",
+           "--trace", "-q", "--workspace", str(module_shm_dir), "-o", str(work / "runs"), check=True)
+    return work, next((work / "runs").glob("sql-*"))
+
+
+def _copy_run(run_dir: Path, dest: Path, change=None) -> Path:
+    shutil.copytree(run_dir, dest)
+    if change:
+        doc = json.loads((dest / "result.json").read_text())
+        change(doc)
+        (dest / "result.json").write_text(json.dumps(doc))
+    return dest
+
+
+def _verify(run_dir: Path, tmp_path: Path, workspace: Path) -> subprocess.CompletedProcess:
+    return dbtier("advise", str(run_dir), "--fast", "ssd=ssd-sata-mlc", "--budget", "64MB", "--verify", "1",
+                  "--workspace", str(workspace), "-o", str(tmp_path / "advice"), "-q")
+
+
+def test_verify_refuses_a_run_directory_another_user_owns(other, recorded_sql, shm_dir, tmp_path):
+    _work, run = recorded_sql
+    theirs = _copy_run(run, tmp_path / "theirs")
+    for path in [theirs, *theirs.iterdir()]:
+        os.chown(path, other.pw_uid, other.pw_gid)
+    proc = _verify(theirs, tmp_path, shm_dir)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert f"belongs to user {OTHER}" in proc.stderr and "--verify runs the recorded run again" in proc.stderr
+    assert not (tmp_path / "advice").exists()
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("her setup file", f"belongs to user {OTHER}"),
+    ("a changed setup file", "has changed since the run was recorded"),
+    ("a relative path", "by a relative path"),
+    ("no fingerprints", "has no fingerprint of its --setup file"),
+    ("listen_addresses", "the recorded run carries a setting dbtier would refuse (--set listen_addresses"),
+    ("hba_file", "the recorded run carries a setting dbtier would refuse (--set hba_file"),
+])
+def test_verify_runs_nothing_the_recording_names_unless_it_is_yours_and_unchanged(damage, message, other,
+                                                                                 recorded_sql, shm_dir, tmp_path):
+    """Whatever a recording names is checked before it runs: its setup file (hers, changed, named
+    relatively, never fingerprinted) and its server settings (what --set would refuse)."""
+    work, run = recorded_sql
+    mark = tmp_path / "ran"
+    setup = tmp_path / "setup.sql"  # runs as root if it ever runs: it must not
+    setup.write_text(f"\\! touch {mark}\n" + (work / "setup.sql").read_text())
+
+    def change(doc):
+        if damage in ("her setup file", "a changed setup file", "no fingerprints"):
+            doc["params"]["setup"] = [str(setup)]
+            doc["files"] = [{"option": "setup", "path": str(setup), "sha256": "0" * 64}]
+        if damage == "her setup file":
+            os.chown(setup, other.pw_uid, other.pw_gid)
+        if damage == "no fingerprints":
+            del doc["files"]
+        if damage == "a relative path":
+            doc["params"]["setup"] = ["setup.sql"]
+        if damage in ("listen_addresses", "hba_file"):
+            doc["lab"]["user_settings"][damage] = "'*'" if damage == "listen_addresses" else "'/tmp/hba'"
+    proc = _verify(_copy_run(run, tmp_path / "run", change), tmp_path, shm_dir)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert message in proc.stderr, proc.stderr
+    assert not mark.exists() and not (tmp_path / "advice").exists()
+
+
+def test_verify_runs_an_unchanged_recording_of_ones_own(recorded_sql, shm_dir, tmp_path):
+    """The same checks pass a run of one's own, as recorded: its files' fingerprints are in result.json."""
+    work, run = recorded_sql
+    doc = json.loads((run / "result.json").read_text())
+    assert doc["files"] == [{"option": "setup", "path": str(work / "setup.sql"),
+                             "sha256": hashlib.sha256((work / "setup.sql").read_bytes()).hexdigest()},
+                            {"option": "run", "path": str(work / "q.sql"),
+                             "sha256": hashlib.sha256((work / "q.sql").read_bytes()).hexdigest()}]
+    proc = _verify(run, tmp_path, shm_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert len(list((tmp_path / "advice").glob("advise-*"))) == 1 and len(list((tmp_path / "advice").glob("sql-*"))) == 1

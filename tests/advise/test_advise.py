@@ -7,6 +7,9 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import signal
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -86,6 +89,29 @@ def test_verify_runs_the_advice_live(recorded, tmp_path, module_shm_dir):
     assert v["place"] == doc["recommended"]["place"]
     # predicted against a live run of the same placement: the replay's error on this host (README)
     assert v["predicted"] == pytest.approx(v["measured"], rel=0.25), v
+
+
+def test_an_interrupted_verification_keeps_the_advice(recorded, tmp_path, module_shm_dir):
+    """The advice is written before it is verified: Ctrl-C during the live runs leaves it in place."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "dbtier", "advise", str(recorded), "--fast", "ssd=ssd-sata-mlc",
+                             "--budget", "64MB", "--verify", "1", "--workspace", str(module_shm_dir), "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for line in proc.stdout:
+            if "verifying it live" in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    (advice,) = out.glob("advise-*")
+    doc = json.loads((advice / "result.json").read_text())
+    assert doc["kind"] == "advice" and doc["recommended"]["place"] and "verify" not in doc
+    assert not list(out.glob("sql-*")) and not list(out.glob(".*"))  # the live run left nothing
 
 
 def _fake_predictor(cost_of):

@@ -8,37 +8,86 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from dbtier import ownership
 from dbtier.advise.search import headline
 from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
-from dbtier.pg import capacity
+from dbtier.pg import capacity, settings
 from dbtier.pg.lab import LabOptions
 from dbtier.pg.placement import Placement
 from dbtier.predict.recording import Recording
 from dbtier.workloads import compare as compare_mod
-from dbtier.workloads import registry
+from dbtier.workloads import registry, restore
 from dbtier.workloads.base import Workload
+from dbtier.workloads.restore import UserWorkload
+
+
+def _yours(path: Path, what: str) -> None:
+    why = ownership.changeable_by_others(path)
+    if why:
+        raise UserError(f"--verify runs the recorded run again, and {what} {path} is not yours alone ({why}); "
+                        "verify only runs you (or root) recorded, from files only you can change")
+
+
+def check_trusted(rec: Recording) -> None:
+    """A run that --verify makes again runs what the recording names (setup files, a dump, pgbench
+    scripts, server settings): all of it must be the user's own, unchanged since it was recorded."""
+    _yours(rec.run_dir, "the run directory")
+    _yours(rec.run_dir / "result.json", "its result")
+    workload_of(rec)  # its files, checked
+    settings_of(rec)
 
 
 def workload_of(rec: Recording) -> Workload:
-    """The recorded run's workload, with its parameters as the run was given them."""
+    """The recorded run's workload, with its parameters as the run was given them; every file it names
+    checked: absolute, yours, and what the run ran (its recorded sha256)."""
     cls = registry.get(rec.result["workload"])
     params = rec.result.get("params") or {}
+    recorded = {(f.get("option"), f.get("path")): f.get("sha256") for f in rec.result.get("files") or []
+                if isinstance(f, dict)}
     values = {}
     for p in cls.params:
         if p.key not in params:
             continue
         v = params[p.key]
         if p.type is Path and v is not None:
+            for x in (v if isinstance(v, list) else [v]):
+                if not Path(str(x)).is_absolute():
+                    raise UserError(f"--verify runs the workload again, and the recording names its --{p.name} file "
+                                    f"{x} by a relative path; record the run again with this dbtier")
             v = tuple(Path(x) for x in v) if isinstance(v, list) else Path(v)
-            for f in (v if isinstance(v, tuple) else (v,)):
-                if not f.exists():
-                    raise UserError(f"--verify runs the workload again, and its file {f} is gone; run advise from "
-                                    "where the run was made, or without --verify")
         elif isinstance(v, list):
             v = tuple(v)
         values[p.key] = v
-    return cls(**values)
+    workload = cls(**values)
+    named = workload.user_files() if isinstance(workload, UserWorkload) else []
+    for option, path in named:
+        if not path.exists():
+            raise UserError(f"--verify runs the workload again, and its file {path} is gone; run advise from "
+                            "where the run was made, or without --verify")
+        _yours(path, f"its --{option} file")
+        for inner in (path.iterdir() if path.is_dir() else ()):  # a directory-format dump's files
+            _yours(inner, f"its --{option} file")
+        digest = recorded.get((option, str(path)))
+        if digest is None:
+            raise UserError(f"--verify runs the workload again, and the recording has no fingerprint of its --{option} "
+                            f"file {path}; record the run again with this dbtier")
+        if restore.fingerprint(path) != digest:
+            raise UserError(f"--verify runs the workload again, and its --{option} file {path} has changed since the "
+                            "run was recorded; record the run again")
+    return workload
+
+
+def settings_of(rec: Recording) -> dict[str, str]:
+    """The recorded --set settings, checked as --set checks them: a recording cannot open what a
+    command line could not."""
+    recorded = (rec.result.get("lab") or {}).get("user_settings") or {}
+    if not isinstance(recorded, dict):
+        raise UserError(f"{rec.run_dir}: lab.user_settings is not a map of settings; the result is damaged")
+    try:
+        return settings.parse_sets([f"{k}={v}" for k, v in recorded.items()])
+    except UserError as exc:
+        raise UserError(f"{rec.run_dir}: the recorded run carries a setting dbtier would refuse ({exc})") from None
 
 
 def options_of(rec: Recording, workspace: Path | None) -> LabOptions:
@@ -46,12 +95,13 @@ def options_of(rec: Recording, workspace: Path | None) -> LabOptions:
     page_cache = (lab.get("page_cache") or {}).get("bytes")
     return LabOptions(cache=f"{int(lab['cache_bytes']) // 1024}kB", io_mode=lab.get("io_mode", "direct"),
                       page_cache=f"{int(page_cache) // 1024}kB" if page_cache else None,
-                      sets=dict(lab.get("user_settings") or {}), workspace=workspace,
+                      sets=settings_of(rec), workspace=workspace,
                       cpu_scale=float(lab.get("cpu_scale", 1.0)))
 
 
 def check(rec: Recording, devices: list[DeviceSpec], placements: list[Placement], workspace: Path | None) -> None:
     """What a live run would refuse, refused before any prediction."""
+    check_trusted(rec)
     workload, options = workload_of(rec), options_of(rec, workspace)
     for placement in placements:
         capacity.check_run(workload, devices, placement, options, rec.result.get("cache_state", "cold"))
@@ -80,6 +130,7 @@ def run(rec: Recording, devices: list[DeviceSpec], placements: list[tuple[str, P
                                           folder.path, say, cache_state)
                 jsonout.write(folder.path / "result.json", result)
                 runview.write_page(folder.path / "report.html", f"dbtier advise, verifying {label}", result)
+            folder.check()
             phases = result.get("phases") or [result]
             metric, value, higher = headline([{"measured": p} for p in phases], "measured")
             out.append({"label": label, "run_dir": str(folder.final), "metric": metric, "measured": value,

@@ -81,8 +81,23 @@ def advise(run_dir: Path, fast, slow, budget, cost, max_cost, verify, workspace,
         progress.phase("predicting placements")
         doc, advisor = advice_mod.advise(
             q, lambda n, _what: n % 25 == 0 and progress.phase(f"predicting placements: {n:,} so far"))
+    from dbtier.report import adviseview, html
+    from dbtier.report.rundir import run_dir as make_run_dir
+
+    def write(folder: Path) -> None:
+        jsonout.write(folder / "result.json", doc)
+        html.write(folder / "report.html", f"dbtier advise {doc['workload']}", doc["run_dir"],
+                   adviseview.sections(doc))
+
     ws = Workspace.open(workspace)
+    # The advice is written before it is verified: live runs take minutes, and an interrupted
+    # verification keeps the advice it was verifying.
+    with make_run_dir(output, f"advise-{doc['workload']}", ws) as folder:
+        write(folder.path)
+    advice_dir = folder.final
+    folder.check()
     if verify:
+        say(f"advice: {advice_dir}; verifying it live")
         placements = [("advised", doc["recommended"])] + [(f"alt{i + 2}", o) for i, o in enumerate(doc["alternatives"])]
         placements = placements[:verify]
 
@@ -93,18 +108,12 @@ def advise(run_dir: Path, fast, slow, budget, cost, max_cost, verify, workspace,
         doc["verify"] = [{**r, "place": o["place"], "predicted": o["value"], "fast_bytes": o["fast_bytes"]}
                          for (_l, o), r in zip(placements, runs)]
         doc["verified_best"] = advice_mod.verified_best(doc)
-    from dbtier.report import adviseview, html
-    from dbtier.report.rundir import run_dir as make_run_dir
-
-    with make_run_dir(output, f"advise-{doc['workload']}", ws) as folder:
-        jsonout.write(folder.path / "result.json", doc)
-        html.write(folder.path / "report.html", f"dbtier advise {doc['workload']}", doc["run_dir"],
-                   adviseview.sections(doc))
+        write(advice_dir)
     if json_path is not None:
-        jsonout.write(json_path, {**doc, "advice_dir": str(folder.final)})
+        jsonout.write(json_path, {**doc, "advice_dir": str(advice_dir)})
     if quiet:
-        out.print(str(folder.final), markup=False)
+        out.print(str(advice_dir), markup=False)
         return
     adviseview.show(out, doc)
-    out.print(f"advice: {folder.final} (result.json, report.html)", markup=False, soft_wrap=True)
+    out.print(f"advice: {advice_dir} (result.json, report.html)", markup=False, soft_wrap=True)
 

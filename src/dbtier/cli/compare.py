@@ -95,6 +95,7 @@ def execute(cls, kw: dict) -> Path:
                 run_dirs.append(str(folder.final))
                 say(f"{c.name}: {compare_mod.headline(result)[0]} {compare_mod.headline(result)[1]:.4g} "
                     f"({folder.final})")
+                folder.check()
     except KeyboardInterrupt:
         for d in run_dirs:
             out.print(f"kept: {d}", markup=False)
@@ -113,12 +114,13 @@ def execute(cls, kw: dict) -> Path:
         html.write(folder.path / "report.html", f"dbtier compare {cls.name}", results[0]["started"],
                    compareview.sections(names, results, run_dirs),
                    verdict.compare(names, results, doc["speedups"], doc["headline"]))
-    if kw["json_path"]:
-        jsonout.write(kw["json_path"], {**doc, "run_dir": str(folder.final)})
     for line in verdict.compare(names, results, doc["speedups"], doc["headline"]):
         out.print(line, markup=False)
     show(out, compareview.table_data(names, results))
     show(out, compareview.device_data(names, results))
     out.print(f"comparison: {folder.final} (result.json, report.html); each layout's own run directory beside it",
               markup=False)
+    if kw["json_path"]:
+        jsonout.write(kw["json_path"], {**doc, "run_dir": str(folder.final)})
+    folder.check()
     return folder.final

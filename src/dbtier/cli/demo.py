@@ -131,3 +131,4 @@ def demo(rows: int, scans: int, cache: str, output: Path, pg_bin: Path | None, w
             for note in runview.fidelity_notes(r):
                 out.print(f"note: {w['workload']} {note}", markup=False)
     out.print(f"run directory: {folder.final} (result.json, report.html)", markup=False)
+    folder.check()

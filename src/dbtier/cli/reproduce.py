@@ -83,3 +83,4 @@ def reproduce(quick: bool, only: str | None, output: Path, pg_bin: Path | None, 
         out.print(table)
     out.print(f"{doc['elapsed_s'] / 60:.1f} minutes; run directory: {folder.final} (result.json, report.html)",
               markup=False)
+    folder.check()

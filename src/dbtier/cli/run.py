@@ -166,9 +166,10 @@ def execute(cls, kw: dict) -> Path:
         from dbtier.report import runview  # matplotlib: loaded once there is something to chart
 
         runview.write_page(folder.path / "report.html", f"dbtier run {cls.name}", result)
-    if kw["json_path"]:
-        jsonout.write(kw["json_path"], {**result, "run_dir": str(folder.final)})
     if not kw["quiet"]:
         runview.print_run(out, result)
     out.print(f"run directory: {folder.final}", markup=False)
+    if kw["json_path"]:
+        jsonout.write(kw["json_path"], {**result, "run_dir": str(folder.final)})
+    folder.check()
     return folder.final

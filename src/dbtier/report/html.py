@@ -43,4 +43,5 @@ def render(title: str, subtitle: str, sections: list[Section], verdict: list[str
 
 
 def write(path: Path, title: str, subtitle: str, sections: list[Section], verdict: list[str] | None = None) -> None:
-    Path(path).write_text(render(title, subtitle, sections, verdict))
+    from dbtier.workspace import write_private
+    write_private(Path(path), render(title, subtitle, sections, verdict), mode=0o644)  # whole, or as it was

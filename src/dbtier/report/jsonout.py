@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -58,6 +59,11 @@ def write(path: Path, doc: dict) -> None:
         with os.fdopen(fd, "w") as out:
             out.write(dumps(doc) + "\n")
         os.replace(tmp, path)
+    except OSError as exc:  # the folder filled up or turned read-only meanwhile
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise UserError(f"cannot write {path}: {exc.strerror}") from None
     except BaseException:
-        os.unlink(tmp)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
         raise

@@ -7,6 +7,7 @@ import os
 import stat
 from pathlib import Path
 
+from dbtier import ownership
 from dbtier.errors import UserError
 from dbtier.workspace import check_not_pseudo
 
@@ -47,13 +48,15 @@ def check_dir(path: Path, what: str) -> Path:
             raise UserError(f"{what} {path}: a file is there, not a folder; choose a folder")
         if not os.access(path, os.W_OK | os.X_OK):
             raise UserError(f"{what} {path}: you cannot write there; choose a folder of yours")
-        return path
-    base = _nearest_existing(path)
-    _refuse_dead_link(base, path, what)
-    if not base.is_dir():
-        raise UserError(f"{what} {path}: {base} is a file, so no folder can be made under it")
-    if not os.access(base, os.W_OK | os.X_OK):
-        raise UserError(f"{what} {path}: cannot make it, {base} is not writable for you")
+    else:
+        base = _nearest_existing(path)
+        _refuse_dead_link(base, path, what)
+        if not base.is_dir():
+            raise UserError(f"{what} {path}: {base} is a file, so no folder can be made under it")
+        if not os.access(base, os.W_OK | os.X_OK):
+            raise UserError(f"{what} {path}: cannot make it, {base} is not writable for you")
+    # results are built in a folder there and renamed into place: nobody else may swap it meanwhile
+    ownership.check_yours(path, what, "writes there")
     return path
 
 
