@@ -254,11 +254,9 @@ class Lab:
                 self._log_text = self.server_log()
                 keep = self.claim is not None and self.options.keep
                 try:
-                    if keep:  # its user serves the next lab: what it owned here becomes ours, out of that lab's reach
-                        for folder in [self.claim.path, *map(Path, self.claim.record.get("folders", []))]:
-                            osuser.reclaim(folder, self.user)
                     if self.lease is not None:  # what the run's SQL started and left running goes too
-                        self.lease.release()
+                        self.lease.release(keep=[self.claim.path, *map(Path, self.claim.record.get("folders", []))]
+                                           if keep else [])
                 finally:
                     if keep:
                         self.claim.keep()

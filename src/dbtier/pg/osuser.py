@@ -109,10 +109,14 @@ class Lease:
     owned: bool = False
     stopped: list[int] = field(default_factory=list)
 
-    def release(self) -> None:
-        """Stops every process of the user (what a dump or setup started and detached too), then frees it."""
+    def release(self, keep: list[Path] = ()) -> None:
+        """Stops every process of the user (what a dump or setup started and detached too), makes what
+        it owns under `keep` ours (a kept lab's folders: the user serves the next lab), removes what
+        else it left, then frees it."""
         if self.owned:
             self.stopped += stop_every_process(self.user)
+            for folder in keep:
+                reclaim(folder, self.user)
             remove_leftovers(self.user)
         if self.lock_fd is not None:
             os.close(self.lock_fd)
