@@ -15,7 +15,7 @@ import pytest
 
 from dbtier.devices import native
 from tests.conftest import dbtier
-from tests.pg.test_lifecycle import ipc_leftovers, postgres_pids, wait_for
+from tests.pg.test_lifecycle import ipc_leftovers, ipc_left_since, postgres_pids, wait_for
 
 
 def dbtier_litter() -> set[str]:
@@ -107,7 +107,7 @@ def test_a_killed_run_is_cleaned_up_by_the_next(shm_dir, tmp_path, parent_death_
     dbtier("exec", "--workspace", str(shm_dir), "-q", "-d", f"d=ram-san:{tmp_path}", "--", "true", check=True)
     wait_for(lambda: not postgres_pids(shm_dir), 30, "the server to stop")
     assert leftovers(shm_dir, out) == []
-    assert ipc_leftovers() <= ipc_before
+    assert ipc_left_since(ipc_before) == set()
     assert dbtier_litter() <= litter_before
 
 
@@ -165,4 +165,4 @@ def test_two_quick_sigterms_leave_nothing(shm_dir, tmp_path, gap_s):
             proc.kill()
     assert proc.returncode == 130, err
     assert leftovers(shm_dir, out) == []  # without any reaping: the command cleaned up after itself
-    assert ipc_leftovers() <= ipc_before
+    assert ipc_left_since(ipc_before) == set()

@@ -17,7 +17,7 @@ from dbtier.errors import UserError
 from dbtier.workloads import compare
 from dbtier.report.terminal import fmt
 from tests.conftest import dbtier, dbtier_in_terminal
-from tests.pg.test_lifecycle import ipc_leftovers, postgres_pids, wait_for
+from tests.pg.test_lifecycle import ipc_leftovers, ipc_left_since, postgres_pids, wait_for
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "layouts.toml"
 
@@ -96,7 +96,8 @@ def test_ctrl_c_keeps_the_finished_layouts(shm_dir, tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: list(out.glob("sql-fast-*")), 120, "the first layout's run directory")
-        wait_for(lambda: list(out.glob(".dbtier-results-*")), 60, "the second layout to start")
+        # the second layout's run directory, being built in the workspace
+        wait_for(lambda: list(shm_dir.glob("dbtier-*/results-*/sql-slow")), 60, "the second layout to start")
         time.sleep(1)
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=120)
@@ -108,7 +109,7 @@ def test_ctrl_c_keeps_the_finished_layouts(shm_dir, tmp_path):
     assert "kept:" in err or "kept:" in _out
     assert [p.name.split("-2")[0] for p in out.iterdir()] == ["sql-fast"]  # kept; no partial, no summary
     assert (next(out.glob("sql-fast-*")) / "result.json").exists()
-    assert postgres_pids(shm_dir) == [] and ipc_leftovers() <= ipc_before
+    assert postgres_pids(shm_dir) == [] and ipc_left_since(ipc_before) == set()
     assert [p.name for p in shm_dir.glob("dbtier-*/*") if p.name != "runtime"] == []
 
 
