@@ -39,15 +39,31 @@ struct pc_config {
     uint32_t readahead_kb, dirty_bg_pct, dirty_pct, dsync_data;
 };
 
+/* A whole number of digits alone: strtoull would take "-1" (wrapped to 2^64 - 1), leading blanks or
+ * a sign, and saturate on overflow. */
+static int parse_count(const char *text, unsigned long long *out) {
+    if (!isdigit((unsigned char)text[0])) return -1;
+    char *end;
+    errno = 0;
+    *out = strtoull(text, &end, 10);
+    return *end || errno == ERANGE ? -1 : 0;
+}
+
+/* Names and directories go into messages, paths and the JSON dump: no control characters. */
+static int has_control(const char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) return 1;
+    return 0;
+}
+
 static int parse_pagecache(char *line, struct pc_config *pc, char *err, size_t errlen, int lineno) {
     char *save = NULL;
     strtok_r(line, "\t ", &save); /* "@pagecache" */
     for (char *tok = strtok_r(NULL, "\t ", &save); tok; tok = strtok_r(NULL, "\t ", &save)) {
         char *eq = strchr(tok, '=');
-        char *end = NULL;
-        unsigned long long v = eq ? strtoull(eq + 1, &end, 10) : 0;
-        if (!eq || !end || *end || end == eq + 1) {
-            snprintf(err, errlen, "device map line %d: expected key=number, got '%s'", lineno, tok);
+        unsigned long long v = 0;
+        if (!eq || parse_count(eq + 1, &v) != 0) {
+            snprintf(err, errlen, "device map line %d: expected key=number (digits only), got '%s'", lineno, tok);
             return -1;
         }
         *eq = '\0';
@@ -66,17 +82,21 @@ static int parse_pagecache(char *line, struct pc_config *pc, char *err, size_t e
 }
 
 static int parse_line(char *line, struct dbt_device_slot *d, char *err, size_t errlen, int lineno) {
-    char *fields[4] = {0};
+    char *fields[5] = {0};
     int n = 0;
     char *save = NULL;
-    for (char *tok = strtok_r(line, "\t", &save); tok && n < 4; tok = strtok_r(NULL, "\t", &save))
+    for (char *tok = strtok_r(line, "\t", &save); tok && n < 5; tok = strtok_r(NULL, "\t", &save))
         fields[n++] = tok;
-    if (n < 3) {
-        snprintf(err, errlen, "device map line %d: expected NAME<TAB>KIND<TAB>DIR", lineno);
+    if (n < 3 || n > 4) {
+        snprintf(err, errlen, "device map line %d: expected NAME<TAB>KIND<TAB>DIR[<TAB>key=value ...]", lineno);
         return -1;
     }
     if (strlen(fields[0]) >= DBT_NAME_MAX || strlen(fields[2]) >= DBT_DIR_MAX) {
         snprintf(err, errlen, "device map line %d: name or directory too long", lineno);
+        return -1;
+    }
+    if (has_control(fields[0]) || has_control(fields[2]) || (n == 4 && has_control(fields[3]))) {
+        snprintf(err, errlen, "device map line %d: a control character in the name, directory or parameters", lineno);
         return -1;
     }
     const struct dbt_device_ops *ops = dbt_ops_by_name(fields[1]);
@@ -131,7 +151,11 @@ void dbt_state_layout(uint64_t pc_bytes, struct dbt_state_layout *out) {
 static int create_private(const char *state_path, char *tmp, size_t tmplen) {
     int fd = -1;
     for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        snprintf(tmp, tmplen, "%s.tmp%d.%u", state_path, (int)getpid(), attempt);
+        int n = snprintf(tmp, tmplen, "%s.tmp%d.%u", state_path, (int)getpid(), attempt);
+        if (n < 0 || (size_t)n >= tmplen) { /* cut short, the name would be another file's */
+            errno = ENAMETOOLONG;
+            break;
+        }
         fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0 && errno != EEXIST) break;
     }
@@ -188,7 +212,16 @@ int dbt_state_create(const char *map_path, const char *state_path, char *err, si
     struct pc_config pcc = {0, 128, 10, 20, 0}; /* Linux's defaults: read_ahead_kb, dirty ratios */
     while (fgets(line, sizeof line, f)) {
         lineno++;
-        line[strcspn(line, "\r\n")] = '\0';
+        /* Only the line's end is cut: a CR or LF inside a field would otherwise end the line early
+         * and drop what follows (a directory cut short, its parameters lost) without a word. */
+        size_t len = strlen(line);
+        if (len && line[len - 1] == '\n') line[--len] = '\0';
+        else if (!feof(f)) {
+            snprintf(err, errlen, "device map line %d: longer than %zu bytes", lineno, sizeof line - 2);
+            rc = -1;
+            break;
+        }
+        if (len && line[len - 1] == '\r') line[--len] = '\0';
         if (line[0] == '\0' || line[0] == '#') continue;
         if (line[0] == '@') {
             if (strncmp(line, "@pagecache", 10) != 0) {

@@ -346,6 +346,60 @@ static void test_arena(void) {
     unlink(plain_map);
 }
 
+/* The device map's parser refuses what strtoull and strtod would take quietly: a negative count
+ * (wrapped to 2^64 - 1), a sign or blank before a number, an empty value, control characters in a
+ * name, folder or parameter, a line cut by a CR inside it, a fifth field, an over-long line. */
+static void test_map_refusals(void) {
+    static const struct {
+        const char *what, *map, *want;
+    } cases[] = {
+        {"page cache bytes -1", "r\tram\t/d\n@pagecache\tbytes=-1\n", "digits only"},
+        {"page cache bytes +5", "r\tram\t/d\n@pagecache\tbytes=+5\n", "digits only"},
+        {"page cache bytes empty", "r\tram\t/d\n@pagecache\tbytes=\n", "digits only"},
+        {"page cache bytes blank", "r\tram\t/d\n@pagecache\tbytes=\v5\n", "digits only"},
+        {"page cache bytes overflow", "r\tram\t/d\n@pagecache\tbytes=99999999999999999999999\n", "digits only"},
+        {"page cache readahead -128", "r\tram\t/d\n@pagecache\treadahead_kb=-128\n", "digits only"},
+        {"param negative", "h\thdd\t/d\trpm=-7200\n", "cannot be negative"},
+        {"param minus zero", "r\tram\t/d\tlatency_us=-0\n", "cannot be negative"},
+        {"param empty", "r\tram\t/d\tlatency_us=\n", "not a number"},
+        {"param blank", "r\tram\t/d\tlatency_us=\f5\n", "control character"},
+        {"param plus", "r\tram\t/d\tlatency_us=+5\n", "not a number"},
+        {"param trailing", "r\tram\t/d\tlatency_us=5x\n", "not a number"},
+        {"name with newline-like char", "r\x01x\tram\t/d\n", "control character"},
+        {"name with escape", "r\x1b[31m\tram\t/d\n", "control character"},
+        {"folder with DEL", "r\tram\t/d\x7f\n", "control character"},
+        {"folder with CR inside", "r\tram\t/d\rx\tlatency_us=5\n", "control character"},
+        {"a fifth field", "r\tram\t/d\tlatency_us=5\tx\n", "expected NAME"},
+    };
+    char path[700], out[700], err[512];
+    snprintf(path, sizeof path, "%s/bad.map", work);
+    snprintf(out, sizeof out, "%s/bad.state", work);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_file(path, cases[i].map);
+        err[0] = '\0';
+        int rc = dbt_state_create(path, out, err, sizeof err);
+        CHECK(rc != 0, "%s: the map was accepted", cases[i].what);
+        CHECK(strstr(err, cases[i].want) != NULL, "%s: message '%s' does not mention '%s'", cases[i].what, err,
+              cases[i].want);
+        CHECK(file_size(out) == 0, "%s: a state was written", cases[i].what);
+        printf("refused %-28s %s\n", cases[i].what, err);
+    }
+    /* a line longer than the parser's buffer is refused, not read as two */
+    static char longmap[20000];
+    size_t n = (size_t)snprintf(longmap, sizeof longmap, "r\tram\t/d\t");
+    while (n < 9000) n += (size_t)snprintf(longmap + n, sizeof longmap - n, "latency_us=5 ");
+    snprintf(longmap + n, sizeof longmap - n, "\nq\tram\t/q\n");
+    write_file(path, longmap);
+    CHECK(dbt_state_create(path, out, err, sizeof err) != 0 && strstr(err, "longer than"),
+          "an over-long line was not refused: %s", err);
+    /* what is refused above, given rightly, is taken */
+    write_file(path, "h\thdd\t/d\tseek_a_ms=-1.5 rpm=7200\n@pagecache\tbytes=1048576 readahead_kb=128\r\n");
+    CHECK(dbt_state_create(path, out, err, sizeof err) == 0, "a valid map (a negative seek term, CRLF) was refused: %s",
+          err);
+    unlink(out);
+    unlink(path);
+}
+
 int main(int argc, char **argv) {
     int own = argc < 2;
     if (own) {
@@ -382,6 +436,7 @@ int main(int argc, char **argv) {
     CHECK(json && strstr(json, "/data/h/base/1"), "the valid state's dump lacks its file: %s", json ? "" : err);
     free(json);
     munmap(S, S_size);
+    test_map_refusals();
     test_arena();
     unlink(state_path);
     unlink(map_path);

@@ -126,7 +126,10 @@ def _take_string(ptr: int) -> str:
 @functools.cache
 def param_table() -> dict:
     """{kind: {"help": str, "params": [{name, unit, default, min, max, help}]}} from the C table."""
-    return json.loads(_take_string(lib().dbt_param_table_json()))
+    ptr = lib().dbt_param_table_json()
+    if not ptr:
+        raise MemoryError("the device parameter table could not be written")
+    return json.loads(_take_string(ptr))
 
 
 def state_bytes(page_cache_bytes: int) -> int:

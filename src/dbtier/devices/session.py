@@ -78,6 +78,11 @@ class Session:
         self.state_path = workdir / "iotap.state"
 
     def create(self) -> None:
+        for d in self.devices:  # the map is one line per device: a newline or tab would forge another
+            for what, text in (("name", d.name), ("folder", str(d.directory))):
+                if any(ord(c) < 0x20 or ord(c) == 0x7f for c in text):
+                    raise UserError(f"device {what} {text!r} holds a control character; rename it, or give another "
+                                    "folder")
         self.workdir.mkdir(parents=True, exist_ok=True)
         lines = ["# dbtier device map: NAME<TAB>KIND<TAB>DIR<TAB>key=value ..."]
         for d in self.devices:
