@@ -17,7 +17,7 @@ from dbtier.errors import UserError
 
 IOTAP_LIB = "libdbtier_iotap.so"
 SIM_LIB = "libdbtier_sim.so"
-ABI_VERSION = 2010002  # devmodel ops 2, state file 10, trace format 2: dbt_abi_version's handshake
+ABI_VERSION = 2011002  # devmodel ops 2, state file 11, trace format 2: dbt_abi_version's handshake
 
 OP_READ, OP_WRITE, OP_FLUSH = 1, 2, 3
 

@@ -141,7 +141,8 @@ class Session:
             return
         state = self.snapshot()
         chunks, cursors = native.chunk_map(self.state_path)
-        write_private(self.trace_dir / "files.json", json.dumps(state["files"]), mode=0o644)
+        # the trace's file table is [index, device, path]; the inode the state keeps besides is this host's
+        write_private(self.trace_dir / "files.json", json.dumps([row[:3] for row in state["files"]]), mode=0o644)
         write_private(self.trace_dir / "layout.json",
                       json.dumps({"chunk_bytes": native.chunk_bytes(), "chunks": chunks.tolist(),
                                   "cursors": cursors[:len(self.devices)]}), mode=0o644)
