@@ -206,3 +206,31 @@ def test_a_control_character_in_a_device_folder_is_refused(tmp_path):
     proc = dbtier("exec", "-d", f"d=ram-san:{folder}", "--", "true")
     assert proc.returncode == 2 and "control character" in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture
+def foreign_program(tmp_path):
+    """The start of a 32-bit x86 program (an ELF header and its PT_INTERP entry): one the 64-bit
+    interposer cannot be loaded into, whatever ld.so does with it."""
+    import platform
+    import struct
+
+    if platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip("the test's foreign program is 32-bit x86: foreign to 64-bit hosts only")
+    header = bytearray(52)
+    header[:7] = b"\x7fELF\x01\x01\x01"  # 32-bit, little-endian, version 1
+    struct.pack_into("<HHI", header, 16, 2, 3, 1)  # ET_EXEC, EM_386, EV_CURRENT
+    struct.pack_into("<I", header, 28, 52)  # e_phoff
+    struct.pack_into("<HH", header, 42, 32, 1)  # e_phentsize, e_phnum
+    program = tmp_path / "x86prog"
+    program.write_bytes(bytes(header) + struct.pack("<I", 3) + bytes(28))  # one PT_INTERP
+    program.chmod(0o755)
+    return program
+
+
+def test_a_program_for_another_machine_is_refused(foreign_program, shm_dir):
+    line = refused(run(shm_dir, str(foreign_program)), "cannot emulate", "built for x86 (32-bit)")
+    assert "the interposer for" in line
+    # started from a shell, the interposer in the shell names it (whether the kernel then runs it or not)
+    refused(run(shm_dir, "sh", "-c", f"{foreign_program} 2>/dev/null; true"), "sh started", str(foreign_program),
+            "another architecture")

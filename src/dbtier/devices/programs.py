@@ -19,7 +19,7 @@ from dbtier.devices import native
 
 PT_INTERP = 3
 #: e_machine numbers named in messages (elf.h)
-MACHINES = {3: "x86 (32-bit)", 8: "MIPS", 20: "PowerPC", 21: "PowerPC 64", 22: "s390", 40: "ARM (32-bit)",
+MACHINES = {3: "x86", 8: "MIPS", 20: "PowerPC", 21: "PowerPC", 22: "s390", 40: "ARM",
             62: "x86-64", 183: "AArch64", 243: "RISC-V"}
 
 
