@@ -1,6 +1,7 @@
 /* Device physics. See devmodel.h. Units inside: nanoseconds and bytes. */
 #include "devmodel.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -834,10 +835,15 @@ int dbt_params_set(struct dbt_params *p, int kind, const char *name, const char 
     for (int i = 0; o && i < o->nparams; i++) {
         const struct dbt_param_def *def = &o->params[i];
         if (strcmp(def->name, name) != 0) continue;
+        /* strtod alone would skip leading blanks (control characters among them) and take a sign a
+         * parameter that cannot be negative was never meant to have ("-0" passes a minimum of 0) */
+        const char *digits = value[0] == '-' && def->min < 0 ? value + 1 : value;
         char *endp;
         double v = strtod(value, &endp);
-        if (endp == value || *endp != '\0' || !isfinite(v)) {
-            snprintf(err, errlen, "%s: '%s' is not a number", name, value);
+        if (!(isdigit((unsigned char)digits[0]) || (digits[0] == '.' && isdigit((unsigned char)digits[1]))) ||
+            *endp != '\0' || !isfinite(v)) {
+            snprintf(err, errlen, "%s: '%s' is not a number%s", name, value,
+                     value[0] == '-' && def->min >= 0 ? " (it cannot be negative)" : "");
             return -1;
         }
         if (v < def->min || v > def->max) {

@@ -5,12 +5,17 @@
  * other files, and every call made while iotap itself is working (recursion guard), go straight to
  * libc. Return values and errno are those of the real call, always. */
 #define _GNU_SOURCE
+#include <aio.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
+#include <linux/aio_abi.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -21,6 +26,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -48,8 +54,48 @@ static __thread uint32_t tl_tid __attribute__((tls_model("initial-exec"))); /* 0
 /* CPU time dilation: the thread's CPU clock when it last left an interposed call (0: none yet) */
 static __thread uint64_t tl_cpu_mark __attribute__((tls_model("initial-exec")));
 
+/* A system call made here, not through libc's syscall(), which this library wraps: usable before
+ * any real symbol is resolved (mmap is called by libc, ld.so and other constructors before ours runs,
+ * and inside dlsym), in a signal handler and in a vfork child. -1 with errno, as libc's. */
+#if defined(__x86_64__) || defined(__aarch64__)
+#define KERNEL_CALL_OWN 1
+#else
+#define KERNEL_CALL_OWN 0
+#endif
+static long kernel_call(long n, long a, long b, long c, long d, long e, long f) {
+#if defined(__x86_64__)
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    register long r9 __asm__("r9") = f;
+    long r;
+    __asm__ volatile("syscall"
+                     : "=a"(r)
+                     : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = n;
+    register long x0 __asm__("x0") = a;
+    register long x1 __asm__("x1") = b;
+    register long x2 __asm__("x2") = c;
+    register long x3 __asm__("x3") = d;
+    register long x4 __asm__("x4") = e;
+    register long x5 __asm__("x5") = f;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory", "cc");
+    long r = x0;
+#else /* elsewhere libc's, through our wrapper: resolved in all but the earliest calls */
+    return syscall(n, a, b, c, d, e, f);
+#endif
+#if defined(__x86_64__) || defined(__aarch64__)
+    if ((unsigned long)r > -4096ul) {
+        errno = (int)-r;
+        return -1;
+    }
+    return r;
+#endif
+}
+
 static uint32_t thread_id(void) { /* gettid is a syscall: ask once per thread */
-    if (UNLIKELY(!tl_tid)) tl_tid = (uint32_t)syscall(SYS_gettid);
+    if (UNLIKELY(!tl_tid)) tl_tid = (uint32_t)kernel_call(SYS_gettid, 0, 0, 0, 0, 0, 0);
     return tl_tid;
 }
 
@@ -65,6 +111,14 @@ static void resolve(void **slot, const char *name) {
  * since its last interposed call charged before this call takes effect. */
 #define ENSURE(name, fail)                                                                         \
     do {                                                                                           \
+        ENSURE_REAL(name, fail);                                                                   \
+        if (UNLIKELY(g_cpu_excess > 0.0)) cpu_dilate();                                            \
+    } while (0)
+
+/* The real symbol alone, no CPU charge: for calls a vfork child makes (exec), whose thread-local
+ * CPU mark is its parent's. */
+#define ENSURE_REAL(name, fail)                                                                    \
+    do {                                                                                           \
         if (UNLIKELY(!real_##name)) {                                                              \
             resolve((void **)&real_##name, #name);                                                 \
             if (!real_##name) {                                                                    \
@@ -72,7 +126,6 @@ static void resolve(void **slot, const char *name) {
                 return fail;                                                                       \
             }                                                                                      \
         }                                                                                          \
-        if (UNLIKELY(g_cpu_excess > 0.0)) cpu_dilate();                                            \
     } while (0)
 
 /* ---- run state ---------------------------------------------------------------------------- */
@@ -86,6 +139,7 @@ static uint64_t g_spin_ns = 20000; /* DBTIER_IOTAP_SPIN_NS overrides */
 #define FD_RESOLVED (1ull << 63)
 #define FD_NONE (1ull << 62) /* resolved: not under any device */
 #define FD_UNTRACKED (FD_NONE | 1) /* beyond the fd table: not cached anywhere, counted per call */
+#define FD_URING (1ull << 61)      /* with FD_NONE: an io_uring instance (its rings are mapped from it) */
 #define FD_DEV(e) ((int)(((e) >> 32) & 0xff))
 #define FD_FILE(e) ((int64_t)((e)&0xffffffffu) - 1)
 #define FD_FLAGS(e) ((uint8_t)(((e) >> 40) & 0xff))
@@ -152,7 +206,7 @@ static void fd_forget_range(unsigned int first, unsigned int last) {
 }
 
 /* Straight to the kernel: usable in a constructor, a signal handler, or with our own wrappers unset. */
-static void raw_write(int fd, const char *msg, size_t n) { (void)syscall(SYS_write, fd, msg, n); }
+static void raw_write(int fd, const char *msg, size_t n) { (void)kernel_call(SYS_write, fd, (long)msg, (long)n, 0, 0, 0); }
 
 /* A hint to the CPU inside a spin loop; where there is none, a compiler barrier keeps the loop honest. */
 static inline void cpu_relax(void) {
@@ -196,8 +250,9 @@ static uint64_t fd_resolve(int fd) {
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     ssize_t n = readlink(link, path, sizeof path - 1);
     uint64_t e = FD_RESOLVED | FD_NONE;
+    if (n > 0) path[n] = '\0';
+    if (n > 0 && !strcmp(path, "anon_inode:[io_uring]")) e |= FD_URING;
     if (n > 0 && path[0] == '/') {
-        path[n] = '\0';
         int dev = dbt_state_device_for_path(g_state, path);
         struct stat st;
         if (dev >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
@@ -214,13 +269,13 @@ static uint64_t fd_resolve(int fd) {
     return e;
 }
 
-/* Is this fd's I/O ours to emulate? Fills *e on yes. */
-static inline int tracked(int fd, uint64_t *e) {
-    if (!g_state || tl_guard) return 0;
+/* The fd's entry, resolved at its first sight; FD_NONE outside a run, inside iotap, or for a bad fd. */
+static inline uint64_t fd_entry(int fd) {
+    if (!g_state || tl_guard) return FD_NONE;
     _Atomic uint64_t *slot = fd_slot(fd);
     uint64_t v = LIKELY(slot != NULL) ? atomic_load_explicit(slot, memory_order_relaxed) : 0;
     if (UNLIKELY(!v)) {
-        if (fd < 0) return 0;
+        if (fd < 0) return FD_NONE;
         tl_guard++;
         int saved = errno; /* the lookup's own failures (readlink, mmap) must not show in the call's errno */
         v = fd_resolve(fd);
@@ -228,6 +283,12 @@ static inline int tracked(int fd, uint64_t *e) {
         errno = saved;
         tl_guard--;
     }
+    return v;
+}
+
+/* Is this fd's I/O ours to emulate? Fills *e on yes. */
+static inline int tracked(int fd, uint64_t *e) {
+    uint64_t v = fd_entry(fd);
     if (v & FD_NONE) return 0;
     *e = v;
     return 1;
@@ -850,6 +911,396 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
     return real_sendmsg(fd, msg, flags);
 }
 
+/* ---- wrappers: I/O the emulation cannot see ----------------------------------------------- */
+
+/* Each of these calls does its work unchanged; when it touched a device file (or, for io_uring, at
+ * all), the state counts a bypass of that kind, so that a run's figures are refused rather than
+ * reported short. The checks run after the call, on what the call itself proved readable. */
+
+static void note_bypass(int kind, const char *path, int fd) { dbt_state_note_bypass(g_state, kind, path, fd); }
+
+/* The fd is a device file's (resolving it at its first sight, as any I/O on it would). */
+static int on_device(int fd) {
+    uint64_t e;
+    return tracked(fd, &e);
+}
+
+/* The real mmap, or the kernel's while it is not known yet: libc, ld.so and other constructors map
+ * memory before ours runs, and dlsym itself may; failing there would be a crash, not an ENOSYS. */
+#define CALL_MMAP(name, args)                                                                      \
+    (LIKELY(real_##name != NULL) || (resolve((void **)&real_##name, #name), real_##name != NULL)     \
+         ? real_##name args                                                                        \
+         : (void *)kernel_call(MMAP_CALL, (long)addr, (long)len, prot, flags, fd, (long)(off >> MMAP_SHIFT)))
+#ifdef SYS_mmap2 /* 32-bit: the offset in pages */
+#define MMAP_CALL SYS_mmap2
+#define MMAP_SHIFT 12
+#else
+#define MMAP_CALL SYS_mmap
+#define MMAP_SHIFT 0
+#endif
+
+/* A mapping of a device file moves its data by page faults and writeback, out of the interposer's
+ * sight; one of an io_uring instance's rings means I/O it cannot see either. */
+__attribute__((noinline)) static void mapped(int fd) {
+    int saved = errno;
+    uint64_t e = fd_entry(fd);
+    if (e & FD_URING) note_bypass(DBT_BYPASS_IO_URING, NULL, -1);
+    else if (!(e & FD_NONE)) note_bypass(DBT_BYPASS_MMAP, NULL, fd);
+    errno = saved;
+}
+
+/* Hot (PostgreSQL maps its shared memory; malloc maps large blocks): anonymous maps cost a branch. */
+#define WRAP_MMAP(name, offt)                                                                      \
+    EXPORT void *name(void *addr, size_t len, int prot, int flags, int fd, offt off) {             \
+        void *r = CALL_MMAP(name, (addr, len, prot, flags, fd, off));                              \
+        if (UNLIKELY(!(flags & MAP_ANONYMOUS) && g_state != NULL) && r != MAP_FAILED) mapped(fd);   \
+        return r;                                                                                  \
+    }
+WRAP_MMAP(mmap, off_t)
+WRAP_MMAP(mmap64, off64_t)
+
+/* iocbs the kernel accepted: one on a device file makes the call a bypass. */
+static void submitted(struct iocb **iocbs, long n) {
+    int saved = errno;
+    for (long i = 0; i < n; i++) {
+        if (on_device((int)iocbs[i]->aio_fildes)) {
+            note_bypass(DBT_BYPASS_LIBAIO, NULL, (int)iocbs[i]->aio_fildes);
+            break;
+        }
+    }
+    errno = saved;
+}
+
+/* libc's syscall(): fio's io_uring engine (and others) reach io_uring through it, and a program
+ * without libaio may submit AIO the same way. Up to six arguments are passed on, as libc's does. */
+EXPORT long syscall(long number, ...) {
+    va_list ap;
+    va_start(ap, number);
+    long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+    long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+    va_end(ap);
+#if KERNEL_CALL_OWN
+    long r = LIKELY(real_syscall != NULL) ? real_syscall(number, a, b, c, d, e, f)
+                                          : kernel_call(number, a, b, c, d, e, f);
+#else /* kernel_call is this very function here */
+    ENSURE_REAL(syscall, -1);
+    long r = real_syscall(number, a, b, c, d, e, f);
+#endif
+    if (UNLIKELY(g_state != NULL) && r >= 0) {
+#if defined(SYS_io_uring_setup) && defined(SYS_io_uring_enter) && defined(SYS_io_uring_register)
+        if (number == SYS_io_uring_setup || number == SYS_io_uring_enter || number == SYS_io_uring_register)
+            note_bypass(DBT_BYPASS_IO_URING, NULL, -1);
+#endif
+        if (number == SYS_io_submit && r > 0) submitted((struct iocb **)c, r); /* (ctx, nr, iocbs) */
+    }
+    return r;
+}
+
+/* libaio's io_submit (a library of its own: absent, its callers get what libaio would say) */
+EXPORT int io_submit(void *ctx, long nr, struct iocb **iocbs) {
+    if (UNLIKELY(!real_io_submit)) {
+        resolve((void **)&real_io_submit, "io_submit");
+        if (!real_io_submit) return -ENOSYS; /* libaio returns -errno */
+    }
+    int r = real_io_submit(ctx, nr, iocbs);
+    if (r > 0 && g_state) submitted(iocbs, r);
+    return r;
+}
+
+/* POSIX AIO: glibc's helper threads do the reads and writes inside libc. */
+#define WRAP_AIO(name, params, args, cb)                                                           \
+    EXPORT int name params {                                                                       \
+        ENSURE(name, -1);                                                                          \
+        int r = real_##name args;                                                                  \
+        if (r == 0 && g_state && on_device((cb)->aio_fildes)) note_bypass(DBT_BYPASS_POSIX_AIO, NULL, (cb)->aio_fildes); \
+        return r;                                                                                  \
+    }
+WRAP_AIO(aio_read, (struct aiocb *cb), (cb), cb)
+WRAP_AIO(aio_read64, (struct aiocb64 *cb), (cb), cb)
+WRAP_AIO(aio_write, (struct aiocb *cb), (cb), cb)
+WRAP_AIO(aio_write64, (struct aiocb64 *cb), (cb), cb)
+WRAP_AIO(aio_fsync, (int op, struct aiocb *cb), (op, cb), cb)
+WRAP_AIO(aio_fsync64, (int op, struct aiocb64 *cb), (op, cb), cb)
+
+/* lio_listio: EIO says some of the list failed, not that none was queued. */
+#define WRAP_LIO(name, cbtype)                                                                     \
+    EXPORT int name(int mode, cbtype *const list[], int nent, struct sigevent *sig) {              \
+        ENSURE(name, -1);                                                                          \
+        int r = real_##name(mode, list, nent, sig);                                                \
+        int saved = errno;                                                                         \
+        for (int i = 0; g_state && (r == 0 || saved == EIO) && i < nent; i++) {                    \
+            if (list[i] && list[i]->aio_lio_opcode != LIO_NOP && on_device(list[i]->aio_fildes)) { \
+                note_bypass(DBT_BYPASS_POSIX_AIO, NULL, list[i]->aio_fildes);                      \
+                break;                                                                             \
+            }                                                                                      \
+        }                                                                                          \
+        errno = saved;                                                                             \
+        return r;                                                                                  \
+    }
+WRAP_LIO(lio_listio, struct aiocb)
+WRAP_LIO(lio_listio64, struct aiocb64)
+
+/* splice and sendfile move a file's data inside the kernel (copy_file_range is accounted instead). */
+#define WRAP_KERNEL_COPY(name, params, args, kind, fd_a, fd_b)                                     \
+    EXPORT ssize_t name params {                                                                   \
+        ENSURE(name, -1);                                                                          \
+        ssize_t r = real_##name args;                                                              \
+        if (r > 0 && g_state) {                                                                    \
+            int saved = errno;                                                                     \
+            int fd = on_device(fd_a) ? (fd_a) : on_device(fd_b) ? (fd_b) : -1;                     \
+            if (fd >= 0) note_bypass(kind, NULL, fd);                                              \
+            errno = saved;                                                                         \
+        }                                                                                          \
+        return r;                                                                                  \
+    }
+WRAP_KERNEL_COPY(splice, (int fd_in, off64_t *off_in, int fd_out, off64_t *off_out, size_t len, unsigned int flags),
+                 (fd_in, off_in, fd_out, off_out, len, flags), DBT_BYPASS_SPLICE, fd_in, fd_out)
+WRAP_KERNEL_COPY(sendfile, (int out_fd, int in_fd, off_t *offset, size_t count), (out_fd, in_fd, offset, count),
+                 DBT_BYPASS_SENDFILE, in_fd, out_fd)
+WRAP_KERNEL_COPY(sendfile64, (int out_fd, int in_fd, off64_t *offset, size_t count), (out_fd, in_fd, offset, count),
+                 DBT_BYPASS_SENDFILE, in_fd, out_fd)
+
+/* ---- wrappers: starting programs ---------------------------------------------------------- */
+
+/* Before a program replaces this one (or a spawned child starts it): will the interposer be in it?
+ * Not if its environment lost our LD_PRELOAD entry or DBTIER_IOTAP, nor if it is static or of
+ * another architecture (ld.so, which loads us, never runs). Its I/O would then be missing from the
+ * figures: a bypass naming the program. Then the real call, with exactly the caller's arguments.
+ * execve may be called from a signal handler or a vfork child: only the stack, system calls and
+ * the state's atomics here, and errno as it was. */
+
+static char g_self[PATH_MAX];       /* this library as ld.so loaded it */
+static const char *g_self_base;     /* its file name */
+static char g_state_path[PATH_MAX]; /* DBTIER_IOTAP, as this process attached it */
+static unsigned char g_elf_class, g_elf_data;
+static uint16_t g_elf_machine;
+
+enum { RUNS_WITH_US, RUNS_STATIC, RUNS_FOREIGN };
+
+static int open_ro(int dirfd, const char *path) {
+    return (int)kernel_call(SYS_openat, dirfd, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+}
+static ssize_t read_at(int fd, void *buf, size_t n, off_t off) {
+    return kernel_call(SYS_pread64, fd, (long)buf, (long)n, (long)off, 0, 0);
+}
+static void close_fd(int fd) { (void)kernel_call(SYS_close, fd, 0, 0, 0, 0, 0); }
+
+/* What the program in the open file fd is. ELF: of our machine or not, with an interpreter (ld.so,
+ * which loads us) or without. A `#!` script is its interpreter's kind, followed as the kernel does,
+ * 4 deep. Anything unreadable or unknown counts as one we will be in: the exec then fails, or runs as
+ * the caller's check would (execvp hands ENOEXEC files to /bin/sh). A loop, not recursion, and small
+ * buffers: execve may run on a signal handler's small stack. */
+static int program_kind(int fd) {
+    union {
+        unsigned char b[256]; /* the kernel's BINPRM_BUF_SIZE: all it reads of a `#!` line */
+        ElfW(Ehdr) eh;
+    } h;
+    int kind = RUNS_WITH_US, opened = -1;
+    for (int depth = 0; depth <= 4; depth++) {
+        ssize_t n = read_at(fd, h.b, sizeof h.b, 0);
+        if (n >= (ssize_t)sizeof h.eh && !memcmp(h.b, ELFMAG, SELFMAG)) {
+            if (!g_elf_class) break; /* our own header unknown: nothing to compare with */
+            if (h.b[EI_CLASS] != g_elf_class || h.b[EI_DATA] != g_elf_data || h.eh.e_machine != g_elf_machine) {
+                kind = RUNS_FOREIGN;
+                break;
+            }
+            if ((h.eh.e_type != ET_EXEC && h.eh.e_type != ET_DYN) || h.eh.e_phentsize != sizeof(ElfW(Phdr))) break;
+            ElfW(Phdr) ph[8];
+            kind = RUNS_STATIC; /* unless a PT_INTERP turns up: without one, ld.so never runs */
+            for (unsigned i = 0; i < h.eh.e_phnum && kind == RUNS_STATIC;) {
+                unsigned k = h.eh.e_phnum - i < 8 ? h.eh.e_phnum - i : 8;
+                if (read_at(fd, ph, k * sizeof ph[0], (off_t)(h.eh.e_phoff + i * sizeof ph[0])) !=
+                    (ssize_t)(k * sizeof ph[0]))
+                    kind = RUNS_WITH_US;
+                for (unsigned j = 0; j < k; j++)
+                    if (ph[j].p_type == PT_INTERP) kind = RUNS_WITH_US;
+                i += k;
+            }
+            break;
+        }
+        if (n <= 2 || h.b[0] != '#' || h.b[1] != '!' || depth == 4) break;
+        size_t i = 2, len = 0;
+        while (i < (size_t)n && (h.b[i] == ' ' || h.b[i] == '\t')) i++;
+        while (i < (size_t)n && h.b[i] != ' ' && h.b[i] != '\t' && h.b[i] != '\n' && h.b[i] != '\0')
+            h.b[len++] = h.b[i++]; /* the interpreter's path, moved to the front */
+        h.b[len] = '\0';
+        int next = len ? open_ro(AT_FDCWD, (const char *)h.b) : -1;
+        if (opened >= 0) close_fd(opened);
+        opened = fd = next;
+        if (fd < 0) break;
+    }
+    if (opened >= 0) close_fd(opened);
+    return kind;
+}
+
+/* LD_PRELOAD names this library: its entries are separated by spaces or colons (ld.so's rule). */
+static int preload_names_us(const char *list) {
+    size_t self_len = strlen(g_self), base_len = strlen(g_self_base);
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, " :");
+        const char *slash = memrchr(p, '/', n);
+        const char *base = slash ? slash + 1 : p;
+        size_t blen = (size_t)(p + n - base);
+        if ((n == self_len && !memcmp(p, g_self, n)) || (blen == base_len && !memcmp(base, g_self_base, blen)))
+            return 1;
+        p += n;
+        if (*p) p++;
+    }
+    return 0;
+}
+
+/* The new program's environment still brings the interposer and this run's state. */
+static int env_keeps_us(char *const envp[]) {
+    const char *preload = NULL, *state = NULL;
+    for (size_t i = 0; envp && envp[i]; i++) {
+        if (!strncmp(envp[i], "LD_PRELOAD=", 11)) preload = envp[i] + 11; /* ld.so takes the last */
+        else if (!state && !strncmp(envp[i], "DBTIER_IOTAP=", 13)) state = envp[i] + 13; /* getenv, the first */
+    }
+    return preload && (!g_self_base || preload_names_us(preload)) && state &&
+           (!g_state_path[0] || !strcmp(state, g_state_path));
+}
+
+/* The program at dirfd/path (or open at fd, fd >= 0) is about to start with envp. */
+static void check_exec(int dirfd, const char *path, int fd, char *const envp[]) {
+    if (!g_state || atomic_load_explicit(&g_state->paused, memory_order_relaxed)) return;
+    int saved = errno;
+    struct stat st;
+    int own = fd < 0 ? open_ro(dirfd, path) : fd;
+    int kind = -1;
+    if (own >= 0) {
+        if (fstat(own, &st) == 0 && S_ISREG(st.st_mode)) kind = program_kind(own);
+        if (own != fd) close_fd(own);
+    } else if (faccessat(dirfd, path, X_OK, AT_EACCESS) == 0 && fstatat(dirfd, path, &st, 0) == 0 &&
+               S_ISREG(st.st_mode)) {
+        kind = RUNS_WITH_US; /* executable, not readable: only its environment can be judged */
+    }
+    const char *shown = fd < 0 ? path : NULL; /* an fd's program is named by its link */
+    if (kind == RUNS_STATIC) note_bypass(DBT_BYPASS_EXEC_STATIC, shown, fd);
+    else if (kind == RUNS_FOREIGN) note_bypass(DBT_BYPASS_EXEC_FOREIGN, shown, fd);
+    else if (kind == RUNS_WITH_US && !env_keeps_us(envp)) note_bypass(DBT_BYPASS_EXEC_ENV, shown, fd);
+    errno = saved;
+}
+
+/* execvp's search (and posix_spawnp's): the first PATH entry with an executable regular file of that
+ * name, in buf; the name itself when it has a slash; NULL when none would run. */
+static const char *search_path(const char *file, char *buf, size_t cap) {
+    if (strchr(file, '/')) return file;
+    if (!g_state || !*file) return NULL;
+    const char *p = getenv("PATH");
+    if (!p) p = "/bin:/usr/bin"; /* glibc's default */
+    size_t flen = strlen(file);
+    for (;;) {
+        const char *end = strchrnul(p, ':');
+        size_t dlen = (size_t)(end - p);
+        if (dlen + flen + 2 <= cap) {
+            memcpy(buf, p, dlen);
+            size_t at = dlen;
+            if (dlen) buf[at++] = '/'; /* an empty entry is the current folder */
+            memcpy(buf + at, file, flen + 1);
+            struct stat st;
+            if (faccessat(AT_FDCWD, buf, X_OK, AT_EACCESS) == 0 && stat(buf, &st) == 0 && S_ISREG(st.st_mode))
+                return buf;
+        }
+        if (!*end) return NULL;
+        p = end + 1;
+    }
+}
+
+static void check_exec_search(const char *file, char *const envp[]) {
+    char buf[PATH_MAX];
+    const char *path = g_state ? search_path(file, buf, sizeof buf) : NULL;
+    if (path) check_exec(AT_FDCWD, path, -1, envp);
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+    ENSURE_REAL(execve, -1);
+    check_exec(AT_FDCWD, path, -1, envp);
+    return real_execve(path, argv, envp);
+}
+
+EXPORT int execv(const char *path, char *const argv[]) {
+    ENSURE_REAL(execv, -1);
+    check_exec(AT_FDCWD, path, -1, environ);
+    return real_execv(path, argv);
+}
+
+EXPORT int execvp(const char *file, char *const argv[]) {
+    ENSURE_REAL(execvp, -1);
+    check_exec_search(file, environ);
+    return real_execvp(file, argv);
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    ENSURE_REAL(execvpe, -1);
+    check_exec_search(file, envp);
+    return real_execvpe(file, argv, envp);
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
+    ENSURE_REAL(fexecve, -1);
+    if (fd >= 0) check_exec(fd, "", fd, envp);
+    return real_fexecve(fd, argv, envp);
+}
+
+EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags) {
+    ENSURE_REAL(execveat, -1);
+    const char *volatile check = path;
+    if ((flags & AT_EMPTY_PATH) && check && !*path) check_exec(dirfd, path, dirfd, envp);
+    else if (check) check_exec(dirfd, path, -1, envp);
+    return real_execveat(dirfd, path, argv, envp, flags);
+}
+
+EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+                       const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    ENSURE_REAL(posix_spawn, ENOSYS);
+    check_exec(AT_FDCWD, path, -1, envp);
+    return real_posix_spawn(pid, path, actions, attr, argv, envp);
+}
+
+EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
+                        const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    ENSURE_REAL(posix_spawnp, ENOSYS);
+    check_exec_search(file, envp);
+    return real_posix_spawnp(pid, file, actions, attr, argv, envp);
+}
+
+/* execl, execle and execlp gather their arguments as glibc does (a stack array, E2BIG past INT_MAX)
+ * and go on as execve and execvp: glibc's own do the same, through calls no wrapper sees. */
+#define GATHER_ARGS(argv, arg, envp_out)                                                           \
+    ptrdiff_t argc_;                                                                               \
+    va_list ap_;                                                                                   \
+    va_start(ap_, arg);                                                                            \
+    for (argc_ = 1; va_arg(ap_, const char *); argc_++) {                                          \
+        if (argc_ == INT_MAX) {                                                                    \
+            va_end(ap_);                                                                           \
+            errno = E2BIG;                                                                         \
+            return -1;                                                                             \
+        }                                                                                          \
+    }                                                                                              \
+    va_end(ap_);                                                                                   \
+    char *argv[argc_ + 1];                                                                         \
+    va_start(ap_, arg);                                                                            \
+    argv[0] = (char *)(arg);                                                                       \
+    for (ptrdiff_t i_ = 1; i_ <= argc_; i_++) argv[i_] = va_arg(ap_, char *);                      \
+    envp_out;                                                                                      \
+    va_end(ap_)
+
+EXPORT int execl(const char *path, const char *arg, ...) {
+    GATHER_ARGS(argv, arg, (void)0);
+    return execve(path, argv, environ);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...) {
+    char *const *envp;
+    GATHER_ARGS(argv, arg, envp = va_arg(ap_, char *const *));
+    return execve(path, argv, envp);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...) {
+    GATHER_ARGS(argv, arg, (void)0);
+    return execvp(file, argv);
+}
+
 /* ---- process life ------------------------------------------------------------------------- */
 
 static void after_fork_child(void) {
@@ -884,6 +1335,25 @@ __attribute__((noreturn)) static void cannot_emulate(const char *why, int permis
     _exit(125);
 }
 
+/* What a started program needs to have to run with us: this library (as ld.so loaded it, and the
+ * machine it is built for) and this run's state, compared with at each exec. */
+static void iotap_init(void);
+static void remember_self(const char *state_path) {
+    Dl_info info;
+    if (dladdr((void *)iotap_init, &info) && info.dli_fname && strlen(info.dli_fname) < sizeof g_self) {
+        strcpy(g_self, info.dli_fname);
+        const char *slash = strrchr(g_self, '/');
+        g_self_base = slash ? slash + 1 : g_self;
+        const ElfW(Ehdr) *eh = info.dli_fbase; /* the ELF header is mapped at the load address */
+        if (eh && !memcmp(eh->e_ident, ELFMAG, SELFMAG)) {
+            g_elf_class = eh->e_ident[EI_CLASS];
+            g_elf_data = eh->e_ident[EI_DATA];
+            g_elf_machine = eh->e_machine;
+        }
+    }
+    if (strlen(state_path) < sizeof g_state_path) strcpy(g_state_path, state_path);
+}
+
 __attribute__((constructor(101))) static void iotap_init(void) {
     tl_guard++;
 #define CALL(ret, name, params) resolve((void **)&real_##name, #name);
@@ -910,6 +1380,7 @@ __attribute__((constructor(101))) static void iotap_init(void) {
             if (*end || !(k >= 1.0 && k <= 1000.0)) cannot_emulate("DBTIER_IOTAP_CPU_SCALE is not a factor from 1 to 1000", 0);
             g_cpu_excess = k - 1.0;
         }
+        remember_self(path);
         prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* inherited by threads and children */
         dbt_trace_configure(getenv("DBTIER_IOTAP_TRACE"), atomic_fetch_add(&s->attached, 1), &s->trace_failures);
         pthread_atfork(NULL, NULL, after_fork_child);

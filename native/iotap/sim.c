@@ -25,26 +25,51 @@ EXPORT int dbt_abi_version(void) { return DBT_OPS_VERSION * 1000000 + DBT_STATE_
 /* The trace record layout this build writes and reads (trace.h). */
 EXPORT int dbt_trace_format(void) { return DBT_TRACE_FORMAT; }
 
-/* {"hdd": {"help": ..., "params": [{"name","unit","default","min","max","help"}...]}, ...} */
+/* A JSON string: the table's texts are ours, but one quote in a help text must not break the document. */
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* {"hdd": {"help": ..., "params": [{"name","unit","default","min","max","help"}...]}, ...}; written
+ * to a stream that grows as needed (a fixed buffer would cut the document, or worse, as it grows). */
 EXPORT char *dbt_param_table_json(void) {
-    size_t cap = 32768, len = 0;
-    char *b = malloc(cap);
-    if (!b) return NULL;
-    len += (size_t)snprintf(b + len, cap - len, "{");
+    char *b = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&b, &len);
+    if (!f) return NULL;
+    fputc('{', f);
     for (int k = 0; k < DBT_KIND_COUNT; k++) {
         const struct dbt_device_ops *o = dbt_ops_by_kind(k);
-        len += (size_t)snprintf(b + len, cap - len, "%s\"%s\":{\"help\":\"%s\",\"params\":[", k ? "," : "", o->name,
-                                o->help);
+        fprintf(f, "%s", k ? "," : "");
+        json_str(f, o->name);
+        fprintf(f, ":{\"help\":");
+        json_str(f, o->help);
+        fprintf(f, ",\"params\":[");
         for (int i = 0; i < o->nparams; i++) {
             const struct dbt_param_def *p = &o->params[i];
-            len += (size_t)snprintf(b + len, cap - len,
-                                    "%s{\"name\":\"%s\",\"unit\":\"%s\",\"default\":%.17g,\"min\":%.17g,"
-                                    "\"max\":%.17g,\"help\":\"%s\"}",
-                                    i ? "," : "", p->name, p->unit, p->def, p->min, p->max, p->help);
+            fprintf(f, "%s{\"name\":", i ? "," : "");
+            json_str(f, p->name);
+            fprintf(f, ",\"unit\":");
+            json_str(f, p->unit);
+            fprintf(f, ",\"default\":%.17g,\"min\":%.17g,\"max\":%.17g,\"help\":", p->def, p->min, p->max);
+            json_str(f, p->help);
+            fputc('}', f);
         }
-        len += (size_t)snprintf(b + len, cap - len, "]}");
+        fprintf(f, "]}");
     }
-    snprintf(b + len, cap - len, "}");
+    fputc('}', f);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        free(b);
+        return NULL;
+    }
     return b;
 }
 

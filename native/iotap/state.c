@@ -39,15 +39,31 @@ struct pc_config {
     uint32_t readahead_kb, dirty_bg_pct, dirty_pct, dsync_data;
 };
 
+/* A whole number of digits alone: strtoull would take "-1" (wrapped to 2^64 - 1), leading blanks or
+ * a sign, and saturate on overflow. */
+static int parse_count(const char *text, unsigned long long *out) {
+    if (!isdigit((unsigned char)text[0])) return -1;
+    char *end;
+    errno = 0;
+    *out = strtoull(text, &end, 10);
+    return *end || errno == ERANGE ? -1 : 0;
+}
+
+/* Names and directories go into messages, paths and the JSON dump: no control characters. */
+static int has_control(const char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) return 1;
+    return 0;
+}
+
 static int parse_pagecache(char *line, struct pc_config *pc, char *err, size_t errlen, int lineno) {
     char *save = NULL;
     strtok_r(line, "\t ", &save); /* "@pagecache" */
     for (char *tok = strtok_r(NULL, "\t ", &save); tok; tok = strtok_r(NULL, "\t ", &save)) {
         char *eq = strchr(tok, '=');
-        char *end = NULL;
-        unsigned long long v = eq ? strtoull(eq + 1, &end, 10) : 0;
-        if (!eq || !end || *end || end == eq + 1) {
-            snprintf(err, errlen, "device map line %d: expected key=number, got '%s'", lineno, tok);
+        unsigned long long v = 0;
+        if (!eq || parse_count(eq + 1, &v) != 0) {
+            snprintf(err, errlen, "device map line %d: expected key=number (digits only), got '%s'", lineno, tok);
             return -1;
         }
         *eq = '\0';
@@ -66,17 +82,21 @@ static int parse_pagecache(char *line, struct pc_config *pc, char *err, size_t e
 }
 
 static int parse_line(char *line, struct dbt_device_slot *d, char *err, size_t errlen, int lineno) {
-    char *fields[4] = {0};
+    char *fields[5] = {0};
     int n = 0;
     char *save = NULL;
-    for (char *tok = strtok_r(line, "\t", &save); tok && n < 4; tok = strtok_r(NULL, "\t", &save))
+    for (char *tok = strtok_r(line, "\t", &save); tok && n < 5; tok = strtok_r(NULL, "\t", &save))
         fields[n++] = tok;
-    if (n < 3) {
-        snprintf(err, errlen, "device map line %d: expected NAME<TAB>KIND<TAB>DIR", lineno);
+    if (n < 3 || n > 4) {
+        snprintf(err, errlen, "device map line %d: expected NAME<TAB>KIND<TAB>DIR[<TAB>key=value ...]", lineno);
         return -1;
     }
     if (strlen(fields[0]) >= DBT_NAME_MAX || strlen(fields[2]) >= DBT_DIR_MAX) {
         snprintf(err, errlen, "device map line %d: name or directory too long", lineno);
+        return -1;
+    }
+    if (has_control(fields[0]) || has_control(fields[2]) || (n == 4 && has_control(fields[3]))) {
+        snprintf(err, errlen, "device map line %d: a control character in the name, directory or parameters", lineno);
         return -1;
     }
     const struct dbt_device_ops *ops = dbt_ops_by_name(fields[1]);
@@ -131,7 +151,11 @@ void dbt_state_layout(uint64_t pc_bytes, struct dbt_state_layout *out) {
 static int create_private(const char *state_path, char *tmp, size_t tmplen) {
     int fd = -1;
     for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        snprintf(tmp, tmplen, "%s.tmp%d.%u", state_path, (int)getpid(), attempt);
+        int n = snprintf(tmp, tmplen, "%s.tmp%d.%u", state_path, (int)getpid(), attempt);
+        if (n < 0 || (size_t)n >= tmplen) { /* cut short, the name would be another file's */
+            errno = ENAMETOOLONG;
+            break;
+        }
         fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0 && errno != EEXIST) break;
     }
@@ -188,7 +212,16 @@ int dbt_state_create(const char *map_path, const char *state_path, char *err, si
     struct pc_config pcc = {0, 128, 10, 20, 0}; /* Linux's defaults: read_ahead_kb, dirty ratios */
     while (fgets(line, sizeof line, f)) {
         lineno++;
-        line[strcspn(line, "\r\n")] = '\0';
+        /* Only the line's end is cut: a CR or LF inside a field would otherwise end the line early
+         * and drop what follows (a directory cut short, its parameters lost) without a word. */
+        size_t len = strlen(line);
+        if (len && line[len - 1] == '\n') line[--len] = '\0';
+        else if (!feof(f)) {
+            snprintf(err, errlen, "device map line %d: longer than %zu bytes", lineno, sizeof line - 2);
+            rc = -1;
+            break;
+        }
+        if (len && line[len - 1] == '\r') line[--len] = '\0';
         if (line[0] == '\0' || line[0] == '#') continue;
         if (line[0] == '@') {
             if (strncmp(line, "@pagecache", 10) != 0) {
@@ -359,6 +392,16 @@ struct dbt_state *dbt_state_attach(const char *path, char *err, size_t errlen) {
     if (arena_used < 1 || arena_used > DBT_ARENA_BYTES)
         REFUSE("state %s is damaged: %llu bytes of its %u-byte path arena in use", path, (ull)arena_used,
                DBT_ARENA_BYTES);
+    uint32_t first = atomic_load(&s->first_bypass);
+    if (first > DBT_BYPASS_KINDS)
+        REFUSE("state %s is damaged: its first bypass is of kind %u, of %d kinds", path, first - 1, DBT_BYPASS_KINDS);
+    for (int k = 0; k < DBT_BYPASS_KINDS; k++) {
+        const struct dbt_bypass *b = &s->bypass[k];
+        uint32_t claim = atomic_load(&b->claim);
+        if (claim > 2 || !memchr(b->program, '\0', sizeof b->program) || !memchr(b->path, '\0', sizeof b->path))
+            REFUSE("state %s is damaged: the record of %s bypasses (claim %u) is not one the interposer writes", path,
+                   dbt_bypass_names[k], claim);
+    }
     if (atomic_load(&s->nfiles) > DBT_FILE_CAP)
         REFUSE("state %s is damaged: %u files, at most %u", path, atomic_load(&s->nfiles), DBT_FILE_CAP);
     const struct dbt_file_entry *t = dbt_files(s);
@@ -370,6 +413,48 @@ struct dbt_state *dbt_state_attach(const char *path, char *err, size_t errlen) {
     }
 #undef REFUSE
     return s;
+}
+
+const char *const dbt_bypass_names[DBT_BYPASS_KINDS] = {
+    [DBT_BYPASS_MMAP] = "mmap",           [DBT_BYPASS_LIBAIO] = "libaio",
+    [DBT_BYPASS_POSIX_AIO] = "posix_aio", [DBT_BYPASS_IO_URING] = "io_uring",
+    [DBT_BYPASS_SPLICE] = "splice",       [DBT_BYPASS_SENDFILE] = "sendfile",
+    [DBT_BYPASS_EXEC_ENV] = "exec_env",   [DBT_BYPASS_EXEC_STATIC] = "exec_static",
+    [DBT_BYPASS_EXEC_FOREIGN] = "exec_foreign",
+};
+
+void dbt_state_note_bypass(struct dbt_state *s, int kind, const char *path, int fd) {
+    if (!s || kind < 0 || kind >= DBT_BYPASS_KINDS || atomic_load_explicit(&s->paused, memory_order_relaxed)) return;
+    struct dbt_bypass *b = &s->bypass[kind];
+    atomic_fetch_add_explicit(&b->count, 1, memory_order_relaxed);
+    uint32_t none = 0;
+    if (atomic_load_explicit(&b->claim, memory_order_relaxed) || !atomic_compare_exchange_strong(&b->claim, &none, 1))
+        return;
+    uint32_t first = 0; /* the run's first bypass is the first kind claimed */
+    atomic_compare_exchange_strong(&s->first_bypass, &first, (uint32_t)kind + 1);
+    int saved = errno;
+    b->pid = (uint32_t)getpid();
+    char comm[DBT_BYPASS_COMM + 1] = "";
+    if (prctl(PR_GET_NAME, comm, 0, 0, 0) != 0) comm[0] = '\0';
+    comm[DBT_BYPASS_COMM - 1] = '\0';
+    memcpy(b->program, comm, sizeof b->program);
+    b->path[0] = '\0';
+    if (path) {
+        size_t n = strnlen(path, sizeof b->path - 1);
+        memcpy(b->path, path, n);
+        b->path[n] = '\0';
+    } else if (fd >= 0) { /* "/proc/self/fd/N" by hand: snprintf is not async-signal-safe */
+        char link[32] = "/proc/self/fd/", digits[12];
+        int nd = 0;
+        for (unsigned v = (unsigned)fd; nd == 0 || v; v /= 10) digits[nd++] = (char)('0' + v % 10);
+        size_t at = strlen(link);
+        while (nd) link[at++] = digits[--nd];
+        link[at] = '\0';
+        ssize_t n = readlink(link, b->path, sizeof b->path - 1);
+        b->path[n > 0 ? n : 0] = '\0';
+    }
+    atomic_store_explicit(&b->claim, 2, memory_order_release);
+    errno = saved;
 }
 
 /* A file's path from the arena, and its length: never read past the arena's end. */
@@ -633,7 +718,24 @@ char *dbt_state_json(const char *state_path, char *err, size_t errlen) {
         }
         sb_printf(&b, "]}");
     }
-    sb_printf(&b, "],\"files\":[");
+    uint32_t first = atomic_load(&s->first_bypass); /* checked by attach; read again here */
+    sb_printf(&b, "],\"first_bypass\":");
+    if (first && first <= DBT_BYPASS_KINDS) sb_printf(&b, "\"%s\"", dbt_bypass_names[first - 1]);
+    else sb_printf(&b, "null");
+    sb_printf(&b, ",\"bypasses\":{");
+    for (int k = 0; k < DBT_BYPASS_KINDS; k++) {
+        struct dbt_bypass *bp = &s->bypass[k];
+        sb_printf(&b, "%s\"%s\":{\"count\":%llu", k ? "," : "", dbt_bypass_names[k], LD(bp->count));
+        if (atomic_load_explicit(&bp->claim, memory_order_acquire) == 2) {
+            sb_printf(&b, ",\"pid\":%u,\"program\":", bp->pid);
+            sb_strn(&b, bp->program, sizeof bp->program);
+            sb_printf(&b, ",\"path\":");
+            sb_strn(&b, bp->path, sizeof bp->path);
+        }
+        sb_printf(&b, "}");
+    }
+    /* files: [index, device, path, st_dev, st_ino], so that a file can be matched by its inode */
+    sb_printf(&b, "},\"file_cap_per_device\":%u,\"files\":[", files_per_dev(s));
     struct dbt_file_entry *t = dbt_files(s);
     int firstf = 1;
     for (uint32_t i = 0; i < DBT_FILE_CAP; i++) {
@@ -642,7 +744,7 @@ char *dbt_state_json(const char *state_path, char *err, size_t errlen) {
         const char *p = file_path(s, t[i].path_off, &len);
         sb_printf(&b, "%s[%u,%u,", firstf ? "" : ",", i, t[i].device);
         sb_strn(&b, p, len);
-        sb_printf(&b, "]");
+        sb_printf(&b, ",%llu,%llu]", (unsigned long long)t[i].st_dev, (unsigned long long)t[i].st_ino);
         firstf = 0;
     }
     sb_printf(&b, "]}");

@@ -15,7 +15,7 @@
 #include "pagecache.h"
 
 #define DBT_STATE_MAGIC 0x7061746f69746264ULL /* "dbtiotap" */
-#define DBT_STATE_VERSION 10
+#define DBT_STATE_VERSION 11
 #define DBT_MAX_DEVICES 16
 #define DBT_NAME_MAX 64
 #define DBT_DIR_MAX 1024
@@ -88,6 +88,39 @@ struct dbt_chunk_entry {
     uint64_t addr;
 };
 
+/* I/O the interposer sees happen but cannot emulate: a device file mapped into memory, asynchronous
+ * or kernel-side I/O on one (libaio, POSIX AIO, io_uring, splice, sendfile), or a program started
+ * where the interposer will not be (its environment lost LD_PRELOAD or DBTIER_IOTAP, or it is
+ * static or of another architecture). Any of them leaves a run's figures short. */
+enum dbt_bypass_kind {
+    DBT_BYPASS_MMAP,
+    DBT_BYPASS_LIBAIO,
+    DBT_BYPASS_POSIX_AIO,
+    DBT_BYPASS_IO_URING,
+    DBT_BYPASS_SPLICE,
+    DBT_BYPASS_SENDFILE,
+    DBT_BYPASS_EXEC_ENV,
+    DBT_BYPASS_EXEC_STATIC,
+    DBT_BYPASS_EXEC_FOREIGN,
+    DBT_BYPASS_KINDS
+};
+/* the names the dump gives them, in enum order */
+extern const char *const dbt_bypass_names[DBT_BYPASS_KINDS];
+
+#define DBT_BYPASS_PATH 512
+#define DBT_BYPASS_COMM 16 /* TASK_COMM_LEN */
+
+/* Per kind: how often, and who did it first. The details are claimed once with a compare-and-swap
+ * (claim 0 -> 1), written, then published (claim 2): processes racing cannot tear them, and a
+ * process killed while writing leaves claim 1, details not shown. */
+struct dbt_bypass {
+    _Atomic uint64_t count;
+    _Atomic uint32_t claim;
+    uint32_t pid;
+    char program[DBT_BYPASS_COMM]; /* the process's name (its comm) */
+    char path[DBT_BYPASS_PATH];    /* the device file, or the program it started */
+};
+
 struct dbt_state {
     uint64_t magic;
     uint32_t version, ndev;
@@ -114,6 +147,10 @@ struct dbt_state {
      * is made and learnt on by every process's waits. It is the machine's, not a process's, so a new
      * backend's first waits are not late while it learns. */
     _Atomic uint64_t wake_p90_ns;
+    /* the kind of the run's first bypass, plus 1 (0: none yet), set once with a compare-and-swap */
+    _Atomic uint32_t first_bypass;
+    uint32_t pad2_;
+    struct dbt_bypass bypass[DBT_BYPASS_KINDS];
     struct dbt_device_slot dev[DBT_MAX_DEVICES];
 };
 
@@ -202,6 +239,12 @@ static inline int dbt_state_file_dsync(struct dbt_state *s, int64_t file) {
     return s->dsync_data && file >= 0 && file < (int64_t)DBT_FILE_CAP && dbt_files(s)[file].dsync_scope;
 }
 int dbt_state_put_chunk(struct dbt_state *s, int dev, int64_t file, uint64_t chunk, uint64_t addr);
+
+/* Records one bypass of the emulation (not while paused: as untracked_calls, only the measured
+ * interval's count). The first of its kind also leaves its details: the pid, the process's name and
+ * `path`; with path NULL and fd >= 0, the fd's file. Lock-free and async-signal-safe (execve may be
+ * called from a signal handler or a vfork child): atomics, prctl and readlink only. */
+void dbt_state_note_bypass(struct dbt_state *s, int kind, const char *path, int fd);
 
 /* Whole-state dump as JSON, malloc'd (caller frees). NULL on error with err set. */
 char *dbt_state_json(const char *state_path, char *err, size_t errlen);

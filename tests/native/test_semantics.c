@@ -7,8 +7,11 @@
  *   test_semantics check SIMLIB STATE      the interposer saw reads, writes and flushes on a and b
  *   test_semantics highfd ROOT             I/O on fds above 2000 after raising RLIMIT_NOFILE (below)
  *   test_semantics counts SIMLIB STATE KEY=N...   the state's dump has these counters (devN.key: device N's)
- *   test_semantics tracefiles DIR          every trace file in DIR is a regular file of mode 0600 */
+ *   test_semantics tracefiles DIR          every trace file in DIR is a regular file of mode 0600
+ *   test_semantics bypass ROOT LOG         calls the interposer passes through but counts as bypasses (below)
+ *   (counts also takes bypass.KIND=N: the state's count of that kind of bypass) */
 #define _GNU_SOURCE
+#include <aio.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -20,7 +23,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/aio_abi.h>
+#include <linux/io_uring.h>
+#include <spawn.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/uio.h>
@@ -469,6 +478,211 @@ static int highfd_from_1024(const char *self, const char *root) {
     return 2;
 }
 
+/* ---- bypasses ---------------------------------------------------------------------------------- */
+
+/* Each call here works on a device file (a/), on another file (out/), or starts a program. The log
+ * holds every result, errno and checksum, and must be the same plainly and interposed; interposed,
+ * run_semantics checks that each kind of bypass was counted exactly as often as it happened on a
+ * device file (BYPASS_EXPECT): a call on another file, anonymous memory, a failed call, or a program
+ * started with the interposer in its environment counts nothing. */
+#define BP_BYTES 65536
+
+/* a call's result and errno, read straight after it */
+#define TRY(w, name, expr)                                                                         \
+    do {                                                                                           \
+        long long r_ = (long long)(expr);                                                          \
+        int e_ = errno;                                                                            \
+        if (r_ < 0) logf_(w, "%s %lld errno=%d\n", name, r_, e_);                                \
+        else logf_(w, "%s %lld\n", name, r_);                                                     \
+    } while (0)
+
+static void log_buf(struct worker *w, const char *what, const void *p, size_t n) {
+    logf_(w, "%s crc %08x\n", what, crc32(p, n));
+}
+
+static void log_map(struct worker *w, const char *what, void *m, size_t n) {
+    if (m == MAP_FAILED) {
+        RES(w, what, -1, 1);
+        return;
+    }
+    log_buf(w, what, m, n);
+    munmap(m, n);
+}
+
+/* a child that runs `how` and exits with its status (127: the start failed) */
+static int spawn_status(struct worker *w, const char *what, int how, char *const env[]) {
+    char *argv[] = {"true", NULL};
+    pid_t pid = fork();
+    if (pid == 0) {
+        switch (how) {
+        case 0: execv("/bin/true", argv); break;
+        case 1: execvp("true", argv); break;
+        case 2: execl("/bin/true", "true", (char *)NULL); break;
+        case 3: execlp("true", "true", (char *)NULL); break;
+        case 4: execle("/bin/true", "true", (char *)NULL, env); break;
+        case 5: execve("/bin/true", argv, env); break;
+        case 6: execvpe("true", argv, env); break;
+        }
+        _exit(127);
+    }
+    int status = -1;
+    waitpid(pid, &status, 0);
+    logf_(w, "%s exit %d\n", what, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return status;
+}
+
+static int bypass(const char *root, const char *logpath) {
+    if (chdir(root) != 0) return perror("chdir"), 2;
+    struct worker w = {0};
+    unsigned char *data = malloc(BP_BYTES), *back = malloc(BP_BYTES);
+    for (size_t i = 0; i < BP_BYTES; i++) data[i] = (unsigned char)(i * 31 + 7);
+    int dev = open("a/bp", O_RDWR | O_CREAT | O_TRUNC, 0644), other = open("out/bp", O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (dev < 0 || other < 0) return perror("open"), 2;
+    TRY(&w, "pwrite dev", pwrite(dev, data, BP_BYTES, 0));
+    TRY(&w, "pwrite other", pwrite(other, data, BP_BYTES, 0));
+
+    /* mmap: 3 device maps (read-only, shared and written, mmap64); none of the rest counts */
+    log_map(&w, "mmap dev ro", mmap(NULL, BP_BYTES, PROT_READ, MAP_PRIVATE, dev, 0), BP_BYTES);
+    unsigned char *m = mmap(NULL, BP_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, dev, 0);
+    if (m != MAP_FAILED) {
+        memset(m + 100, 0xab, 1000);
+        msync(m, BP_BYTES, MS_SYNC);
+    }
+    log_map(&w, "mmap dev shared", m, BP_BYTES);
+    TRY(&w, "pread after map", pread(dev, back, BP_BYTES, 0));
+    log_buf(&w, "written through the map", back, BP_BYTES);
+    log_map(&w, "mmap64 dev", mmap64(NULL, 8192, PROT_READ, MAP_SHARED, dev, 8192), 8192);
+    log_map(&w, "mmap other", mmap(NULL, BP_BYTES, PROT_READ, MAP_PRIVATE, other, 0), BP_BYTES);
+    void *anon = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    log_map(&w, "mmap anon", anon, 1 << 20);
+    log_map(&w, "mmap dev odd offset", mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, dev, 3), 4096);
+    log_map(&w, "mmap bad fd", mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, 999999, 0), 4096);
+    log_map(&w, "mmap dev write-only fd", mmap(NULL, 4096, PROT_READ, MAP_SHARED, open("a/bp", O_WRONLY), 0), 4096);
+
+    /* splice: one from the device file into a pipe; one from the other file */
+    int p[2];
+    if (pipe(p) != 0) return perror("pipe"), 2;
+    loff_t off = 4096;
+    ssize_t r = splice(dev, &off, p[1], NULL, 4096, 0);
+    RES(&w, "splice dev", r, r < 0);
+    TRY(&w, "pipe read", read(p[0], back, 4096));
+    log_buf(&w, "spliced", back, 4096);
+    off = 0;
+    r = splice(other, &off, p[1], NULL, 4096, 0);
+    RES(&w, "splice other", r, r < 0);
+    TRY(&w, "pipe read", read(p[0], back, 4096));
+    r = splice(999999, NULL, p[1], NULL, 10, 0);
+    RES(&w, "splice bad fd", r, r < 0);
+    close(p[0]);
+    close(p[1]);
+
+    /* sendfile: one from the device file (to a file outside), one between other files */
+    off_t soff = 0;
+    r = sendfile(other, dev, &soff, 4096);
+    RES(&w, "sendfile dev", r, r < 0);
+    logf_(&w, "sendfile offset %lld\n", (long long)soff);
+    int null = open("/dev/null", O_WRONLY);
+    r = sendfile(null, other, NULL, 4096);
+    RES(&w, "sendfile other", r, r < 0);
+    r = sendfile64(null, 999999, NULL, 10);
+    RES(&w, "sendfile bad fd", r, r < 0);
+    close(null);
+
+    /* libaio's calls, made through syscall() as a program without libaio makes them: one read */
+    aio_context_t ctx = 0;
+    long k = syscall(SYS_io_setup, 8, &ctx);
+    RES(&w, "io_setup", k, k < 0);
+    if (k == 0) {
+        struct iocb cb = {0}, *cbs[1] = {&cb};
+        cb.aio_lio_opcode = IOCB_CMD_PREAD;
+        cb.aio_fildes = (uint32_t)dev;
+        cb.aio_buf = (uint64_t)(uintptr_t)back;
+        cb.aio_nbytes = 8192;
+        cb.aio_offset = 16384;
+        k = syscall(SYS_io_submit, ctx, 1, cbs);
+        RES(&w, "io_submit", k, k < 0);
+        struct io_event ev[1];
+        k = syscall(SYS_io_getevents, ctx, 1, 1, ev, NULL);
+        logf_(&w, "io_getevents %ld res %lld\n", k, k == 1 ? (long long)ev[0].res : -1LL);
+        log_buf(&w, "aio read", back, 8192);
+        cb.aio_fildes = 999999; /* refused by the kernel: not a bypass */
+        k = syscall(SYS_io_submit, ctx, 1, cbs);
+        RES(&w, "io_submit bad fd", k, k < 0);
+        syscall(SYS_io_destroy, ctx);
+    }
+
+    /* POSIX AIO: one read of the device file, one of the other */
+    for (int which = 0; which < 2; which++) {
+        struct aiocb a = {0};
+        a.aio_fildes = which ? other : dev;
+        a.aio_buf = back;
+        a.aio_nbytes = 4096;
+        a.aio_offset = 12288;
+        int e = aio_read(&a);
+        RES(&w, which ? "aio_read other" : "aio_read dev", e, e < 0);
+        const struct aiocb *list[1] = {&a};
+        while (e == 0 && aio_error(&a) == EINPROGRESS) aio_suspend(list, 1, NULL);
+        logf_(&w, "aio_return %zd\n", aio_return(&a));
+        log_buf(&w, "aio data", back, 4096);
+    }
+
+    /* io_uring: what its setup answers must not change (run_semantics counts it when it succeeded) */
+    struct io_uring_params up;
+    memset(&up, 0, sizeof up);
+    long ring = syscall(SYS_io_uring_setup, 4, &up);
+    logf_(&w, "io_uring_setup %s\n", ring >= 0 ? "ok" : "refused");
+    if (ring >= 0) close((int)ring);
+
+    /* the exec family: the same errno for a program that cannot start */
+    char *argv[] = {"x", NULL}, *none[] = {NULL};
+    TRY(&w, "execv missing", execv("./no-such-program", argv));
+    TRY(&w, "execve missing", execve("no/such/program", argv, environ));
+    TRY(&w, "execvp missing", execvp("dbtier-no-such-program", argv));
+    TRY(&w, "execvpe missing", execvpe("dbtier-no-such-program", argv, none));
+    TRY(&w, "execl missing", execl("./no-such-program", "x", (char *)NULL));
+    TRY(&w, "execlp missing", execlp("dbtier-no-such-program", "x", (char *)NULL));
+    TRY(&w, "execle missing", execle("./no-such-program", "x", (char *)NULL, environ));
+    TRY(&w, "execveat missing", execveat(AT_FDCWD, "no-such-program", argv, environ, 0));
+    TRY(&w, "execv folder", execv("a", argv));
+    TRY(&w, "execv not executable", execv("a/bp", argv));
+    TRY(&w, "fexecve bad fd", fexecve(-1, argv, environ));
+    TRY(&w, "fexecve not executable", fexecve(dev, argv, environ));
+    pid_t pid;
+    TRY(&w, "posix_spawn missing", posix_spawn(&pid, "./no-such-program", NULL, NULL, argv, environ));
+    TRY(&w, "posix_spawnp missing", posix_spawnp(&pid, "dbtier-no-such-program", NULL, NULL, argv, environ));
+
+    /* and programs that start: each variant with the environment as it is (no bypass) ... */
+    static const char *how[] = {"execv", "execvp", "execl", "execlp", "execle", "execve", "execvpe"};
+    for (int i = 0; i < 7; i++) spawn_status(&w, how[i], i, environ);
+    char *true_argv[] = {"true", NULL};
+    int e = posix_spawnp(&pid, "true", NULL, NULL, true_argv, environ);
+    int status = -1;
+    if (e == 0) waitpid(pid, &status, 0);
+    logf_(&w, "posix_spawnp %d exit %d\n", e, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    /* ... and two without the interposer's variables: an empty environment, and one without LD_PRELOAD */
+    spawn_status(&w, "execve empty env", 5, none);
+    char *kept[256];
+    int nk = 0;
+    for (char **v = environ; *v && nk < 255; v++)
+        if (strncmp(*v, "LD_PRELOAD=", 11)) kept[nk++] = *v;
+    kept[nk] = NULL;
+    e = posix_spawn(&pid, "/bin/true", NULL, NULL, true_argv, kept);
+    status = -1;
+    if (e == 0) waitpid(pid, &status, 0);
+    logf_(&w, "posix_spawn without LD_PRELOAD %d exit %d\n", e, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+
+    close(dev);
+    close(other);
+    free(data);
+    free(back);
+    FILE *f = fopen(logpath, "w");
+    if (!f) return perror(logpath), 2;
+    fwrite(w.log, 1, w.len, f);
+    fclose(f);
+    free(w.log);
+    return 0;
+}
+
 /* ---- checks ---------------------------------------------------------------------------------- */
 
 static void *sim(const char *lib, const char *sym) {
@@ -505,6 +719,7 @@ int main(int argc, char **argv) {
         free(json);
         return ok && devices == 2 ? 0 : 1;
     }
+    if (argc == 4 && strcmp(argv[1], "bypass") == 0) return bypass(argv[2], argv[3]);
     if (argc == 3 && strcmp(argv[1], "highfd") == 0) return highfd_from_1024("/proc/self/exe", argv[2]);
     if (argc == 3 && strcmp(argv[1], "highfd-run") == 0) return highfd(argv[2]);
     if (argc >= 5 && strcmp(argv[1], "counts") == 0) {
@@ -517,8 +732,10 @@ int main(int argc, char **argv) {
             char key[128];
             long long want, got = -1;
             int devno = -1;
-            if (sscanf(argv[i], "dev%d.%127[a-z_]=%lld", &devno, key, &want) != 3 &&
-                sscanf(argv[i], "%127[a-z_]=%lld", key, &want) != 2)
+            int kind = 0;
+            if (sscanf(argv[i], "bypass.%127[a-z_]=%lld", key, &want) == 2) kind = 1;
+            else if (sscanf(argv[i], "dev%d.%127[a-z_]=%lld", &devno, key, &want) != 3 &&
+                     sscanf(argv[i], "%127[a-z_]=%lld", key, &want) != 2)
                 return fprintf(stderr, "bad check '%s'\n", argv[i]), 2;
             char *at = json;
             if (devno >= 0) { /* device N's object starts at the N+1-th "name" */
@@ -526,7 +743,7 @@ int main(int argc, char **argv) {
                 for (int d = 0; at && d <= devno; d++) at = strstr(at + 1, "{\"name\":");
             }
             char pat[160];
-            snprintf(pat, sizeof pat, "\"%s\":", key);
+            snprintf(pat, sizeof pat, kind ? "\"%s\":{\"count\":" : "\"%s\":", key);
             char *p = at ? strstr(at, pat) : NULL;
             if (p) sscanf(p + strlen(pat), "%lld", &got);
             printf("%s: %lld (expected %lld)\n", argv[i], got, want);

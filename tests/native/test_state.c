@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -268,6 +269,67 @@ static void test_devices(void) {
     DAMAGE("ssd nchan 65", "channels", poke_int(&dev(1)->model.drive[0].d.nchan, DBT_MAX_CHANNELS + 1));
 }
 
+static void test_bypass_records(void) {
+    DAMAGE("first bypass kind", "first bypass", poke_u32(&S->first_bypass, DBT_BYPASS_KINDS + 1));
+    DAMAGE("bypass claim 3", "record of mmap", poke_u32(&S->bypass[DBT_BYPASS_MMAP].claim, 3));
+    DAMAGE("bypass program unterminated", "record of exec_env",
+           poke_fill(S->bypass[DBT_BYPASS_EXEC_ENV].program, 'p', DBT_BYPASS_COMM));
+    DAMAGE("bypass path unterminated", "record of splice",
+           poke_fill(S->bypass[DBT_BYPASS_SPLICE].path, 'q', DBT_BYPASS_PATH));
+}
+
+/* A bypass is counted each time and described once, by whoever claimed it first: processes racing
+ * leave one consistent record (pid and path from the same process), and a paused state counts none. */
+#define RACERS 6
+#define RACES 2000
+static void test_note_bypass(void) {
+    char err[512];
+    struct dbt_state *s = dbt_state_attach(state_path, err, sizeof err);
+    CHECK(s != NULL, "attach: %s", err);
+    if (!s) return;
+    CHECK(atomic_load(&s->first_bypass) == 0, "a fresh state has a first bypass");
+    atomic_store(&s->paused, 1);
+    dbt_state_note_bypass(s, DBT_BYPASS_MMAP, "/paused", -1);
+    CHECK(atomic_load(&s->bypass[DBT_BYPASS_MMAP].count) == 0, "a paused state counted a bypass");
+    atomic_store(&s->paused, 0);
+    pid_t kids[RACERS];
+    for (int k = 0; k < RACERS; k++) {
+        kids[k] = fork();
+        if (kids[k] == 0) {
+            char path[64];
+            snprintf(path, sizeof path, "/race/%d", (int)getpid());
+            for (int i = 0; i < RACES; i++) dbt_state_note_bypass(s, DBT_BYPASS_SPLICE, path, -1);
+            _exit(0);
+        }
+    }
+    for (int k = 0; k < RACERS; k++) waitpid(kids[k], NULL, 0);
+    struct dbt_bypass *b = &s->bypass[DBT_BYPASS_SPLICE];
+    CHECK(atomic_load(&b->count) == RACERS * RACES, "%llu splice bypasses counted, %d made",
+          (unsigned long long)atomic_load(&b->count), RACERS * RACES);
+    char want[64];
+    snprintf(want, sizeof want, "/race/%u", b->pid);
+    CHECK(atomic_load(&b->claim) == 2 && !strcmp(b->path, want), "the record is torn: pid %u, path %s", b->pid,
+          b->path);
+    CHECK(atomic_load(&s->first_bypass) == DBT_BYPASS_SPLICE + 1, "the first bypass is not the splice");
+    /* an fd's file names itself */
+    int fd = open(map_path, O_RDONLY);
+    errno = 1234;
+    dbt_state_note_bypass(s, DBT_BYPASS_MMAP, NULL, fd);
+    CHECK(errno == 1234, "noting a bypass changed errno");
+    close(fd);
+    CHECK(!strcmp(s->bypass[DBT_BYPASS_MMAP].path, map_path), "the mapped file is '%s', not %s",
+          s->bypass[DBT_BYPASS_MMAP].path, map_path);
+    CHECK(atomic_load(&s->first_bypass) == DBT_BYPASS_SPLICE + 1, "a later bypass became the first");
+    munmap(s, s->size);
+    char *json = dbt_state_json(state_path, err, sizeof err);
+    CHECK(json && strstr(json, "\"first_bypass\":\"splice\""), "the dump lacks the first bypass");
+    snprintf(want, sizeof want, "\"splice\":{\"count\":%d,\"pid\":", RACERS * RACES);
+    CHECK(json && strstr(json, want), "the dump lacks the splice record");
+    CHECK(json && strstr(json, "\"exec_static\":{\"count\":0}"), "the dump lacks the kinds without bypasses");
+    free(json);
+    expect_valid("after the bypasses");
+}
+
 static void test_files(void) {
     struct dbt_file_entry *e = &dbt_files(S)[used_file];
     DAMAGE("file device = ndev", "file", poke_u32(&e->device, S->ndev));
@@ -338,12 +400,66 @@ static void test_arena(void) {
     munmap(s, s->size);
     char *json = dbt_state_json(plain_state, err, sizeof err);
     CHECK(json != NULL, "dump: %s", err);
-    CHECK(json && strstr(json, "\"zzzzzzzzzzzzzzzz\"]"), "the unterminated path was not cut at the arena's end");
+    CHECK(json && strstr(json, "\"zzzzzzzzzzzzzzzz\",8,1]"), "the unterminated path was not cut at the arena's end");
     CHECK(json && strstr(json, "\"untracked_calls\":0") && strstr(json, "\"trace_failures\":0"),
           "the dump lacks the untracked and trace failure counters");
     free(json);
     unlink(plain_state);
     unlink(plain_map);
+}
+
+/* The device map's parser refuses what strtoull and strtod would take quietly: a negative count
+ * (wrapped to 2^64 - 1), a sign or blank before a number, an empty value, control characters in a
+ * name, folder or parameter, a line cut by a CR inside it, a fifth field, an over-long line. */
+static void test_map_refusals(void) {
+    static const struct {
+        const char *what, *map, *want;
+    } cases[] = {
+        {"page cache bytes -1", "r\tram\t/d\n@pagecache\tbytes=-1\n", "digits only"},
+        {"page cache bytes +5", "r\tram\t/d\n@pagecache\tbytes=+5\n", "digits only"},
+        {"page cache bytes empty", "r\tram\t/d\n@pagecache\tbytes=\n", "digits only"},
+        {"page cache bytes blank", "r\tram\t/d\n@pagecache\tbytes=\v5\n", "digits only"},
+        {"page cache bytes overflow", "r\tram\t/d\n@pagecache\tbytes=99999999999999999999999\n", "digits only"},
+        {"page cache readahead -128", "r\tram\t/d\n@pagecache\treadahead_kb=-128\n", "digits only"},
+        {"param negative", "h\thdd\t/d\trpm=-7200\n", "cannot be negative"},
+        {"param minus zero", "r\tram\t/d\tlatency_us=-0\n", "cannot be negative"},
+        {"param empty", "r\tram\t/d\tlatency_us=\n", "not a number"},
+        {"param blank", "r\tram\t/d\tlatency_us=\f5\n", "control character"},
+        {"param plus", "r\tram\t/d\tlatency_us=+5\n", "not a number"},
+        {"param trailing", "r\tram\t/d\tlatency_us=5x\n", "not a number"},
+        {"name with newline-like char", "r\x01x\tram\t/d\n", "control character"},
+        {"name with escape", "r\x1b[31m\tram\t/d\n", "control character"},
+        {"folder with DEL", "r\tram\t/d\x7f\n", "control character"},
+        {"folder with CR inside", "r\tram\t/d\rx\tlatency_us=5\n", "control character"},
+        {"a fifth field", "r\tram\t/d\tlatency_us=5\tx\n", "expected NAME"},
+    };
+    char path[700], out[700], err[512];
+    snprintf(path, sizeof path, "%s/bad.map", work);
+    snprintf(out, sizeof out, "%s/bad.state", work);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_file(path, cases[i].map);
+        err[0] = '\0';
+        int rc = dbt_state_create(path, out, err, sizeof err);
+        CHECK(rc != 0, "%s: the map was accepted", cases[i].what);
+        CHECK(strstr(err, cases[i].want) != NULL, "%s: message '%s' does not mention '%s'", cases[i].what, err,
+              cases[i].want);
+        CHECK(file_size(out) == 0, "%s: a state was written", cases[i].what);
+        printf("refused %-28s %s\n", cases[i].what, err);
+    }
+    /* a line longer than the parser's buffer is refused, not read as two */
+    static char longmap[20000];
+    size_t n = (size_t)snprintf(longmap, sizeof longmap, "r\tram\t/d\t");
+    while (n < 9000) n += (size_t)snprintf(longmap + n, sizeof longmap - n, "latency_us=5 ");
+    snprintf(longmap + n, sizeof longmap - n, "\nq\tram\t/q\n");
+    write_file(path, longmap);
+    CHECK(dbt_state_create(path, out, err, sizeof err) != 0 && strstr(err, "longer than"),
+          "an over-long line was not refused: %s", err);
+    /* what is refused above, given rightly, is taken */
+    write_file(path, "h\thdd\t/d\tseek_a_ms=-1.5 rpm=7200\n@pagecache\tbytes=1048576 readahead_kb=128\r\n");
+    CHECK(dbt_state_create(path, out, err, sizeof err) == 0, "a valid map (a negative seek term, CRLF) was refused: %s",
+          err);
+    unlink(out);
+    unlink(path);
 }
 
 int main(int argc, char **argv) {
@@ -373,7 +489,9 @@ int main(int argc, char **argv) {
     test_page_cache();
     test_devices();
     test_files();
-    expect_valid("after the header, page cache, device and file cases");
+    test_bypass_records();
+    expect_valid("after the header, page cache, device, file and bypass cases");
+    test_note_bypass();
     test_hot_path_bounds();
     test_sizes();
     expect_valid("after the size cases");
@@ -382,6 +500,7 @@ int main(int argc, char **argv) {
     CHECK(json && strstr(json, "/data/h/base/1"), "the valid state's dump lacks its file: %s", json ? "" : err);
     free(json);
     munmap(S, S_size);
+    test_map_refusals();
     test_arena();
     unlink(state_path);
     unlink(map_path);

@@ -14,6 +14,7 @@ import click
 from rich.markup import escape
 
 from dbtier import lifecycle
+from dbtier.devices import programs
 from dbtier.devices.session import CPU_SCALE_ENV, Device, Session, check_cpu_scale, host_floor_warnings
 from dbtier.devices.spec import legacy_note, parse_all
 from dbtier.errors import UserError
@@ -64,6 +65,10 @@ def exec_command(device_args, trace_dir, json_path, cpu_scale, workspace, quiet,
             raise UserError(f"cannot run {command[0]}: it is a folder, not a program")
         found = Path(command[0]).exists() if "/" in command[0] else False
         raise UserError(f"cannot run {command[0]}: " + ("permission denied" if found else "command not found"))
+    why = programs.why_not_enterable(Path(program))
+    if why:
+        raise UserError(f"cannot emulate {command[0]}: {program} is {why}, so the interposer (LD_PRELOAD) cannot "
+                        "enter it and none of its I/O would be seen; run a dynamically linked build for this machine")
     check_cpu_scale(cpu_scale)
     if trace_dir is not None:
         trace_dir = check_trace_dir(trace_dir)
@@ -84,14 +89,29 @@ def exec_command(device_args, trace_dir, json_path, cpu_scale, workspace, quiet,
                 out.print(note, markup=False)
             for warning in host_floor_warnings(devices):
                 out.print(f"[yellow]warning:[/] {escape(warning)}")
+        # what the program writes into the device folders must have passed the interposer: compared after
+        folders = [d.directory for d in devices]
+        ours = [workspace.root] + ([trace_dir] if trace_dir is not None else [])
+        files_before = programs.folder_files(folders, ours)
         rc, elapsed, started, refused = _run(session, command, cpu_scale)
         if refused:
             raise UserError(f"the emulation did not apply to {len(refused)} process(es) of {command[0]}, which "
                             f"stopped: {refused[0]}")
         state = session.snapshot()
         gaps = session.gaps(state)
+        files_after = programs.folder_files(folders, ours)
+        unseen = programs.unseen_writes(files_before, files_after, state, folders)
+        if unseen:
+            more = f" and {len(unseen) - 1} more file(s)" if len(unseen) > 1 else ""
+            gaps.append(f"{unseen[0]}{more} changed while {command[0]} ran, but not through a call the emulation "
+                        "saw (written through a memory mapping, by a program the interposer was not in, or by "
+                        "another process); write them with read and write calls from the program itself")
         if gaps:
             raise UserError(f"the figures of {command[0]} would be incomplete: {'; '.join(gaps)}")
+        if not quiet:
+            for folder in sorted(set(files_before.capped + files_after.capped)):
+                out.print(f"note: {folder} holds more than {programs.WALK_CAP:,} entries: its files were not "
+                          "compared with what the emulation saw", markup=False)
         rows = device_figures.rows(session.devices, state, elapsed)
         session.save_trace_meta({"command": list(command), "started": started, "elapsed_s": elapsed, "exit_status": rc})
         if not quiet:

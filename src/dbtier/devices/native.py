@@ -17,7 +17,7 @@ from dbtier.errors import UserError
 
 IOTAP_LIB = "libdbtier_iotap.so"
 SIM_LIB = "libdbtier_sim.so"
-ABI_VERSION = 2010002  # devmodel ops 2, state file 10, trace format 2: dbt_abi_version's handshake
+ABI_VERSION = 2011002  # devmodel ops 2, state file 11, trace format 2: dbt_abi_version's handshake
 
 OP_READ, OP_WRITE, OP_FLUSH = 1, 2, 3
 
@@ -126,7 +126,10 @@ def _take_string(ptr: int) -> str:
 @functools.cache
 def param_table() -> dict:
     """{kind: {"help": str, "params": [{name, unit, default, min, max, help}]}} from the C table."""
-    return json.loads(_take_string(lib().dbt_param_table_json()))
+    ptr = lib().dbt_param_table_json()
+    if not ptr:
+        raise MemoryError("the device parameter table could not be written")
+    return json.loads(_take_string(ptr))
 
 
 def state_bytes(page_cache_bytes: int) -> int:

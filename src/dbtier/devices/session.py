@@ -62,6 +62,47 @@ def check_cpu_scale(k: float) -> None:
                         "machine's); a faster CPU can only be predicted: dbtier predict RUN_DIR --cpu-scale K")
 
 
+#: what each bypass the interposer counts (native/iotap/state.h, dbt_bypass_kind) is, and what to use
+#: instead; {path} is the device file or the program started
+_IO_INSTEAD = "use read and write calls instead (fio: --ioengine=psync or pvsync2)"
+BYPASSES = {
+    "mmap": ("mapped a device file into memory (mmap), whose reads and writes the emulation cannot see ({path})",
+             _IO_INSTEAD),
+    "libaio": ("did I/O on a device file through io_submit (libaio), which the emulation cannot see ({path})",
+               _IO_INSTEAD),
+    "posix_aio": ("did I/O on a device file through POSIX AIO (aio_read, aio_write, lio_listio), which the "
+                  "emulation cannot see ({path})", _IO_INSTEAD),
+    "io_uring": ("set up io_uring, whose I/O the emulation cannot see", _IO_INSTEAD),
+    "splice": ("moved a device file's data with splice, inside the kernel where the emulation cannot see it "
+               "({path})", _IO_INSTEAD),
+    "sendfile": ("moved a device file's data with sendfile, inside the kernel where the emulation cannot see it "
+                 "({path})", _IO_INSTEAD),
+    "exec_env": ("started {path} without the interposer (LD_PRELOAD or DBTIER_IOTAP taken out of its "
+                 "environment), so its I/O went unseen", "keep both in the environment of the programs it starts"),
+    "exec_static": ("started {path}, a statically linked program, which the interposer (LD_PRELOAD) cannot enter, "
+                    "so its I/O went unseen", "run a dynamically linked build of it"),
+    "exec_foreign": ("started {path}, a program built for another architecture, which the interposer cannot "
+                     "enter, so its I/O went unseen", "run a build of it for this machine"),
+}
+
+
+def bypass_gaps(after: dict, before: dict | None = None) -> list[str]:
+    """One phrase per kind of bypass that grew between two snapshots, naming the process and the file or
+    program of the first of its kind, with what to use instead."""
+    out = []
+    earlier = (before or {}).get("bypasses", {})
+    for kind, record in after.get("bypasses", {}).items():
+        n = int(record.get("count", 0)) - int(earlier.get(kind, {}).get("count", 0))
+        if n <= 0:
+            continue
+        what, instead = BYPASSES.get(kind, (f"bypassed the emulation ({kind})", "run it without that"))
+        program = record.get("program") or "a process"
+        path = record.get("path") or "a file it had open"
+        times = (f" ({n} programs)" if kind.startswith("exec") else f" ({n} calls)") if n > 1 else ""
+        out.append(f"{program} {what.format(path=path)}{times}; {instead}")
+    return out
+
+
 class Session:
     """Creates the state in `workdir`; programs started with `env()` run on the devices."""
 
@@ -78,6 +119,11 @@ class Session:
         self.state_path = workdir / "iotap.state"
 
     def create(self) -> None:
+        for d in self.devices:  # the map is one line per device: a newline or tab would forge another
+            for what, text in (("name", d.name), ("folder", str(d.directory))):
+                if any(ord(c) < 0x20 or ord(c) == 0x7f for c in text):
+                    raise UserError(f"device {what} {text!r} holds a control character; rename it, or give another "
+                                    "folder")
         self.workdir.mkdir(parents=True, exist_ok=True)
         lines = ["# dbtier device map: NAME<TAB>KIND<TAB>DIR<TAB>key=value ..."]
         for d in self.devices:
@@ -111,8 +157,10 @@ class Session:
 
     def gaps(self, after: dict, before: dict | None = None) -> list[str]:
         """What the emulation could not cover between two snapshots: I/O on file descriptors beyond the
-        interposer's reach (neither delayed nor counted), and processes whose trace could not be written.
-        Either makes the figures incomplete, so a command that finds one fails rather than report them."""
+        interposer's reach (neither delayed nor counted), processes whose trace could not be written, and
+        bypasses (I/O the interposer saw go around it: a device file mapped into memory, asynchronous or
+        in-kernel I/O, a program started without it). Any makes the figures incomplete, so a command
+        that finds one fails rather than report them."""
         def grown(key: str) -> int:
             return int(after.get(key, 0)) - int((before or {}).get(key, 0))
         out = []
@@ -121,7 +169,7 @@ class Session:
                        "were neither emulated nor counted")
         if self.trace_dir and grown("trace_failures"):
             out.append(f"{grown('trace_failures')} process(es) could not write their trace into {self.trace_dir}")
-        return out
+        return out + bypass_gaps(after, before)
 
     def describe(self) -> list[dict]:
         return [
@@ -136,7 +184,8 @@ class Session:
             return
         state = self.snapshot()
         chunks, cursors = native.chunk_map(self.state_path)
-        write_private(self.trace_dir / "files.json", json.dumps(state["files"]), mode=0o644)
+        # the trace's file table is [index, device, path]; the inode the state keeps besides is this host's
+        write_private(self.trace_dir / "files.json", json.dumps([row[:3] for row in state["files"]]), mode=0o644)
         write_private(self.trace_dir / "layout.json",
                       json.dumps({"chunk_bytes": native.chunk_bytes(), "chunks": chunks.tolist(),
                                   "cursors": cursors[:len(self.devices)]}), mode=0o644)

@@ -124,5 +124,5 @@ class Emulation:
     def figures(self, elapsed_s: float, t0_ns: int, t1_ns: int, names: dict) -> emulated.EmulatedFigures:
         recs = read_records(self.session.trace_dir)
         recs = recs[(recs["submit_ns"] >= t0_ns) & (recs["submit_ns"] <= t1_ns)]
-        files = {int(idx): path for idx, _dev, path in self.after["files"]}
+        files = {int(row[0]): row[2] for row in self.after["files"]}  # [index, device, path, st_dev, st_ino]
         return emulated.figures(self.devices, self.before, self.after, elapsed_s, recs, files, names)
