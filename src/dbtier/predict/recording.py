@@ -339,12 +339,13 @@ def lab_options(rec: "Recording", workspace: Path | None = None):
 
 _COUNT = {"type": "integer", "minimum": 0}
 _BYTES = {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_FILE_END}
-_PHASE = {
-    "type": "object", "required": ["elapsed_s"],
+_PHASE = {  # every measured phase has these (measure/result.py's PhaseResult)
+    "type": "object", "required": ["elapsed_s", "server_cpu_s", "io_wait_s", "devices", "object_io"],
     "properties": {
         "phase": {"type": "string"},
         "elapsed_s": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_ELAPSED_S},
-        "server_cpu_s": {"type": ["number", "null"], "minimum": 0, "maximum": 1e9},
+        "server_cpu_s": {"type": "number", "minimum": 0, "maximum": 1e9},
+        "io_wait_s": {"type": "number", "minimum": 0},
         "object_io": {"type": "array", "items": {
             "type": "object", "required": ["object", "kind"],
             "properties": {"object": {"type": "string"}, "kind": {"type": "string"},
@@ -364,7 +365,10 @@ RECORDED_RUN = {
             "type": "object", "required": ["object", "kind"],
             "properties": {"object": {"type": "string", "minLength": 1}, "kind": {"type": "string"},
                            "path": {"type": ["string", "null"]}, "table": {"type": ["string", "null"]},
-                           "bytes": _BYTES, "total_bytes": _BYTES}}},
+                           "bytes": _BYTES, "total_bytes": _BYTES},
+            # a candidate's size: pg_table_size, else pg_relation_size
+            "anyOf": [{"required": ["total_bytes"], "properties": {"total_bytes": {"type": "integer"}}},
+                      {"required": ["bytes"], "properties": {"bytes": {"type": "integer"}}}]}},
         "catalog_bytes": _BYTES, "wal_bytes": _BYTES,
         "phases": {"type": "array", "minItems": 1, "items": _PHASE},
     },
@@ -466,7 +470,7 @@ def check_timeline(timeline, where: Path) -> list[dict]:
             raise Damaged(where, f"timeline[{i}] ({event}) begins before the event before it ended")
         last = t1
         if event == "measured":
-            procs = step.get("processes", {})
+            procs = step.get("processes")
             if not isinstance(step.get("phase"), str) or not isinstance(procs, dict) or \
                     not all(k.isdigit() and isinstance(v, str) for k, v in procs.items()):
                 raise Damaged(where, f"timeline[{i}] (measured) names no phase, or its processes are not pid: name")
