@@ -510,7 +510,7 @@ def check_records(recs: np.ndarray, files: dict[int, tuple[int, str]], ndev: int
             raise Damaged(where, f"trace record {i:,} {what}")
 
     kind, op, flags = recs["kind"], recs["op"], recs["flags"]
-    refuse(~np.isin(kind, list(trace.KINDS)), f"has the unknown kind {int(kind[np.argmax(~np.isin(kind, list(trace.KINDS)))])}")
+    refuse(~np.isin(kind, list(trace.KINDS)), "has an unknown kind")
     sync = kind == trace.SYNC
     io = ~sync
     refuse(io & ~np.isin(op, list(trace.OPS)), "has an unknown operation")
@@ -559,10 +559,6 @@ class Recording:
     names: dict[tuple[int, int], tuple[str, str]]  # (database oid, relfilenode) -> (name, kind)
     transactions: dict | None = None  # a client's transactions (script, client, end_ns, latency_us), if it timed them
     lab: RecordedLab | None = None    # the recorded lab, checked
-
-    @property
-    def devices(self) -> list[dict]:
-        return self.result["lab"]["devices"]
 
     @property
     def measured(self) -> list[dict]:
