@@ -288,7 +288,7 @@ CASES = [
     Case("cpu-scale-huge", "lab.cpu_scale is 5000", edit_result(setter("lab.cpu_scale", 5000))),
     Case("cpu-scale-nan", "NaN is not a number JSON allows", raw_result('{"schema_version": 2, "kind": "run", "lab": {"cpu_scale": NaN}}')),
     Case("scale-model-zero", "lab.scale_model.factor is 0", edit_result(setter("lab.scale_model", {"factor": 0}))),
-    Case("user-setting-lab-owned", "the recorded run carries a setting dbtier refuses (--set listen_addresses",
+    Case("user-setting-lab-owned", "the recorded run carries a setting dbtier would refuse (--set listen_addresses",
          edit_result(setter("lab.user_settings", {"listen_addresses": "'*'"}))),
     Case("user-setting-io-uring", "--set io_method=io_uring", edit_result(setter("lab.user_settings", {"io_method": "io_uring"}))),
     Case("devices-none", "lab.devices lists 0 devices", edit_result(setter("lab.devices", []))),
@@ -578,7 +578,7 @@ def test_the_recorded_lab_options_are_the_runs(recorded, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(recorded, run)
     edit_result(setter("lab.user_settings", {"work_mem": "64MB", "port": "5433"}))(run)
-    with pytest.raises(dbtier_api.UserError, match=r"carries a setting dbtier refuses \(--set port"):
+    with pytest.raises(dbtier_api.UserError, match=r"carries a setting dbtier would refuse \(--set port"):
         recording.load(run)
     edit_result(setter("lab.user_settings", {"work_mem": "64MB"}))(run)
     assert recording.lab_options(recording.load(run)).sets == {"work_mem": "64MB"}

@@ -249,8 +249,8 @@ def recorded_lab(result: dict, where: Path) -> RecordedLab:
     try:
         sets = settings.parse_sets([f"{k}={v}" for k, v in user.items()])
     except UserError as exc:
-        raise UserError(f"{where}: the recorded run carries a setting dbtier refuses ({exc}); a run dbtier wrote "
-                        "cannot carry it: the run directory was altered") from None
+        raise UserError(f"{where}: the recorded run carries a setting dbtier would refuse ({exc}); a run dbtier "
+                        "wrote cannot carry it: the run directory was altered") from None
     server = lab.get("settings") or {}
     if not isinstance(server, dict) or not all(isinstance(v, str) and len(v) <= 200 for v in server.values()):
         raise bad("lab.settings is not a map of setting names to short values")
