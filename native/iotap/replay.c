@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "replay.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,12 +91,34 @@ static uint64_t gap_before(const struct dbt_replay_event *ev, uint64_t i, uint64
     return ev[i].t0 > prev_end ? ev[i].t0 - prev_end : 0;
 }
 
+/* What one event may ask of the core (see replay.h): beyond these a trace is damaged, and a single
+ * such call could keep the page cache's loops busy for hours. */
+static const char *event_problem(const struct dbt_replay_event *e) {
+    if (e->t0 > DBT_REPLAY_MAX_TIME || e->t1 > DBT_REPLAY_MAX_TIME || e->t1 < e->t0)
+        return "its times are out of range or reversed";
+    if (e->host_ns > DBT_REPLAY_MAX_TIME || e->late_ns > DBT_REPLAY_MAX_TIME) return "its host time is out of range";
+    if (e->kind == DBT_TK_SYNC) return e->op == DBT_SYNC_WAKE || e->op == DBT_SYNC_SLEEP ? NULL : "an unknown sync";
+    if (e->kind != DBT_TK_CALL) return "an unknown kind";
+    if (e->op < DBT_TOP_READ || e->op > DBT_TOP_ADVISE) return "an unknown operation";
+    if (e->file < -1 || e->file >= (int64_t)DBT_FILE_CAP) return "a file index beyond the file table";
+    if (e->len > DBT_REPLAY_MAX_LEN) return "more bytes than one call moves";
+    if ((e->op == DBT_TOP_READ || e->op == DBT_TOP_ADVISE) && e->len > DBT_REPLAY_MAX_READ)
+        return "more bytes than one read moves";
+    if (e->off > DBT_REPLAY_MAX_END - e->len) return "bytes beyond the largest file";
+    return NULL;
+}
+
 int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t n, uint64_t recorded_from,
-               uint64_t replay_from, double cpu_scale, struct dbt_replay_result *out, char *err, size_t errlen) {
+               uint64_t replay_from, double cpu_scale, const atomic_int *cancel, struct dbt_replay_result *out,
+               char *err, size_t errlen) {
     out->requests = NULL;
     out->nrequests = 0;
-    if (!(cpu_scale > 0)) {
-        snprintf(err, errlen, "the CPU scale must be above 0");
+    if (!(cpu_scale > 0) || cpu_scale > DBT_REPLAY_MAX_CPU_SCALE) {
+        snprintf(err, errlen, "the CPU scale must be above 0 and at most %g", DBT_REPLAY_MAX_CPU_SCALE);
+        return -1;
+    }
+    if (recorded_from > DBT_REPLAY_MAX_TIME || replay_from > DBT_REPLAY_MAX_TIME) {
+        snprintf(err, errlen, "the interval's start is out of range");
         return -1;
     }
     /* streams are contiguous runs of one stream id */
@@ -105,6 +128,11 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
         if (ev[i].kind == DBT_TK_CALL && ev[i].dev >= s->ndev) {
             snprintf(err, errlen, "event %llu names device %u; the replay has %u", (unsigned long long)i, ev[i].dev,
                      s->ndev);
+            return -1;
+        }
+        const char *why = event_problem(&ev[i]);
+        if (why) {
+            snprintf(err, errlen, "event %llu cannot be replayed: %s", (unsigned long long)i, why);
             return -1;
         }
         if (ev[i].guard >= (int64_t)n || (ev[i].guard >= 0 && ev[i].dep < 0)) {
@@ -125,11 +153,12 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
     uint32_t *parked_next = calloc(nstreams + 1, sizeof *parked_next);
     uint32_t *parked_head = calloc(n + 1, sizeof *parked_head); /* per wake: the first parked stream + 1 */
     uint8_t *done = calloc(n + 1, 1);
+    uint32_t *asked = calloc(nstreams + 1, sizeof *asked); /* per stream: its call's resumes so far */
     struct dbt_outcome *waiting = calloc(nstreams + 1, sizeof *waiting); /* a call's outcome while queued */
     struct heap h = {calloc(nstreams + 1, sizeof(struct heap_item)), 0};
     struct collector col = {NULL, 0, 0, 0, 0};
     int rc = -1;
-    if (!first || !next || !ready || !parked_next || !parked_head || !done || !waiting || !h.a) {
+    if (!first || !next || !ready || !parked_next || !parked_head || !done || !asked || !waiting || !h.a) {
         snprintf(err, errlen, "out of memory for %llu events", (unsigned long long)n);
         goto out;
     }
@@ -151,6 +180,13 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
     struct dbt_emulate_hooks hooks = {collect, NULL, &col};
     uint64_t handled = 0;
     while (h.n) {
+        /* Ctrl-C reaches the caller's thread, which sets the flag: looked at before every event (one
+         * load; an event may cost a whole 1 GiB read through the page cache, a fraction of a second) */
+        if (cancel && atomic_load_explicit(cancel, memory_order_relaxed)) {
+            snprintf(err, errlen, "interrupted");
+            rc = -2;
+            goto out;
+        }
         struct heap_item it = heap_pop(&h);
         uint32_t st = it.stream;
         uint64_t i = next[st];
@@ -177,6 +213,11 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
                 dbt_emulate(s, &c, &hooks, &o);
             }
             if (o.ticket) { /* its request waits for the drive's choice: ask again when it is due */
+                if (++asked[st] > DBT_REPLAY_MAX_RESUMES) { /* no drive keeps a request that long */
+                    snprintf(err, errlen, "event %llu waited in a drive's queue through %u of its choices",
+                             (unsigned long long)i, DBT_REPLAY_MAX_RESUMES);
+                    goto out;
+                }
                 waiting[st] = o;
                 heap_push_item(&h, o.complete > it.ready ? o.complete : it.ready, st, 1);
                 continue;
@@ -200,6 +241,7 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
         out->end[i] = end;
         if (out->flags) out->flags[i] = flags;
         done[i] = 1;
+        asked[st] = 0;
         handled++;
         for (uint32_t p = parked_head[i]; p; p = parked_next[p - 1]) heap_push(&h, ready[p - 1], p - 1);
         parked_head[i] = 0;
@@ -229,6 +271,7 @@ out:
     free(parked_next);
     free(parked_head);
     free(done);
+    free(asked);
     free(waiting);
     free(h.a);
     return rc;

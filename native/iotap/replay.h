@@ -15,9 +15,26 @@
 #ifndef DBT_REPLAY_H
 #define DBT_REPLAY_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "emulate.h"
+
+/* Bounds on what one event may ask, so that no record of a damaged trace makes the replay run
+ * unboundedly: a call moves at most a WAL segment's largest size (1 GiB: PostgreSQL writes no more in
+ * one call); a read, or read-ahead advice, at most 16 MiB (PostgreSQL reads at most io_combine_limit,
+ * 1 MiB: a buffered read whose pages are all still in flight makes the page cache's CLOCK sweep the
+ * whole cache for each further page, so the work grows with the read times the cache); no byte
+ * beyond 2^48 (well inside the page cache's and the chunk table's keys); times below 2^62 ns (146
+ * years), so sums of them cannot wrap. */
+#define DBT_REPLAY_MAX_LEN (1ull << 30)
+#define DBT_REPLAY_MAX_READ (16ull << 20)
+#define DBT_REPLAY_MAX_END (1ull << 48)
+#define DBT_REPLAY_MAX_TIME (1ull << 62)
+#define DBT_REPLAY_MAX_CPU_SCALE 1000.0
+/* A call asks a queueing drive again each time it may have chosen; a drive's queue holds a few
+ * dozen requests, so a call still waiting after this many asks is a fault, not a long queue. */
+#define DBT_REPLAY_MAX_RESUMES (1u << 20)
 
 /* One event of a process's stream, as the caller prepares it from the trace. */
 struct dbt_replay_event {
@@ -56,9 +73,11 @@ struct dbt_replay_result {
 
 /* Replays n events (grouped by stream, each stream in order) on state s. The recorded interval began
  * at `recorded_from`; its replay begins at `replay_from` (a stream's first event comes as long after
- * it as it came after the recorded start). Returns 0, or -1 with a message in err (a malformed event
- * array). */
+ * it as it came after the recorded start). `cancel` (may be NULL): another thread sets it to stop the
+ * replay early. Returns 0; -1 with a message in err (a malformed event array, an event beyond the
+ * bounds above); or -2 when cancelled. */
 int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t n, uint64_t recorded_from,
-               uint64_t replay_from, double cpu_scale, struct dbt_replay_result *out, char *err, size_t errlen);
+               uint64_t replay_from, double cpu_scale, const atomic_int *cancel, struct dbt_replay_result *out,
+               char *err, size_t errlen);
 
 #endif

@@ -401,11 +401,13 @@ EXPORT int dbt_dsync_scope(const char *path) { return dbt_path_in_dsync_scope(pa
 EXPORT uint64_t dbt_replay_event_size(void) { return sizeof(struct dbt_replay_event); }
 EXPORT uint64_t dbt_replay_request_size(void) { return sizeof(struct dbt_replay_request); }
 
+/* cancel: an int the caller's other thread sets to stop the replay (it returns -2 then). */
 EXPORT int dbt_replay_run(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t n, uint64_t recorded_from,
-                          uint64_t replay_from, double cpu_scale, uint64_t *start, uint64_t *end, uint8_t *flags,
-                          struct dbt_replay_request **requests, uint64_t *nrequests, char *err, size_t errlen) {
+                          uint64_t replay_from, double cpu_scale, const atomic_int *cancel, uint64_t *start,
+                          uint64_t *end, uint8_t *flags, struct dbt_replay_request **requests, uint64_t *nrequests,
+                          char *err, size_t errlen) {
     struct dbt_replay_result r = {start, end, flags, NULL, 0};
-    int rc = dbt_replay(s, ev, n, recorded_from, replay_from, cpu_scale, &r, err, errlen);
+    int rc = dbt_replay(s, ev, n, recorded_from, replay_from, cpu_scale, cancel, &r, err, errlen);
     *requests = r.requests;
     *nrequests = r.nrequests;
     return rc;

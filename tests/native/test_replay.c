@@ -11,6 +11,8 @@
  *    two reads' difference only (B's wait follows A's read; the recorded gaps stay).
  *
  * 4. A queueing drive, hand-computed (see ncq_reorders).
+ * 5. Bounds: a call beyond what one call moves or beyond the largest file, or with reversed times,
+ *    is refused before anything is replayed; a replay whose cancel flag is set stops early (-2).
  *
  *   test_replay [WORKDIR]  (default: a fresh folder under /tmp, removed at the end) */
 #define _GNU_SOURCE
@@ -112,7 +114,7 @@ static void same_requests_live_and_offline(void) {
     static uint64_t start[NCALLS], end[NCALLS];
     struct dbt_replay_result res = {start, end, NULL, NULL, 0};
     char err[256];
-    CHECK(dbt_replay(off, ev, NCALLS, ev[0].t0, ev[0].t0, 1.0, &res, err, sizeof err) == 0, "replay: %s", err);
+    CHECK(dbt_replay(off, ev, NCALLS, ev[0].t0, ev[0].t0, 1.0, NULL, &res, err, sizeof err) == 0, "replay: %s", err);
     CHECK(res.nrequests == (uint64_t)live_reqs->n, "requests: %llu offline, %d live",
           (unsigned long long)res.nrequests, live_reqs->n);
     int differ = 0;
@@ -168,7 +170,7 @@ static uint64_t b_finishes(double latency_us) {
     uint64_t start[4], end[4];
     struct dbt_replay_result res = {start, end, NULL, NULL, 0};
     char err[256];
-    int rc = dbt_replay(s, ev, 4, T, T, 1.0, &res, err, sizeof err);
+    int rc = dbt_replay(s, ev, 4, T, T, 1.0, NULL, &res, err, sizeof err);
     CHECK(rc == 0, "replay: %s", err);
     free(res.requests);
     munmap(s, s->size);
@@ -198,12 +200,76 @@ static void refuses_bad_events(void) {
     uint64_t start[2], end[2];
     struct dbt_replay_result res = {start, end, NULL, NULL, 0};
     char err[256] = "";
-    CHECK(dbt_replay(s, ev, 2, 0, 0, 1.0, &res, err, sizeof err) != 0 && strstr(err, "not another process's wake"),
+    CHECK(dbt_replay(s, ev, 2, 0, 0, 1.0, NULL, &res, err, sizeof err) != 0 && strstr(err, "not another process's wake"),
           "a sleep tied to something not a wake is refused: %s", err);
     ev[0].dep = -1;
     ev[0].kind = DBT_TK_CALL, ev[0].dev = 3;
-    CHECK(dbt_replay(s, ev, 2, 0, 0, 1.0, &res, err, sizeof err) != 0 && strstr(err, "names device 3"),
+    CHECK(dbt_replay(s, ev, 2, 0, 0, 1.0, NULL, &res, err, sizeof err) != 0 && strstr(err, "names device 3"),
           "a call on a device the replay lacks is refused: %s", err);
+    munmap(s, s->size);
+}
+
+static void refuses_unbounded_events(void) {
+    struct dbt_state *s = make_state("bounds", "ram\tram\t/nonexistent/ram\n");
+    dbt_state_put_file(s, 0, 0, 0);
+    struct dbt_replay_event ok = {0, 10, 0, 0, 0, 8192, UINT64_MAX, 0, -1, -1, 0, 0, DBT_TK_CALL, DBT_TOP_READ, 0,
+                                  DBT_TF_DIRECT, 0};
+    struct {
+        const char *what, *expect;
+        struct dbt_replay_event ev;
+    } cases[7];
+    for (int k = 0; k < 7; k++) cases[k].ev = ok;
+    cases[0].what = "a write of 1 GiB and a byte", cases[0].expect = "more bytes than one call moves";
+    cases[0].ev.len = DBT_REPLAY_MAX_LEN + 1, cases[0].ev.op = DBT_TOP_WRITE;
+    cases[6].what = "a read of 16 MiB and a page", cases[6].expect = "more bytes than one read moves";
+    cases[6].ev.len = DBT_REPLAY_MAX_READ + 4096;
+    cases[1].what = "a call at offset 2^63", cases[1].expect = "beyond the largest file";
+    cases[1].ev.off = 1ull << 63;
+    cases[2].what = "a call ending past 2^48", cases[2].expect = "beyond the largest file";
+    cases[2].ev.off = DBT_REPLAY_MAX_END - 4096;
+    cases[3].what = "a call that ended before it began", cases[3].expect = "out of range or reversed";
+    cases[3].ev.t0 = 100, cases[3].ev.t1 = 10;
+    cases[4].what = "an unknown operation", cases[4].expect = "an unknown operation";
+    cases[4].ev.op = 99;
+    cases[5].what = "a file index beyond the file table", cases[5].expect = "beyond the file table";
+    cases[5].ev.file = (int64_t)DBT_FILE_CAP;
+    uint64_t start[1], end[1];
+    for (int k = 0; k < 7; k++) {
+        struct dbt_replay_result res = {start, end, NULL, NULL, 0};
+        char err[256] = "";
+        int rc = dbt_replay(s, &cases[k].ev, 1, 0, 0, 1.0, NULL, &res, err, sizeof err);
+        CHECK(rc == -1 && strstr(err, cases[k].expect) && !res.requests, "%s is refused: rc %d, %s", cases[k].what,
+              rc, err);
+    }
+    struct dbt_replay_result res = {start, end, NULL, NULL, 0};
+    char err[256] = "";
+    CHECK(dbt_replay(s, &ok, 1, 0, 0, 1.0, NULL, &res, err, sizeof err) == 0, "the same call in bounds replays: %s",
+          err);
+    free(res.requests);
+    munmap(s, s->size);
+}
+
+/* A long replay stops once its cancel flag is set (another thread sets it on Ctrl-C); unset, the same
+ * events replay whole. */
+static void cancel_stops_a_replay(void) {
+    enum { N = 100000 };
+    struct dbt_state *s = make_state("cancel", "ram\tram\t/nonexistent/ram\n");
+    dbt_state_put_file(s, 0, 0, 0);
+    static struct dbt_replay_event ev[N];
+    static uint64_t start[N], end[N];
+    for (uint64_t i = 0; i < N; i++)
+        ev[i] = (struct dbt_replay_event){1000 * i, 1000 * i + 500, 0, 0, 8192 * (i % 64), 8192, UINT64_MAX, 0, -1,
+                                          -1, 0, 0, DBT_TK_CALL, DBT_TOP_READ, 0, DBT_TF_DIRECT, 0};
+    atomic_int cancel = 1;
+    struct dbt_replay_result res = {start, end, NULL, NULL, 0};
+    char err[256] = "";
+    int rc = dbt_replay(s, ev, N, 0, 0, 1.0, &cancel, &res, err, sizeof err);
+    CHECK(rc == -2 && strstr(err, "interrupted") && !res.requests, "a cancelled replay returns -2: rc %d, %s", rc, err);
+    atomic_store(&cancel, 0);
+    rc = dbt_replay(s, ev, N, 0, 0, 1.0, &cancel, &res, err, sizeof err);
+    CHECK(rc == 0 && res.nrequests == N, "not cancelled, every call is replayed: rc %d, %llu requests, %s", rc,
+          (unsigned long long)res.nrequests, err);
+    free(res.requests);
     munmap(s, s->size);
 }
 
@@ -376,7 +442,7 @@ static void ncq_reorders(void) {
         uint64_t start[3], end[3];
         struct dbt_replay_result res = {start, end, NULL, NULL, 0};
         char err[256];
-        CHECK(dbt_replay(s, ev, 3, 0, 0, 1.0, &res, err, sizeof err) == 0, "replayed: %s", err);
+        CHECK(dbt_replay(s, ev, 3, 0, 0, 1.0, NULL, &res, err, sizeof err) == 0, "replayed: %s", err);
         CHECK(end[0] == done0 && end[1] == far_done && end[2] == near_done,
               "depth %d offline: %llu %llu %llu, live %llu %llu %llu", depth, (unsigned long long)end[0],
               (unsigned long long)end[1], (unsigned long long)end[2], (unsigned long long)done0,
@@ -398,6 +464,8 @@ int main(int argc, char **argv) {
     same_requests_live_and_offline();
     hand_computed();
     refuses_bad_events();
+    refuses_unbounded_events();
+    cancel_stops_a_replay();
     writeback_is_paced();
     ncq_reorders();
     if (own) {

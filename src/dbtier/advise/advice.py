@@ -54,7 +54,7 @@ def question(rec: Recording, fast: str, slow: str | None, budget: str | None, co
         slow_name, _ = _device(slow, "--slow")
         texts.insert(0, slow)
     else:
-        slow_name = rec.result["lab"]["placement"]["data"]
+        slow_name = rec.lab.placement["data"]
     if slow_name == fast_name:
         raise UserError(f"--fast {fast!r}: the fast device needs a name of its own; {slow_name} is the slow one "
                         "(the run's data device, unless --slow names another)")
@@ -87,9 +87,10 @@ def extreme_placements(q: Question) -> list:
     return [placement_for(frozenset(), q.slow, q.fast), placement_for(every, q.slow, q.fast)]
 
 
-def advise(q: Question, progress=lambda _n, _what: None) -> tuple[dict, Advisor]:
+def advise(q: Question, progress=lambda _n, _what: None, workspace=None) -> tuple[dict, Advisor]:
+    """workspace: where each prediction's state is made (a claim of it; the default one if None)."""
     started = time.perf_counter()
-    predictor = Predictor(q.rec)
+    predictor = Predictor(q.rec, workspace)
     advisor = Advisor(predictor, q.candidates, q.devices, q.slow, q.fast, progress)
     search = advisor.run(q.budget)
     return document(q, advisor, search, time.perf_counter() - started), advisor
@@ -138,7 +139,7 @@ def document(q: Question, advisor: Advisor, search: Search, seconds: float) -> d
                    if prev and o.fast_bytes > prev.fast_bytes else None)
         curve.append({**_option(q, o), "gain_per_gib": per_gib})
     notes = ["sizes are each object's at the end of the recorded run; leave room for growth (the WAL grows "
-             f"to max_wal_size, {rec.result['lab']['settings'].get('max_wal_size', 'its setting')}, between "
+             f"to max_wal_size, {rec.lab.settings.get('max_wal_size', 'its setting')}, between "
              "checkpoints)"]
     return {
         "kind": "advice", "run_dir": str(rec.run_dir), "workload": rec.result.get("workload"),

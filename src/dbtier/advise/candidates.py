@@ -68,7 +68,7 @@ def _measured_io(rec: Recording) -> dict[str, dict]:
                                         "cached_reads": 0, "device_s": 0.0})
             reads = int(row.get("reads", 0))
             acc["reads"] += reads
-            seq = float(row.get("sequential_pct", 0.0)) / 100
+            seq = float(row.get("sequential_pct") or 0.0) / 100  # null: no reads to judge
             acc["random_reads"] += round(reads * (1 - seq))
             for k in ("read_bytes", "writes", "flushes", "cached_reads"):
                 acc[k] += int(row.get(k, 0))

@@ -92,7 +92,7 @@ def headline(phases: list[dict], side: str = "predicted") -> tuple[str, float, b
     if len(phases) == 1:
         rates = phases[0][side].get("rates") or {}
         for key in ("tps", "tpm"):
-            if key in rates:
+            if isinstance(rates.get(key), (int, float)) and not isinstance(rates[key], bool):
                 return key, float(rates[key]), True
     return "elapsed s", float(sum(ph[side]["elapsed_s"] for ph in phases)), False
 

@@ -4,30 +4,48 @@ object or wait event, each with the run and phase it belongs to as its first col
 
 from __future__ import annotations
 
-import json
+import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pandas as pd
 
 from dbtier.errors import UserError
+from dbtier.predict import recording
 from dbtier.report import jsonout
 
 #: the figures of a phase that are numbers of their own (the rest are tables)
 PHASE_FIGURES = ("elapsed_s", "server_cpu_s", "io_wait_s", "client_cpu_s", "host_steal_s", "emulation_spin_s")
 
 
-def _read_doc(path: Path) -> dict:
-    try:
-        doc = json.loads(path.read_text())
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path} is not JSON ({exc.msg} at line {exc.lineno})") from None
+#: a run directory's name as dbtier makes them (WORKLOAD-LAYOUT-<time>): a compare's layouts are read
+#: only by such a name, beside the comparison's own directory
+_RUN_DIR_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,250}$")
+
+
+def _read_doc(folder: Path, name: str = "result.json", kinds=("run", "compare")) -> dict | None:
+    """folder/name, checked: JSON of this schema_version, of one of `kinds`, following the published
+    schema (None: no such file)."""
+    path = folder / name
+    doc = recording.read_json(folder, name)
+    if doc is None:
+        return None
     if not isinstance(doc, dict) or "schema_version" not in doc:
         raise UserError(f"{path} is not a dbtier result (no schema_version)")
     jsonout.check_version(doc, path)
-    return doc
+    kind = doc.get("kind", "run")
+    if kind not in kinds:
+        raise UserError(f"{path} is a {str(kind)[:40]} result; load reads those of run and compare")
+    return recording.check_result(doc, path)
+
+
+def _trace_table(folder: Path | None, doc: dict):
+    """A run's trace.parquet, checked as a prediction checks it (None: the run recorded none)."""
+    if folder is None:
+        return None
+    names = [d["name"] for d in (doc.get("lab") or {}).get("devices", [])]
+    read = recording.read_trace(folder, names)
+    return read[0] if read else None
 
 
 def _phases(doc: dict) -> list[dict]:
@@ -52,6 +70,7 @@ class Result:
     path: Path
     doc: dict
     runs_docs: list[tuple[str, dict, Path | None]] = field(default_factory=list)  # (name, run doc, its folder)
+    traces: dict = field(default_factory=dict)  # run name -> its trace (a pyarrow Table), checked on loading
 
     @property
     def kind(self) -> str:
@@ -109,12 +128,10 @@ class Result:
         """Every I/O the runs recorded (run with --trace), one row per request or call; empty when
         none was recorded."""
         frames = []
-        for name, _, folder in self.runs_docs:
-            parquet = folder / "trace.parquet" if folder else None
-            if parquet and parquet.is_file():
-                import pyarrow.parquet as pq
-
-                frame = pq.read_table(parquet).to_pandas()
+        for name, _, _folder in self.runs_docs:
+            table = self.traces.get(name)
+            if table is not None:
+                frame = table.to_pandas()
                 frame.insert(0, "run", name)
                 frames.append(frame)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -134,27 +151,40 @@ class Result:
 
 
 def load(path) -> Result:
-    """The run directory at `path` (of `dbtier run` or `dbtier compare`), or its result.json."""
+    """The run directory at `path` (of `dbtier run` or `dbtier compare`), or its result.json. Every file
+    is checked as it is read (see predict/recording.py), and only files in that directory are read: a
+    path written inside a document is never followed. A comparison's layouts are the run directories
+    beside its own, found by their names."""
     path = Path(path)
-    doc_path = path / "result.json" if path.is_dir() else path
-    if not doc_path.is_file():
+    folder, name = (path, "result.json") if path.is_dir() else (path.parent, path.name)
+    doc = _read_doc(folder, name)
+    if doc is None:
         raise UserError(f"{path} holds no result.json: give a run directory that dbtier run or compare wrote")
-    doc = _read_doc(doc_path)
-    # a --json copy names the run directory it belongs to (its trace is there)
-    folder = Path(doc["run_dir"]) if doc.get("run_dir") and Path(doc["run_dir"]).is_dir() else doc_path.parent
     result = Result(folder, doc)
     if doc.get("kind") == "compare":
         configs = doc.get("configurations") or []
         summaries = doc.get("results") or []
-        for i, run_dir in enumerate(doc.get("run_dirs") or []):
-            name = configs[i]["name"] if i < len(configs) else f"run{i}"
-            run_path = Path(run_dir)
-            if (run_path / "result.json").is_file():  # the layout's own, full document
-                result.runs_docs.append((name, _read_doc(run_path / "result.json"), run_path))
+        for i, recorded in enumerate(doc.get("run_dirs") or []):
+            run_name = configs[i]["name"] if i < len(configs) else f"run{i}"
+            own = _layout_dir(folder, recorded)
+            run_doc = _read_doc(own, kinds=("run",)) if own else None
+            if run_doc is not None:  # the layout's own, full document
+                result.runs_docs.append((run_name, run_doc, own))
+                result.traces[run_name] = _trace_table(own, run_doc)
             elif i < len(summaries):
-                result.runs_docs.append((name, summaries[i], None))
-    elif doc.get("kind", "run") == "run":
-        result.runs_docs.append((_run_name(doc, doc.get("workload", "run")), doc, folder))
+                result.runs_docs.append((run_name, summaries[i], None))
     else:
-        raise UserError(f"{doc_path} is a {doc.get('kind')} result; load reads those of run and compare")
+        run_name = _run_name(doc, doc.get("workload", "run"))
+        result.runs_docs.append((run_name, doc, folder))
+        result.traces[run_name] = _trace_table(folder, doc)
     return result
+
+
+def _layout_dir(folder: Path, recorded: str) -> Path | None:
+    """A compare's layout directory: the one named as recorded, beside the comparison's directory
+    (compare writes them all into one output folder). Only its name is taken from the document."""
+    leaf = PurePath(recorded).name
+    if not _RUN_DIR_NAME.match(leaf) or leaf in (".", ".."):
+        return None
+    own = folder.resolve().parent / leaf
+    return own if own.is_dir() and not own.is_symlink() else None

@@ -25,8 +25,8 @@ VERIFY_MAX = 10
 @click.option("--verify", type=int, default=0, show_default=True, metavar="K",
               help="run the K best placements live on the emulated devices, beside their predictions")
 @click.option("--workspace", type=click.Path(path_type=Path),
-              help="with --verify: a folder in which dbtier makes its own, for clusters and devices "
-                   "(default: /dev/shm)")
+              help="a folder in which dbtier makes its own, for the predictions' emulated state and, with "
+                   "--verify, clusters and devices (default: /dev/shm)")
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
               help="where the advice's directory (result.json, report.html) is written")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="also write the advice as JSON here")
@@ -64,8 +64,10 @@ def advise(run_dir: Path, fast, slow, budget, cost, max_cost, verify, workspace,
     from dbtier.advise import advice as advice_mod
     from dbtier.predict import recording
     from dbtier.report.terminal import console
+    from dbtier.workspace import Workspace
 
     out = console(wide=wide)
+    Workspace.locate(workspace)  # checked before anything is read or made
     rec = recording.load(run_dir)
     q = advice_mod.question(rec, fast, slow, budget, cost, max_cost)
     specs = None
@@ -74,13 +76,14 @@ def advise(run_dir: Path, fast, slow, budget, cost, max_cost, verify, workspace,
         specs = advice_mod.device_specs(q)
         verify_mod.check(rec, specs, advice_mod.extreme_placements(q), workspace)
     from dbtier.cli.progress import progress_for
-    from dbtier.workspace import Workspace
 
     say = (lambda _line: None) if quiet else (lambda line: out.print(line, markup=False))
+    ws = Workspace.open(workspace)
+    ws.reap(say)
     with progress_for(out, quiet) as progress:
         progress.phase("predicting placements")
         doc, advisor = advice_mod.advise(
-            q, lambda n, _what: n % 25 == 0 and progress.phase(f"predicting placements: {n:,} so far"))
+            q, lambda n, _what: n % 25 == 0 and progress.phase(f"predicting placements: {n:,} so far"), ws)
     from dbtier.report import adviseview, html
     from dbtier.report.rundir import run_dir as make_run_dir
 
@@ -89,7 +92,6 @@ def advise(run_dir: Path, fast, slow, budget, cost, max_cost, verify, workspace,
         html.write(folder / "report.html", f"dbtier advise {doc['workload']}", doc["run_dir"],
                    adviseview.sections(doc))
 
-    ws = Workspace.open(workspace)
     # The advice is written before it is verified: live runs take minutes, and an interrupted
     # verification keeps the advice it was verifying.
     with make_run_dir(output, f"advise-{doc['workload']}", ws) as folder:

@@ -20,7 +20,9 @@ from dbtier.report import jsonout, outputs
 @click.option("--cpu-scale", type=float, default=1.0, show_default=True,
               help="the server's CPU time between calls times this (2: a server twice as slow)")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="write the prediction as JSON")
-def predict(run_dir: Path, devices, places, page_cache, cpu_scale, json_path) -> None:
+@click.option("--workspace", type=click.Path(path_type=Path),
+              help="a folder in which dbtier makes its own, for the replay's emulated state (default: /dev/shm)")
+def predict(run_dir: Path, devices, places, page_cache, cpu_scale, json_path, workspace) -> None:
     """Predict a recorded run on other devices or another placement, without running it again.
 
     \b
@@ -45,9 +47,14 @@ def predict(run_dir: Path, devices, places, page_cache, cpu_scale, json_path) ->
     from dbtier.predict import recording, scenario as scenario_mod
     from dbtier.predict.replay import predict as run_prediction
     from dbtier.report import predictview
+    from dbtier.workspace import Workspace
+
+    Workspace.locate(workspace)  # checked before anything is read or made
     rec = recording.load(run_dir)
     scenario = scenario_mod.build(rec, devices, places, page_cache, cpu_scale)
-    doc = run_prediction(rec, scenario).to_dict()
+    ws = Workspace.open(workspace)
+    ws.reap(lambda line: click.echo(line))
+    doc = run_prediction(rec, scenario, ws).to_dict()
     if json_path is not None:
         jsonout.write(json_path, doc)
     predictview.show(doc)

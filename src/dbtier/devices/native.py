@@ -9,10 +9,13 @@ import functools
 import json
 import math
 import os
+import signal
+import threading
 from pathlib import Path
 
 import numpy as np
 
+from dbtier import lifecycle
 from dbtier.errors import UserError
 
 IOTAP_LIB = "libdbtier_iotap.so"
@@ -101,8 +104,8 @@ def lib() -> ctypes.CDLL:
     sim.dbt_replay_event_size.restype = u64
     sim.dbt_replay_request_size.restype = u64
     sim.dbt_replay_run.restype = c_int
-    sim.dbt_replay_run.argtypes = [vp, vp, u64, u64, u64, ctypes.c_double, vp, vp, vp, ctypes.POINTER(vp),
-                                   ctypes.POINTER(u64), cp, ctypes.c_size_t]
+    sim.dbt_replay_run.argtypes = [vp, vp, u64, u64, u64, ctypes.c_double, ctypes.POINTER(c_int), vp, vp, vp,
+                                   ctypes.POINTER(vp), ctypes.POINTER(u64), cp, ctypes.c_size_t]
     if (sim.dbt_replay_event_size() != REPLAY_EVENT.itemsize
             or sim.dbt_replay_request_size() != REPLAY_REQUEST.itemsize):
         raise UserError("dbtier's native library does not match this Python package; reinstall dbtier")
@@ -246,6 +249,15 @@ class Model:
         return issue, done
 
 
+def _wait_uninterrupted(finished: threading.Event) -> None:
+    """Waits for the event, whatever further signals arrive meanwhile (their handlers may raise)."""
+    while not finished.is_set():
+        try:
+            finished.wait()
+        except BaseException:  # a second Ctrl-C: the loop is stopping already, so wait on
+            continue
+
+
 def dsync_scope(path: str) -> bool:
     """A database file (relation fork or segment, WAL, SLRU), which a dsync device writes through;
     the rule is the interposer's own (state.c)."""
@@ -301,10 +313,40 @@ class Replay:
         flags = np.zeros(len(events), dtype=np.uint8)
         reqs, nreqs = ctypes.c_void_p(), ctypes.c_uint64()
         err = ctypes.create_string_buffer(1024)
-        rc = lib().dbt_replay_run(self._h, events.ctypes.data, len(events), recorded_from, replay_from, cpu_scale,
-                                  start.ctypes.data, end.ctypes.data, flags.ctypes.data, ctypes.byref(reqs),
-                                  ctypes.byref(nreqs), err, len(err))
+        cancel = ctypes.c_int(0)
+        outcome: list[int] = []
+        finished = threading.Event()
+
+        def replay() -> None:
+            try:
+                # A signal the process gets goes to a thread that does not block it: not this one, so
+                # the main thread's wait is cut short and its handler runs.
+                signal.pthread_sigmask(signal.SIG_BLOCK, lifecycle.ENDING_SIGNALS)
+                outcome.append(lib().dbt_replay_run(self._h, events.ctypes.data, len(events), recorded_from,
+                                                    replay_from, cpu_scale, ctypes.byref(cancel), start.ctypes.data,
+                                                    end.ctypes.data, flags.ctypes.data, ctypes.byref(reqs),
+                                                    ctypes.byref(nreqs), err, len(err)))
+            finally:
+                finished.set()
+
+        # The C loop runs in a thread of its own (ctypes lets go of the GIL), so that this thread, the
+        # main one, still takes Ctrl-C and SIGTERM: it raises the flag the loop looks at, waits for the
+        # loop to notice (a few thousand events at most), and only then lets the interrupt go on, so
+        # nothing the loop uses (the state, these arrays) is freed under it. An Event, not join(): a
+        # join() cut short by a signal marks a thread that still runs as ended (CPython's bpo-45274 fix).
+        threading.Thread(target=replay, name="dbtier replay", daemon=True).start()
         try:
+            finished.wait()
+        except BaseException:
+            cancel.value = 1
+            _wait_uninterrupted(finished)
+            if reqs.value:
+                lib().dbt_free(reqs.value)
+            raise
+        rc = outcome[0]
+        try:
+            if rc == -2:  # cancelled by someone else's flag: only an interrupt sets it
+                raise KeyboardInterrupt
             if rc != 0:
                 raise UserError(err.value.decode())
             out = np.empty(nreqs.value, dtype=REPLAY_REQUEST)

@@ -90,19 +90,31 @@ def parse(text: str, source: str) -> Profile:
     era = _text_field(doc, "era", source, "")
     if era and era not in ERAS:
         raise UserError(f"{source}: 'era' must be one of {', '.join(ERAS)}, not {era!r}")
-    defs = {p["name"]: p for p in table[kind]["params"]}
-    params = {n: float(d["default"]) for n, d in defs.items()}
     given = doc.get("params", {})
     if not isinstance(given, dict):
         raise UserError(f"{source}: [params] must be a table")
+    params = check_params(kind, given, source)
+    return Profile(name=name, kind=kind, summary=summary, params=params, source=source, era=era)
+
+
+#: A cloud volume's burst rates, each with its baseline and the credit bucket it spends
+#: (devmodel.c's cloud_params): the model ignores a burst it cannot make sense of, so it is refused.
+CLOUD_BURSTS = (("burst_iops", "iops", "burst_credits"), ("burst_mb_s", "mb_s", "burst_mb"))
+
+
+def check_params(kind: str, given: dict, source: str) -> dict[str, float]:
+    """A kind's parameters as the model takes them (every one, defaults filled), each given one a
+    known, finite number within the C table's range; the pairs that go together, together."""
+    defs = {p["name"]: p for p in native.param_table()[kind]["params"]}
+    params = {n: float(d["default"]) for n, d in defs.items()}
     for key, value in given.items():
         if key not in defs:
             known = f" ({kind} devices have none)" if not defs else ""
-            raise UserError(f"{source}: {kind} devices have no parameter '{key}'{_suggest(key, list(defs))}{known}")
+            raise UserError(f"{source}: {kind} devices have no parameter '{key}'{_suggest(str(key), list(defs))}{known}")
         if isinstance(value, bool):
             value = float(value)
         if not isinstance(value, (int, float)):
-            raise UserError(f"{source}: {key} must be a number, not {value!r}")
+            raise UserError(f"{source}: {key} must be a number, not {value!r}"[:300])
         d = defs[key]
         if not math.isfinite(value):
             raise UserError(f"{source}: {key} = {value} is not a number; give one in {d['min']:g}..{d['max']:g} "
@@ -110,7 +122,19 @@ def parse(text: str, source: str) -> Profile:
         if not d["min"] <= value <= d["max"]:
             raise UserError(f"{source}: {key} = {value} is outside {d['min']:g}..{d['max']:g} {d['unit']}")
         params[key] = float(value)
-    return Profile(name=name, kind=kind, summary=summary, params=params, source=source, era=era)
+    if kind == "cloud":
+        for burst, base, credits in CLOUD_BURSTS:
+            b, r, c = params[burst], params[base], params[credits]
+            if b and b <= r:
+                raise UserError(f"{source}: {burst} = {b:g} is not above {base} = {r:g}; a burst is faster than the "
+                                f"baseline (or {burst} = 0 for none)")
+            if b and not c:
+                raise UserError(f"{source}: {burst} = {b:g} without {credits}; give the credits the burst spends, or "
+                                f"{burst} = 0 for no burst")
+            if c and not b:
+                raise UserError(f"{source}: {credits} = {c:g} without {burst}; give the rate the credits buy, or "
+                                f"{credits} = 0")
+    return params
 
 
 def read_profile_file(path: Path) -> str:

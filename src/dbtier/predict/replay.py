@@ -5,14 +5,13 @@ computed by the same code a live run uses (measure.emulated), in the same shape 
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
+from dbtier import lifecycle
 from dbtier.devices import native
 from dbtier.devices.pagecache import PageCache
 from dbtier.devices.session import Device, Session
@@ -22,6 +21,7 @@ from dbtier.predict import events as event_streams
 from dbtier.predict import latency
 from dbtier.predict.recording import Recording
 from dbtier.predict.scenario import Scenario, file_devices, file_identities
+from dbtier.workspace import Workspace
 
 #: processes whose work does not decide when a measured interval ends (the clients' backends do)
 BACKGROUND = {"postmaster", "dbtier wait sampler", "checkpointer", "background writer", "walwriter", "io worker",
@@ -90,13 +90,11 @@ def _layout(rec: Recording, scenario: Scenario, placed: dict[int, int], recorded
 
 
 def _page_cache(rec: Recording, scenario: Scenario) -> PageCache | None:
-    pc = rec.result["lab"].get("page_cache") or {}
-    size = scenario.page_cache_bytes if scenario.page_cache_bytes is not None else pc.get("bytes", 0)
-    if not size:
-        return None
-    return PageCache(int(size), readahead_kb=pc.get("readahead_kb", 128),
-                     dirty_background_pct=pc.get("dirty_background_pct", 10), dirty_pct=pc.get("dirty_pct", 20),
-                     dsync_data=bool(pc.get("dsync_data", False)))
+    """The recorded page cache (its figures checked when the recording was read), or the scenario's size."""
+    pc = rec.lab.page_cache
+    if scenario.page_cache_bytes is not None:
+        return replace(pc or PageCache(0), bytes=scenario.page_cache_bytes)
+    return pc
 
 
 def _scaled_rates(rates: dict, ratio: float, span: float) -> dict:
@@ -140,10 +138,13 @@ class _Interval:
 
 class Predictor:
     """A recording made ready for many questions: its intervals' event streams are prepared once,
-    and each prediction places them and replays (advise asks hundreds)."""
+    and each prediction places them and replays (advise asks hundreds). Each replay's state lives in a
+    claim of the workspace (the default one unless given), removed when the prediction ends; a
+    prediction killed outright leaves its claim to the next command's reaper."""
 
-    def __init__(self, rec: Recording):
+    def __init__(self, rec: Recording, workspace: Workspace | None = None):
         self.rec = rec
+        self.workspace = workspace
         self.recorded_dev = {**rec.file_devices, **_recorded_file_devices(rec.records)}
         self.identities = file_identities(rec, self.recorded_dev)
         self.timeline: list[_Interval | dict] = []
@@ -157,89 +158,96 @@ class Predictor:
                 if step["event"] == "measured" else set()
             self.timeline.append(_Interval(step, clients, event_streams.prepare(recs, clients)))
 
-    def predict(self, scenario: Scenario, workdir: Path | None = None, figures: bool = True) -> Prediction:
+    def predict(self, scenario: Scenario, figures: bool = True) -> Prediction:
         """figures=False: elapsed and rates only (no per-device, per-object or latency figures)."""
+        if self.workspace is None:
+            self.workspace = Workspace.open()
+        claim = self.workspace.claim("predict")
+        try:
+            return self._predict(scenario, claim.inside("replay"), figures)
+        finally:
+            with lifecycle.shielded():
+                claim.remove()
+
+    def _predict(self, scenario: Scenario, tmp: Path, figures: bool) -> Prediction:
         rec = self.rec
         started = time.perf_counter()
-        same = {i for i, d in enumerate(rec.devices)  # devices whose profile the prediction keeps
-                if i < len(scenario.devices) and scenario.devices[i][1].params == d["params"]
-                and scenario.devices[i][1].kind == d["kind"]}
+        same = {i for i, (_name, p) in enumerate(rec.lab.devices)  # devices whose profile the prediction keeps
+                if i < len(scenario.devices) and scenario.devices[i][1].params == p.params
+                and scenario.devices[i][1].kind == p.kind}
         placed = file_devices(rec, scenario, self.recorded_dev, self.identities)
-        tmp = Path(tempfile.mkdtemp(prefix="dbtier-predict-", dir=workdir or _scratch()))
-        recorded_dirs = {d["name"]: d["dir"] for d in rec.devices}
-        devices = [Device(n, Path(recorded_dirs.get(n, tmp / "devices" / n)), p) for n, p in scenario.devices]
+        # A device's folder is only a name in the replay's device map (nothing is made there): the
+        # recorded one (checked: an absolute path, one line), or one of the claim's for an added device.
+        devices = [Device(n, rec.lab.dirs.get(n, tmp / "devices" / n), p) for n, p in scenario.devices]
         notes: list[str] = []
+        session = Session(devices, tmp, page_cache=_page_cache(rec, scenario))
+        session.create()
+        replay = native.Replay(session.state_path)
         try:
-            session = Session(devices, tmp, page_cache=_page_cache(rec, scenario))
-            session.create()
-            replay = native.Replay(session.state_path)
-            try:
-                files, chunks = _layout(rec, scenario, placed, self.recorded_dev)
-                replay.layout(files, chunks)
-                phases, calls, nevents, engine_s = [], 0, 0, 0.0
-                measured = iter(rec.phases)
-                shift = 0  # how far behind the recorded clock the replay runs
-                replayed = False  # a new state's page cache is empty: nothing to clear before the first interval
-                for item in self.timeline:
-                    if not isinstance(item, _Interval):  # the page cache emptied
-                        if replayed:
-                            session.clear_page_cache()
-                        continue
-                    replayed = True
-                    step = item.step
-                    streams = event_streams.place(item.streams, placed, same)
-                    before = session.snapshot() if figures and step["event"] == "measured" else None
-                    t = time.perf_counter()
-                    start, end, flags, reqs = replay.run(streams.events, step["t0_ns"], step["t0_ns"] + shift,
-                                                         scenario.cpu_scale)
-                    engine_s += time.perf_counter() - t
-                    calls += int(np.sum(streams.events["kind"] == trace.CALL))
-                    nevents += len(streams.events)
-                    if step["event"] != "measured":  # warming: its clients are unknown, and it ends when the run says
-                        continue
-                    after = session.snapshot() if figures else None
-                    step_shift = _interval_shift(streams, start, end, step["processes"], step["t1_ns"], shift)
-                    recorded_phase = next(measured)
-                    phase_shift = step_shift
-                    if phase_shift is None:
-                        notes.append(f"phase {step['phase']}: no client process did anything the trace holds; its "
-                                     "elapsed is given as recorded")
-                        phase_shift = 0
-                    # A later interval starts later when this one ran longer; never earlier: the server's
-                    # background processes keep their recorded pace (their I/O tail stays where it was),
-                    # and the lab's own time between intervals does not shrink with the devices.
-                    shift = max(0, shift + phase_shift)
-                    elapsed = max(1e-9, recorded_phase["elapsed_s"] + phase_shift / 1e9)
-                    ratio = elapsed / recorded_phase["elapsed_s"]
-                    span = _client_span_ratio(streams, start, end, step["processes"]) or ratio
-                    rates = _scaled_rates(recorded_phase.get("rates"), ratio, span)
-                    cpu_s = recorded_phase.get("server_cpu_s", 0.0) * scenario.cpu_scale
-                    if not figures:
-                        phases.append({"phase": step["phase"], "recorded": _recorded(recorded_phase),
-                                       "predicted": {"elapsed_s": elapsed, "server_cpu_s": cpu_s, "rates": rates}})
-                        continue
-                    emu = emulated.figures(devices, before, after, elapsed,
-                                           _requests_as_records(reqs, streams.records, flags), rec.files,
-                                           rec.names)
-                    predicted = PhaseResult(elapsed, cpu_s, emu.io_wait_s, emu.devices, emu.object_io)
-                    txn, unplaced = latency.predict(rec.transactions, streams, start, end, item.clients,
-                                                    step["t0_ns"], step["t1_ns"], scenario.cpu_scale)
-                    if unplaced:
-                        notes.append(f"phase {step['phase']}: {unplaced:,} transactions could not be placed on a "
-                                     "backend; their latencies are left out")
+            files, chunks = _layout(rec, scenario, placed, self.recorded_dev)
+            replay.layout(files, chunks)
+            phases, calls, nevents, engine_s = [], 0, 0, 0.0
+            measured = iter(rec.phases)
+            shift = 0  # how far behind the recorded clock the replay runs
+            replayed = False  # a new state's page cache is empty: nothing to clear before the first interval
+            for item in self.timeline:
+                if not isinstance(item, _Interval):  # the page cache emptied
+                    if replayed:
+                        session.clear_page_cache()
+                    continue
+                replayed = True
+                step = item.step
+                streams = event_streams.place(item.streams, placed, same)
+                before = session.snapshot() if figures and step["event"] == "measured" else None
+                t = time.perf_counter()
+                start, end, flags, reqs = replay.run(streams.events, step["t0_ns"], step["t0_ns"] + shift,
+                                                     scenario.cpu_scale)
+                engine_s += time.perf_counter() - t
+                calls += int(np.sum(streams.events["kind"] == trace.CALL))
+                nevents += len(streams.events)
+                if step["event"] != "measured":  # warming: its clients are unknown, and it ends when the run says
+                    continue
+                after = session.snapshot() if figures else None
+                step_shift = _interval_shift(streams, start, end, step["processes"], step["t1_ns"], shift)
+                recorded_phase = next(measured)
+                phase_shift = step_shift
+                if phase_shift is None:
+                    notes.append(f"phase {step['phase']}: no client process did anything the trace holds; its "
+                                 "elapsed is given as recorded")
+                    phase_shift = 0
+                # A later interval starts later when this one ran longer; never earlier: the server's
+                # background processes keep their recorded pace (their I/O tail stays where it was),
+                # and the lab's own time between intervals does not shrink with the devices.
+                shift = max(0, shift + phase_shift)
+                elapsed = max(1e-9, recorded_phase["elapsed_s"] + phase_shift / 1e9)
+                ratio = elapsed / recorded_phase["elapsed_s"]
+                span = _client_span_ratio(streams, start, end, step["processes"]) or ratio
+                rates = _scaled_rates(recorded_phase.get("rates"), ratio, span)
+                cpu_s = recorded_phase.get("server_cpu_s", 0.0) * scenario.cpu_scale
+                if not figures:
                     phases.append({"phase": step["phase"], "recorded": _recorded(recorded_phase),
-                                   "predicted": {**predicted.to_dict(), "rates": rates},
-                                   **({"latency": txn} if txn else {})})
-            finally:
-                replay.close()
+                                   "predicted": {"elapsed_s": elapsed, "server_cpu_s": cpu_s, "rates": rates}})
+                    continue
+                emu = emulated.figures(devices, before, after, elapsed,
+                                       _requests_as_records(reqs, streams.records, flags), rec.files,
+                                       rec.names)
+                predicted = PhaseResult(elapsed, cpu_s, emu.io_wait_s, emu.devices, emu.object_io)
+                txn, unplaced = latency.predict(rec.transactions, streams, start, end, item.clients,
+                                                step["t0_ns"], step["t1_ns"], scenario.cpu_scale)
+                if unplaced:
+                    notes.append(f"phase {step['phase']}: {unplaced:,} transactions could not be placed on a "
+                                 "backend; their latencies are left out")
+                phases.append({"phase": step["phase"], "recorded": _recorded(recorded_phase),
+                               "predicted": {**predicted.to_dict(), "rates": rates},
+                               **({"latency": txn} if txn else {})})
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            replay.close()
         return Prediction(rec, scenario, phases, calls, nevents, time.perf_counter() - started, engine_s, notes)
 
 
-def predict(rec: Recording, scenario: Scenario, workdir: Path | None = None, say=lambda _line: None) -> Prediction:
+def predict(rec: Recording, scenario: Scenario, workspace: Workspace | None = None) -> Prediction:
     """One question of one recording (Predictor, for many)."""
-    return Predictor(rec).predict(scenario, workdir)
+    return Predictor(rec, workspace).predict(scenario)
 
 
 def _interval_shift(streams, start, end, processes: dict, t1_ns: int, shift: int) -> int | None:
@@ -296,7 +304,3 @@ def _recorded(phase: dict) -> dict:
         k: v for k, v in (phase.get("rates") or {}).items()
         if isinstance(v, (int, float)) and not isinstance(v, bool) and (_PER_SECOND.search(k) or _PER_ITEM.search(k))}}
 
-
-def _scratch() -> str | None:
-    shm = Path("/dev/shm")
-    return str(shm) if shm.is_dir() else None

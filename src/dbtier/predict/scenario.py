@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dbtier.devices import native
 from dbtier.devices import profile as profiles
 from dbtier.devices import spec as device_spec
 from dbtier.devices.profile import Profile
@@ -31,10 +32,6 @@ class Scenario:
         return [n for n, _ in self.devices]
 
 
-def _recorded_profile(dev: dict) -> Profile:
-    return Profile(dev["profile"], dev["kind"], "", dict(dev["params"]), "the recorded run")
-
-
 def objects_of(rec: Recording) -> dict[str, str]:
     """The tables, indexes and materialized views --place may name: every object the run's catalogs
     named, under the name the run's reports use."""
@@ -51,15 +48,15 @@ def objects_of(rec: Recording) -> dict[str, str]:
 def build(rec: Recording, device_texts: tuple[str, ...], place_texts: tuple[str, ...], page_cache: str | None,
           cpu_scale: float) -> Scenario:
     devices = []
-    for dev in rec.devices:
-        if dev["kind"] == "real":
-            raise UserError(f"device {dev['name']} was a real device in the recorded run: its times are the host's "
+    for name, prof in rec.lab.devices:  # checked as a profile file's when the recording was read
+        if prof.kind == "real":
+            raise UserError(f"device {name} was a real device in the recorded run: its times are the host's "
                             "own, which a replay cannot take apart from the program's; record the run on a modelled "
                             "profile")
-        devices.append((dev["name"], _recorded_profile(dev)))
+        devices.append((name, prof))
     # A run recorded under a scale model gave its sizes as its system's: so are the profiles and the
     # page cache asked of it here, divided by the same factor.
-    scaled = ScaleModel((rec.result["lab"].get("scale_model") or {}).get("factor", 1.0))
+    scaled = ScaleModel(rec.lab.scale_factor)
     for text in device_texts:
         name, sep, spec = text.partition("=")
         name, spec = name.strip(), spec.strip()
@@ -79,6 +76,9 @@ def build(rec: Recording, device_texts: tuple[str, ...], place_texts: tuple[str,
         names = [n for n, _ in devices]
         if name in names:
             devices[names.index(name)] = (name, prof)
+        elif len(devices) == native.lib().dbt_max_devices():
+            raise UserError(f"-d {text!r}: the replay has room for {len(devices)} devices, and the run has that many "
+                            "already; give one of them this profile instead (-d EXISTING=PROFILE)")
         else:
             devices.append((name, prof))
     scenario = Scenario(devices, cpu_scale=cpu_scale)
@@ -89,7 +89,7 @@ def build(rec: Recording, device_texts: tuple[str, ...], place_texts: tuple[str,
         scenario.placement.check_objects(objects_of(rec), "the recorded run")
     if page_cache is not None:
         from dbtier.pg.capacity import check_page_cache
-        if rec.result["lab"].get("io_mode") == "direct":
+        if rec.lab.io_mode == "direct":
             raise UserError("--page-cache: the recorded run used direct I/O, so no data file went through the page "
                             "cache and its size changes nothing; record a buffered run to ask this")
         if scaled.factor != 1.0:  # the system's page cache, divided before it is checked against this machine

@@ -19,13 +19,17 @@ def schema() -> dict:
     return json.loads(SCHEMA_PATH.read_text())
 
 
-def problems(doc: dict) -> list[str]:
-    """What in `doc` breaks the schema, one line each (needs the jsonschema package)."""
+@functools.cache
+def _validator():
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(schema())
+    return jsonschema.Draft202012Validator(schema())
+
+
+def problems(doc: dict) -> list[str]:
+    """What in `doc` breaks the schema, one line each."""
     return [f"{'/'.join(str(p) for p in err.absolute_path) or '(top)'}: {err.message}"
-            for err in sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))]
+            for err in sorted(_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))]
 
 
 def check_if_asked(doc: dict) -> None:
