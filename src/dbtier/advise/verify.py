@@ -12,9 +12,10 @@ from dbtier import ownership
 from dbtier.advise.search import headline
 from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
-from dbtier.pg import capacity, settings
+from dbtier.pg import capacity
 from dbtier.pg.lab import LabOptions
 from dbtier.pg.placement import Placement
+from dbtier.predict import recording
 from dbtier.predict.recording import Recording
 from dbtier.workloads import compare as compare_mod
 from dbtier.workloads import registry, restore
@@ -35,7 +36,6 @@ def check_trusted(rec: Recording) -> None:
     _yours(rec.run_dir, "the run directory")
     _yours(rec.run_dir / "result.json", "its result")
     workload_of(rec)  # its files, checked
-    settings_of(rec)
 
 
 def workload_of(rec: Recording) -> Workload:
@@ -78,25 +78,10 @@ def workload_of(rec: Recording) -> Workload:
     return workload
 
 
-def settings_of(rec: Recording) -> dict[str, str]:
-    """The recorded --set settings, checked as --set checks them: a recording cannot open what a
-    command line could not."""
-    recorded = (rec.result.get("lab") or {}).get("user_settings") or {}
-    if not isinstance(recorded, dict):
-        raise UserError(f"{rec.run_dir}: lab.user_settings is not a map of settings; the result is damaged")
-    try:
-        return settings.parse_sets([f"{k}={v}" for k, v in recorded.items()])
-    except UserError as exc:
-        raise UserError(f"{rec.run_dir}: the recorded run carries a setting dbtier would refuse ({exc})") from None
-
-
 def options_of(rec: Recording, workspace: Path | None) -> LabOptions:
-    lab = rec.result["lab"]
-    page_cache = (lab.get("page_cache") or {}).get("bytes")
-    return LabOptions(cache=f"{int(lab['cache_bytes']) // 1024}kB", io_mode=lab.get("io_mode", "direct"),
-                      page_cache=f"{int(page_cache) // 1024}kB" if page_cache else None,
-                      sets=settings_of(rec), workspace=workspace,
-                      cpu_scale=float(lab.get("cpu_scale", 1.0)))
+    """The recorded lab's options, checked as the command line's are when the recording was loaded
+    (its --set settings as --set checks them: a recording cannot open what a command line could not)."""
+    return recording.lab_options(rec, workspace)
 
 
 def check(rec: Recording, devices: list[DeviceSpec], placements: list[Placement], workspace: Path | None) -> None:
