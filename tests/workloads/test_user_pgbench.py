@@ -101,3 +101,20 @@ def test_bad_pgbench_options_are_one_line(args, message, shm_dir, tmp_path):
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert message in proc.stderr
     assert not (tmp_path / "o").exists() and not list(shm_dir.iterdir())
+
+
+@pytest.mark.parametrize("script, message", [
+    ("\\set aid random(1, \nSELECT 1;\n", "s.sql:1: syntax error in command \"set\""),
+    ("\\set aid random(1, 10)\nSELECT 1;\nSELECT *\n  FROM nosuch WHERE x = :aid;\n",
+     's.sql:3: relation "nosuch" does not exist'),
+    ("SELECT 1;\n\\set a 1 + \\\n  2\nSELECT 1/0;\n", "s.sql:4: division by zero"),
+])
+def test_a_script_mistake_names_its_script_and_line(script, message, shm_dir, tmp_path):
+    """pgbench names the line of a script it cannot parse, and only the command's number of one that
+    fails as it runs: either way the one line says FILE:LINE: the message, exit status 2."""
+    (tmp_path / "s.sql").write_text(script)
+    proc = dbtier("run", "pgbench", "-i", "-f", str(tmp_path / "s.sql"), "-t", "3", "-d", "d=ram-san",
+                  "--workspace", str(shm_dir), "-o", str(tmp_path / "o"))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stdout + proc.stderr
+    assert proc.stderr.startswith(f"dbtier: error: -f {tmp_path}/") and message in proc.stderr, proc.stderr
+    assert not (tmp_path / "o").exists()
