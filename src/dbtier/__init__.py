@@ -1,6 +1,6 @@
 """dbtier: will faster storage help this database, by how much, and where should it go?"""
 
-__version__ = "0.1.0"
+from dbtier.version import __version__
 
 __all__ = ["Result", "UserError", "WorkloadError", "compare", "load", "run", "__version__"]
 

@@ -550,7 +550,7 @@ def test_a_good_profile_still_loads(tmp_path):
 
 
 def test_own_size_options_need_a_unit():
-    from dbtier.pg.settings import parse_option_size, parse_size
+    from dbtier.units import parse_option_size, parse_size
 
     assert parse_option_size("32MB", "--cache") == 32 << 20 and parse_option_size("128kB", "--cache") == 128 << 10
     with pytest.raises(UserError, match="give a unit, e.g. 32MB"):
@@ -597,6 +597,7 @@ def test_footprints_grow_with_their_parameters():
 def test_a_run_that_would_not_fit_in_memory_is_refused(monkeypatch, scratch):
     """The memory check, with this machine made small: nothing is made."""
     from dbtier.pg import capacity, placement
+    from dbtier.run import preflight
     from dbtier.devices.spec import parse_all
     from dbtier.pg.lab import LabOptions
     from dbtier.workloads import registry
@@ -607,7 +608,7 @@ def test_a_run_that_would_not_fit_in_memory_is_refused(monkeypatch, scratch):
     options = LabOptions(workspace=workspace)
     work = registry.get("random-index")(rows=16_000)
     with pytest.raises(UserError, match="would not fit in memory"):
-        capacity.check_run(work, requests, placement.parse([], ["a"]), options)
+        preflight.check_run(work, requests, placement.parse([], ["a"]), options)
     assert not list(workspace.iterdir())
 
 

@@ -9,7 +9,7 @@ from dbtier.pg.lab import Lab, LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry
 from dbtier.workloads.base import QuietProgress
-from dbtier.workloads.runner import run_workload
+from dbtier.run.runner import run_workload
 
 ROWS = 1500  # 12 MB: the database cache (8 MB) cannot hold it, the page cache (32 MB) can
 

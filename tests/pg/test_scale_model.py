@@ -9,7 +9,7 @@ import pytest
 
 from dbtier.devices.spec import parse_all
 from dbtier.errors import UserError
-from dbtier.pg import scale_model
+from dbtier.run import scale_model
 from dbtier.pg.lab import LabOptions
 
 MB = 1024 * 1024

@@ -3,7 +3,8 @@
 import pytest
 
 from dbtier.errors import UserError
-from dbtier.pg.settings import parse_sets, parse_size, server_settings
+from dbtier.pg.settings import parse_sets, server_settings
+from dbtier.units import parse_size
 
 
 def test_sizes():

@@ -11,7 +11,7 @@ from dbtier.advise import budget as budget_mod
 from dbtier.advise.candidates import Candidate, candidates as find_candidates
 from dbtier.advise.search import MINOR_SHARE, Advisor, Option, Search, headline, placement_for
 from dbtier.errors import UserError
-from dbtier.pg.capacity import fmt_bytes
+from dbtier.units import fmt_bytes
 from dbtier.predict import scenario as scenario_mod
 from dbtier.predict.recording import Recording
 from dbtier.predict.replay import Predictor

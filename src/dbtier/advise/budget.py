@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass
 
 from dbtier.errors import UserError
-from dbtier.pg.capacity import fmt_bytes
-from dbtier.pg.settings import parse_option_size
+from dbtier.units import fmt_bytes
+from dbtier.units import parse_option_size
 
 GIB = 1 << 30
 _PRICE = re.compile(r"^\s*(fast|slow)\s*=\s*\$?\s*([0-9]*\.?[0-9]+)\s*$")

@@ -12,12 +12,12 @@ from dbtier import ownership
 from dbtier.advise.search import headline
 from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
-from dbtier.pg import capacity
+from dbtier.run import preflight
 from dbtier.pg.lab import LabOptions
 from dbtier.pg.placement import Placement
 from dbtier.predict import recording
 from dbtier.predict.recording import Recording
-from dbtier.workloads import compare as compare_mod
+from dbtier.run import compare as compare_mod
 from dbtier.workloads import registry, restore
 from dbtier.workloads.base import Workload
 from dbtier.workloads.restore import UserWorkload
@@ -89,7 +89,7 @@ def check(rec: Recording, devices: list[DeviceSpec], placements: list[Placement]
     check_trusted(rec)
     workload, options = workload_of(rec), options_of(rec, workspace)
     for placement in placements:
-        capacity.check_run(workload, devices, placement, options, rec.result.get("cache_state", "cold"))
+        preflight.check_run(workload, devices, placement, options, rec.result.get("cache_state", "cold"))
 
 
 def run(rec: Recording, devices: list[DeviceSpec], placements: list[tuple[str, Placement]], output: Path,
@@ -99,7 +99,7 @@ def run(rec: Recording, devices: list[DeviceSpec], placements: list[tuple[str, P
     Progress for one run."""
     from dbtier.report import jsonout, runview
     from dbtier.report.rundir import run_dir
-    from dbtier.workloads.runner import run_workload
+    from dbtier.run.runner import run_workload
 
     workload, options = workload_of(rec), options_of(rec, workspace_path)
     cache_state = rec.result.get("cache_state", "cold")

@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from dbtier import __version__
+from dbtier.version import __version__
 from dbtier.errors import UserError
 
 

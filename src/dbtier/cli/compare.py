@@ -9,14 +9,14 @@ import click
 
 from dbtier.cli.progress import progress_for
 from dbtier.cli.run import LAYOUT_OPTIONS, WorkloadGroup
-from dbtier.pg import capacity, scale_model
+from dbtier.run import preflight, scale_model
 from dbtier.pg.lab import LabOptions
 from dbtier.pg.settings import parse_sets
 from dbtier.report import jsonout, outputs
 from dbtier.report.rundir import run_dir
 from dbtier.report.terminal import console, show
-from dbtier.workloads import compare as compare_mod
-from dbtier.workloads.runner import run_workload
+from dbtier.run import compare as compare_mod
+from dbtier.run.runner import run_workload
 from dbtier.workspace import Workspace
 
 CONFIG_OPTIONS = (
@@ -70,7 +70,7 @@ def execute(cls, kw: dict) -> Path:
         configs = [replace(c, devices=devices) for c, (_, devices, _) in zip(configs, scaled)]
     say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
     for c in configs:  # every check before anything is made
-        capacity.check_run(workload, c.devices, c.placement, options)
+        preflight.check_run(workload, c.devices, c.placement, options)
     outputs.check_dir(kw["output"], "--output")
     if kw["json_path"]:
         kw["json_path"] = outputs.check_file(kw["json_path"], "--json")

@@ -10,7 +10,8 @@ import click
 
 from dbtier.cli.progress import progress_for
 from dbtier.devices.profile import load
-from dbtier.pg import capacity, placement
+from dbtier.pg import placement
+from dbtier.run import preflight
 from dbtier.pg.lab import LabOptions
 from dbtier.devices.spec import DeviceSpec
 from dbtier.report import html, jsonout, outputs, verdict
@@ -18,7 +19,7 @@ from dbtier.report.html import Section, TableData
 from dbtier.report.rundir import run_dir
 from dbtier.report.terminal import console, fmt, show
 from dbtier.workloads import registry
-from dbtier.workloads.runner import run_workload
+from dbtier.run.runner import run_workload
 from dbtier.workspace import Workspace
 
 DEVICES = (("hdd", "hdd-sata-7200"), ("ssd", "ssd-sata-mlc"))
@@ -98,7 +99,7 @@ def demo(rows: int, scans: int, cache: str, output: Path, pg_bin: Path | None, w
     # Every check before the first thing is made (each scenario runs on one device at a time).
     for name in ("random-index", "table-scan"):
         dev, prof = DEVICES[0]
-        capacity.check_run(registry.get(name)(**params[name]), [DeviceSpec(dev, load(prof))],
+        preflight.check_run(registry.get(name)(**params[name]), [DeviceSpec(dev, load(prof))],
                            placement.parse([], [dev]), options)
     outputs.check_dir(output, "--output")
     with run_dir(output, "demo", Workspace.open(workspace)) as folder:

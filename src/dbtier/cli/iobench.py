@@ -22,6 +22,8 @@ from dbtier.devices.patterns import STANDARD, expected
 from dbtier.devices.session import Device, host_floor_warnings
 from dbtier.errors import UserError
 from dbtier.pg import capacity
+from dbtier.run import preflight
+from dbtier.units import fmt_bytes
 from dbtier.devices.spec import parse_all
 from dbtier.report import jsonout, outputs
 from dbtier.report.terminal import console, fmt, show
@@ -56,20 +58,20 @@ def _check_room(req, fast: bool, workspace: Path | None, files: int, pc_bytes: i
     else:
         where = base if fast and hostfs.is_ram(base) else Path(tempfile.gettempdir())
     state = native.state_bytes(pc_bytes) + STATE_ROOM
-    places: dict[int, capacity.Place] = {}
+    places: dict[int, preflight.Place] = {}
     for path, what, n in ((where, "the benchmark's files", files), (base, "the emulation's state", state)):
-        p = capacity.place_of(path)
+        p = preflight.place_of(path)
         places.setdefault(p.dev, p).add(what, n)
     for p in places.values():
         if p.need > p.free:
-            raise UserError(f"iobench would not fit: it needs about {capacity.fmt_bytes(p.need)} on {p.describe()}, "
-                            f"which has {capacity.fmt_bytes(p.free)} free (--jobs x --size is "
-                            f"{capacity.fmt_bytes(files)}); give a smaller --size or fewer --jobs")
+            raise UserError(f"iobench would not fit: it needs about {fmt_bytes(p.need)} on {p.describe()}, "
+                            f"which has {fmt_bytes(p.free)} free (--jobs x --size is "
+                            f"{fmt_bytes(files)}); give a smaller --size or fewer --jobs")
     available = capacity.mem_available()
     in_ram = sum(p.need for p in places.values() if p.ram)
     if available is not None and in_ram > capacity.MEMORY_SHARE * available:
-        raise UserError(f"iobench would not fit in memory: {capacity.fmt_bytes(in_ram)} would go to tmpfs and this "
-                        f"machine can give {capacity.fmt_bytes(capacity.MEMORY_SHARE * available)}; give a smaller "
+        raise UserError(f"iobench would not fit in memory: {fmt_bytes(in_ram)} would go to tmpfs and this "
+                        f"machine can give {fmt_bytes(capacity.MEMORY_SHARE * available)}; give a smaller "
                         "--size or fewer --jobs, or a folder on a disk (-d NAME=PROFILE:DIR)")
 
 

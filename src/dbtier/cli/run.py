@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from dbtier.cli.progress import progress_for
-from dbtier.pg import capacity, scale_model
+from dbtier.run import preflight, scale_model
 from dbtier.pg import placement as placement_mod
 from dbtier.pg.lab import LabOptions
 from dbtier.devices.spec import parse_all
@@ -16,7 +16,8 @@ from dbtier.report import jsonout, outputs
 from dbtier.report.rundir import run_dir
 from dbtier.report.terminal import console
 from dbtier.workloads import registry
-from dbtier.workloads.runner import check_cache_state, run_workload
+from dbtier.run.runner import run_workload
+from dbtier.workloads.base import check_cache_state
 from dbtier.workspace import Workspace
 
 
@@ -154,7 +155,7 @@ def execute(cls, kw: dict) -> Path:
     options, requests, _ = scale_model.apply(kw["scale_model"], options, requests)
     say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
     # Every check before the first thing is made: the workspace, the run directory, a device's folder.
-    capacity.check_run(workload, requests, placement, options, kw["cache_state"])
+    preflight.check_run(workload, requests, placement, options, kw["cache_state"])
     outputs.check_dir(kw["output"], "--output")
     if kw["json_path"]:
         kw["json_path"] = outputs.check_file(kw["json_path"], "--json")

@@ -35,6 +35,8 @@ from dbtier.workspace import Claim
 
 SUPERUSER = "dbtier"
 PORT = 5432
+DATABASE = "dbtier"  # the lab's own database, where workloads run
+SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes, with "/.s.PGSQL.5432" appended
 CONF_INCLUDE = "dbtier.conf"
 IDENT_MAP = "lab"
 #: Dynamic shared memory lives in files under the data directory's pg_dynshmem, which the lab points at a

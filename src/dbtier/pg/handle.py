@@ -71,7 +71,7 @@ class LabHandle:
 
     @property
     def database(self) -> str:
-        from dbtier.pg.lab import DATABASE
+        from dbtier.pg.cluster import DATABASE
         return DATABASE
 
     def connect(self, dbname: str | None = None, **kw) -> psycopg.Connection:

@@ -33,7 +33,7 @@ from typing import Callable
 import psycopg
 from psycopg import sql
 
-from dbtier import lifecycle
+from dbtier import lifecycle, units
 from dbtier.devices import hostfs, native
 from dbtier.devices.pagecache import PageCache
 from dbtier.devices.session import Device, Session, host_floor_warnings
@@ -42,13 +42,11 @@ from dbtier.errors import UserError
 from dbtier.measure import collectors, objects, waits
 from dbtier.measure.result import PhaseResult
 from dbtier.pg import binaries, capacity, osuser, settings
-from dbtier.pg.cluster import Cluster, Seed
+from dbtier.pg.cluster import DATABASE, SOCKET_PATH_MAX, Cluster, Seed
 from dbtier.pg.handle import LabHandle
 from dbtier.pg.placement import Placement, tablespace_of
 from dbtier.workspace import Claim, Workspace
 
-DATABASE = "dbtier"
-SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes, with "/.s.PGSQL.5432" appended
 
 
 @dataclass
@@ -82,7 +80,7 @@ class Lab:
         # three times the database cache by default: PostgreSQL's rule of thumb gives shared_buffers a
         # quarter of the memory and leaves most of the rest to the OS page cache.
         sizes = capacity.check_lab_options(self.options, requests)
-        self.cache_bytes = settings.parse_option_size(self.options.cache, "--cache")
+        self.cache_bytes = units.parse_option_size(self.options.cache, "--cache")
         self.page_cache = PageCache(sizes.page_cache, dsync_data=self.options.io_mode == "dsync")
         self.claim: Claim | None = None
         self.lease: osuser.Lease | None = None

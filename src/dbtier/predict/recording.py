@@ -217,7 +217,8 @@ def recorded_lab(result: dict, where: Path) -> RecordedLab:
     checked; `where` names the document in the messages."""
     from dbtier.devices import profile as profiles
     from dbtier.devices.spec import NAME
-    from dbtier.pg import capacity, scale_model, settings
+    from dbtier.pg import capacity, settings
+    from dbtier.run import scale_model
 
     lab = result.get("lab")
     if not isinstance(lab, dict):

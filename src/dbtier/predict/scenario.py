@@ -11,8 +11,8 @@ from dbtier.devices import native
 from dbtier.devices import profile as profiles
 from dbtier.devices import spec as device_spec
 from dbtier.devices.profile import Profile
-from dbtier.pg.scale_model import ScaleModel
-from dbtier.pg.settings import parse_option_size
+from dbtier.run.scale_model import ScaleModel
+from dbtier.units import parse_option_size
 from dbtier.errors import UserError
 from dbtier.measure.objects import owner
 from dbtier.pg import placement as placement_mod

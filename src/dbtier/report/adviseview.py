@@ -3,7 +3,7 @@ against fast-storage curve, the objects that matter and why, and the verifying r
 
 from __future__ import annotations
 
-from dbtier.pg.capacity import fmt_bytes
+from dbtier.units import fmt_bytes
 from dbtier.report.html import Section, TableData
 from dbtier.report.terminal import fmt
 

@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from dbtier.pg import capacity, placement, scale_model
+from dbtier.pg import placement
+from dbtier.run import preflight, scale_model
 from dbtier.pg.lab import LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.report import jsonout
@@ -18,7 +19,7 @@ from dbtier.reproduce.plan import SOURCES, Article, CpuReference, RunSpec, phase
 from dbtier.workloads import registry
 from dbtier.errors import UserError
 from dbtier.workloads.base import WorkloadError
-from dbtier.workloads.runner import run_workload
+from dbtier.run.runner import run_workload
 
 #: A run during which the hypervisor took more than this share of the elapsed time in CPU is run
 #: again (up to STEAL_RETRIES times): a process whose CPU is stolen wakes late, and the emulated
@@ -68,9 +69,9 @@ def check(chosen: list[Article], base: LabOptions) -> None:
     for art in chosen:
         scale = scale_factor(art)
         for spec in art.runs:
-            capacity.check_run(*_lab(spec, base, scale=scale["factor"] if scale else 1.0))
+            preflight.check_run(*_lab(spec, base, scale=scale["factor"] if scale else 1.0))
         if art.cpu:
-            capacity.check_run(*_lab(art.cpu.run, base))
+            preflight.check_run(*_lab(art.cpu.run, base))
 
 
 def run_spec(spec: RunSpec, base: LabOptions, progress, artifacts: Path, say: Callable[[str], None],

@@ -106,6 +106,15 @@ class Footprint:
         return sum(self.objects.values())
 
 
+CACHE_STATES = ("cold", "hot", "cross")
+
+
+def check_cache_state(workload: Workload, cache_state: str) -> None:
+    if cache_state not in workload.cache_states:
+        raise UserError(f"--cache-state {cache_state}: {workload.name} supports {', '.join(workload.cache_states)} "
+                        "(it changes its data, so a repeated run would not read what the first one did)")
+
+
 class WorkloadError(Exception):
     """The workload ran but its result check failed: the measurement must not be reported as valid."""
 

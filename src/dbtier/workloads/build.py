@@ -17,13 +17,11 @@ from psycopg import sql
 
 from dbtier.workloads import tpcc_procs, tpcc_schema
 from dbtier.workloads.base import Footprint, Param, Phase, Workload, WorkloadError
-from dbtier.workloads.registry import register
 from dbtier.workloads.tpcc_schema import Scale
 
 DB = "tpcc_build"
 
 
-@register
 class Build(Workload):
     name = "build"
     seed = "002"

@@ -10,7 +10,6 @@ from psycopg import sql
 
 from dbtier.workloads import census
 from dbtier.workloads.base import Footprint, Param, Phase, Workload, WorkloadError
-from dbtier.workloads.registry import register
 
 ORDER = (12, 72, 32)                      # Florida, Puerto Rico, Nevada: the article's order
 CROSS = ((12, 72), (72, 32), (32, 12))    # warm with the first, measure the second
@@ -25,7 +24,6 @@ PLANS = {
 _PLAN_NODE = {"index": "Index Scan using pob_idx", "bitmap": "Bitmap Index Scan on pob_idx", "planner": "pob_idx"}
 
 
-@register
 class IndexRange(Workload):
     name = "index-range"
     seed = "001"

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 from dbtier.workloads import seed003
 from dbtier.workloads.base import Footprint, Param, Workload
-from dbtier.workloads.registry import register
 
 
-@register
 class InsertLoop(Workload):
     name = "insert-loop"
     seed = "003"

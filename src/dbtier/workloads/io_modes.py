@@ -18,7 +18,6 @@ from __future__ import annotations
 from psycopg import sql
 
 from dbtier.workloads.base import Footprint, Param, Phase, Workload, WorkloadError, btree_bytes, heap_bytes
-from dbtier.workloads.registry import register
 
 DB = "tpcd"
 LINEITEM = """
@@ -42,7 +41,6 @@ FROM generate_series(%(first)s::bigint, %(last)s::bigint) o, generate_series(1, 
 """
 
 
-@register
 class IoModes(Workload):
     name = "io-modes"
     seed = "004"

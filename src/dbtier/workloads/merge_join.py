@@ -8,9 +8,8 @@ from __future__ import annotations
 from psycopg import sql
 
 from dbtier.errors import UserError
-from dbtier.pg.settings import parse_option_size
+from dbtier.units import parse_option_size
 from dbtier.workloads.base import Footprint, Param, Workload, WorkloadError, heap_bytes
-from dbtier.workloads.registry import register
 
 # PostgreSQL has no hints: the session turns the other join methods off, which forces the plan.
 FORCE_MERGE = ("SET enable_hashjoin = off", "SET enable_nestloop = off")
@@ -22,7 +21,6 @@ FROM department d JOIN employee e ON e.deptno = d.deptno
 """
 
 
-@register
 class MergeJoin(Workload):
     name = "merge-join"
     seed = "003"

@@ -11,7 +11,6 @@ import os
 
 from dbtier.workloads import tpcc_driver, tpcc_pgbench, tpcc_procs, tpcc_schema
 from dbtier.workloads.base import Footprint, Param, Phase, Workload, WorkloadError
-from dbtier.workloads.registry import register
 from dbtier.workloads.tpcc_schema import Scale
 
 
@@ -63,7 +62,6 @@ def verify_tpcc(lab) -> dict:
     return {"consistency": violations, "amcheck": "clean"}
 
 
-@register
 class Oltp(Workload):
     name = "oltp"
     seed = "002"

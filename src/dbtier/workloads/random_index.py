@@ -11,7 +11,6 @@ from psycopg import sql
 
 from dbtier.workloads import seed000
 from dbtier.workloads.base import Param, Workload, WorkloadError
-from dbtier.workloads.registry import register
 
 _LOOKUP_FN = """
 CREATE FUNCTION dbtier_lookup(keys text[]) RETURNS bigint LANGUAGE plpgsql AS $$
@@ -30,7 +29,6 @@ END $$
 _BATCH = 100  # keys per call: progress several times a second on a disk, negligible client traffic
 
 
-@register
 class RandomIndex(Workload):
     name = "random-index"
     seed = "000"

@@ -9,10 +9,8 @@ from __future__ import annotations
 from dbtier.errors import UserError
 from dbtier.workloads import seed000
 from dbtier.workloads.base import Param, Workload, WorkloadError
-from dbtier.workloads.registry import register
 
 
-@register
 class TableScan(Workload):
     name = "table-scan"
     seed = "000"

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dbtier.workloads import seed003
 from dbtier.errors import UserError
 from dbtier.workloads.base import Footprint, Param, Phase, Workload, WorkloadError
-from dbtier.workloads.registry import register
 
 _UPDATE_FN = """
 CREATE FUNCTION dbtier_update(test int, n bigint) RETURNS bigint LANGUAGE plpgsql AS $$
@@ -56,7 +55,6 @@ def expected_updates(rows: int, n: int) -> dict[int, int]:
     return out
 
 
-@register
 class UpdateLocality(Workload):
     name = "update-locality"
     seed = "003"

@@ -15,7 +15,6 @@ from pathlib import Path
 from dbtier.errors import UserError
 from dbtier.workloads import pgbench_log, restore, sqlfile
 from dbtier.workloads.base import Footprint, Param, Phase, WorkloadError
-from dbtier.workloads.registry import register
 
 BUILTINS = ("tpcb-like", "simple-update", "select-only")
 _WEIGHT = re.compile(r"^(?P<what>.+?)(?:@(?P<weight>\d+))?$")
@@ -33,7 +32,6 @@ def _weighted(text: str, what: str) -> tuple[str, int]:
     return m.group("what"), weight
 
 
-@register
 class UserPgbench(restore.UserWorkload):
     name = "pgbench"
     seed = "-"

@@ -17,7 +17,6 @@ from psycopg import errors as pgerrors
 from dbtier.errors import UserError
 from dbtier.workloads import restore, sqlfile
 from dbtier.workloads.base import Footprint, Param, Phase
-from dbtier.workloads.registry import register
 
 
 def _sql_error(stmt: sqlfile.Statement, exc: psycopg.Error, timeout_s: float) -> UserError:
@@ -49,7 +48,6 @@ def run_statements(db, statements: list[sqlfile.Statement], timeout_s: float, pr
     return {"statement_times": out, "rows": sum(s["rows"] for s in out)}
 
 
-@register
 class UserSql(restore.UserWorkload):
     name = "sql"
     seed = "-"

@@ -7,22 +7,14 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from dbtier.errors import UserError
-from dbtier.pg import capacity
+from dbtier.run import preflight
 from dbtier.pg.lab import Lab, LabOptions
 from dbtier.devices.spec import DeviceSpec
 from dbtier.pg.placement import Placement
 from dbtier.workloads.base import Progress, Workload
 
-CACHE_STATES = ("cold", "hot", "cross")
 #: figures that add up over phases
 _SUMS = ("elapsed_s", "server_cpu_s", "emulation_spin_s", "io_wait_s", "client_cpu_s", "host_steal_s")
-
-
-def check_cache_state(workload: Workload, cache_state: str) -> None:
-    if cache_state not in workload.cache_states:
-        raise UserError(f"--cache-state {cache_state}: {workload.name} supports {', '.join(workload.cache_states)} "
-                        "(it changes its data, so a repeated run would not read what the first one did)")
 
 
 def _plain(params: dict) -> dict:
@@ -39,7 +31,7 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Plac
     the measured run; cross, a different query over the same data run before it."""
     # What the lab would refuse, and room for the data, before it starts (the CLI asks first, before
     # it makes anything; this is for every other caller).
-    capacity.check_run(workload, requests, placement, options, cache_state)
+    preflight.check_run(workload, requests, placement, options, cache_state)
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     progress.phase("starting PostgreSQL on the devices")
     lab = Lab(requests, placement, options, say)

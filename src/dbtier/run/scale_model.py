@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from dbtier.devices.profile import Profile
 from dbtier.devices.spec import DeviceSpec
+from dbtier import units
 from dbtier.errors import UserError
 from dbtier.pg import settings
 from dbtier.pg.capacity import MIN_CACHE, MIN_PAGE_CACHE
@@ -107,18 +108,18 @@ def apply(factor: float, options, requests: list[DeviceSpec]):
     if factor == 1.0:
         return options, requests, None
     model = ScaleModel(factor)
-    cache = model.size("shared_buffers (--cache)", settings.parse_option_size(options.cache, "--cache"), "bytes",
+    cache = model.size("shared_buffers (--cache)", units.parse_option_size(options.cache, "--cache"), "bytes",
                        PG_MINIMUM["shared_buffers"], "PostgreSQL's minimum")
     page_cache = None
     if options.page_cache:
-        page_cache = _kib(model.page_cache(settings.parse_option_size(options.page_cache, "--page-cache")))
+        page_cache = _kib(model.page_cache(units.parse_option_size(options.page_cache, "--page-cache")))
     sets = dict(options.sets)
     for name, default in PG_DEFAULTS.items():
         given = sets.get(name, default).strip().strip("'\"")
         if given.isdigit():
             raise UserError(f"--set {name}={given}: with --scale-model give it with a unit (e.g. 64MB), so it can be "
                             "scaled")
-        nbytes = model.size(name, settings.parse_size(given, f"--set {name}"), "bytes", PG_MINIMUM[name],
+        nbytes = model.size(name, units.parse_size(given, f"--set {name}"), "bytes", PG_MINIMUM[name],
                             "PostgreSQL's minimum")
         sets[name] = _kib(nbytes)
     devices = [replace(r, profile=model.profile(r.name, r.profile)) for r in requests]
