@@ -16,7 +16,7 @@ from dbtier.pg.lab import LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry
 from dbtier.workloads.base import QuietProgress
-from dbtier.run.runner import run_workload
+from dbtier.experiments.runner import run_workload
 
 
 def main() -> None:

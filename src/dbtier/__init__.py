@@ -2,7 +2,7 @@
 
 from dbtier.version import __version__
 
-__all__ = ["Result", "UserError", "WorkloadError", "compare", "load", "run", "__version__"]
+__all__ = ["Experiment", "Result", "UserError", "WorkloadError", "compare", "load", "run", "__version__"]
 
 
 def __getattr__(name: str):
@@ -11,6 +11,10 @@ def __getattr__(name: str):
         from dbtier import api
 
         return getattr(api, name)
+    if name == "Experiment":
+        from dbtier.experiments.experiment import Experiment
+
+        return Experiment
     if name == "UserError":
         from dbtier.errors import UserError
 

@@ -41,3 +41,12 @@ def parse_option_size(text: str, what: str) -> int:
 def kib(n: int) -> str:
     """Bytes as a size PostgreSQL and dbtier's options read (whole kB)."""
     return f"{n // 1024}kB"
+
+
+def size_text(n: int) -> str:
+    """Bytes as the option text that reads back to them: the largest unit that divides them whole
+    (33554432 -> '32MB'); below 1 kB or between, whole kB."""
+    for name, unit in (("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20)):
+        if n >= unit and n % unit == 0:
+            return f"{n // unit}{name}"
+    return f"{max(1, n // 1024)}kB"

@@ -13,7 +13,7 @@ from dbtier.errors import UserError
 def test_a_bad_argument_raises_the_commands_message(tmp_path):
     with pytest.raises(UserError, match="nosuch"):
         dbtier.run("random-index", device="hdd=nosuch-profile", output=str(tmp_path))
-    with pytest.raises(UserError, match="No such option '--colour'"):
+    with pytest.raises(UserError, match="random-index has no option --colour"):
         dbtier.run("random-index", device="hdd=hdd-sata-7200", colour="red")
     with pytest.raises(UserError, match="no-such-workload"):
         dbtier.run("no-such-workload", device="hdd=hdd-sata-7200")

@@ -597,7 +597,7 @@ def test_footprints_grow_with_their_parameters():
 def test_a_run_that_would_not_fit_in_memory_is_refused(monkeypatch, scratch):
     """The memory check, with this machine made small: nothing is made."""
     from dbtier.pg import capacity, placement
-    from dbtier.run import preflight
+    from dbtier.experiments import preflight
     from dbtier.devices.spec import parse_all
     from dbtier.pg.lab import LabOptions
     from dbtier.workloads import registry

@@ -9,7 +9,7 @@ from dbtier.pg.lab import Lab, LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry
 from dbtier.workloads.base import QuietProgress
-from dbtier.run.runner import run_workload
+from dbtier.experiments.runner import run_workload
 
 ROWS = 1500  # 12 MB: the database cache (8 MB) cannot hold it, the page cache (32 MB) can
 
@@ -17,7 +17,7 @@ ROWS = 1500  # 12 MB: the database cache (8 MB) cannot hold it, the page cache (
 def run(shm_dir, workload: str, io_mode: str, cache_state: str = "cold", device: str = "ssd-sata-mlc", **params):
     cls = registry.get(workload)
     return run_workload(cls(rows=ROWS, **params), parse_all([f"d={device}"]), placement.parse([], ["d"]),
-                        LabOptions(cache="8MB", page_cache="32MB", io_mode=io_mode, workspace=shm_dir),
+                        LabOptions(cache_bytes=8 << 20, page_cache_bytes=32 << 20, io_mode=io_mode, workspace=shm_dir),
                         QuietProgress(), say=lambda _l: None, cache_state=cache_state)
 
 
@@ -77,7 +77,7 @@ def test_dsync_writes_through_with_a_flush_each(shm_dir):
     figures = {}
     for mode in ("direct", "buffered", "dsync"):
         with Lab(parse_all(["d=hdd-sata-7200"]), placement.parse([], ["d"]),
-                 LabOptions(cache="8MB", page_cache="32MB", io_mode=mode, workspace=shm_dir),
+                 LabOptions(cache_bytes=8 << 20, page_cache_bytes=32 << 20, io_mode=mode, workspace=shm_dir),
                  say=lambda _l: None) as lab:
             with lab.connect() as conn:
                 conn.execute("CREATE TABLE w (id int, pad text)")
@@ -113,7 +113,7 @@ def test_wal_sync_methods(shm_dir, method, carries_flush):
     from dbtier.pg.settings import parse_sets
 
     with Lab(parse_all(["d=ssd-sata-mlc"]), placement.parse([], ["d"]),
-             LabOptions(cache="8MB", io_mode="buffered", workspace=shm_dir, sets=parse_sets([f"wal_sync_method={method}"])),
+             LabOptions(cache_bytes=8 << 20, io_mode="buffered", workspace=shm_dir, sets=parse_sets([f"wal_sync_method={method}"])),
              say=lambda _l: None) as lab:
         with lab.connect() as conn:
             conn.execute("CREATE TABLE c (id int)")

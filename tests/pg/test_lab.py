@@ -176,7 +176,7 @@ def test_the_measured_wal_goes_into_recycled_segments(shm_dir):
     measured part initialises no segment (pg_stat_io's WAL `init` writes), where a fresh cluster's
     would zero-fill one per 16 MB."""
     from dbtier.workloads.insert_loop import InsertLoop
-    from dbtier.run.runner import run_workload
+    from dbtier.experiments.runner import run_workload
 
     result = run_workload(InsertLoop(rows=200_000), parse_all(["d=ram-san"]), placement.parse([], ["d"]),
                           LabOptions(workspace=shm_dir), QuietProgress(), say=lambda _l: None)

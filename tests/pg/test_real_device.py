@@ -11,7 +11,7 @@ from dbtier.pg.lab import LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry
 from dbtier.workloads.base import QuietProgress
-from dbtier.run.runner import run_workload
+from dbtier.experiments.runner import run_workload
 
 ROWS = 2000
 
@@ -22,7 +22,7 @@ def test_real_device_buffered_cold_scan(disk_dir, shm_dir):
         pytest.skip(f"{disk_dir} has no block device behind it (no /proc/diskstats figures to compare)")
     result = run_workload(registry.get("table-scan")(rows=ROWS, scans=2), parse_all([f"disk=real:{disk_dir}"]),
                           placement.parse([], ["disk"]),
-                          LabOptions(cache="8MB", io_mode="buffered", workspace=shm_dir), QuietProgress(),
+                          LabOptions(cache_bytes=8 << 20, io_mode="buffered", workspace=shm_dir), QuietProgress(),
                           say=lambda _l: None)
     dev = result["devices"][0]
     table = ROWS * 8192

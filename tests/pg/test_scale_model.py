@@ -9,7 +9,7 @@ import pytest
 
 from dbtier.devices.spec import parse_all
 from dbtier.errors import UserError
-from dbtier.run import scale_model
+from dbtier.experiments import scale_model
 from dbtier.pg.lab import LabOptions
 
 MB = 1024 * 1024
@@ -21,15 +21,15 @@ def _apply(factor, **options):
 
 
 def test_factor_one_changes_nothing():
-    options, requests, model = _apply(1.0, cache="64MB")
-    assert model is None and options.cache == "64MB" and options.scale_model is None
+    options, requests, model = _apply(1.0, cache_bytes=64 * MB)
+    assert model is None and options.cache_bytes == 64 * MB and options.scale_model is None
     assert requests[0].profile.params["span_scale"] == 1
 
 
 def test_every_size_divided_by_the_factor():
-    options, (disk, flash), model = _apply(100.0, cache="3200MB", page_cache="6400MB",
+    options, (disk, flash), model = _apply(100.0, cache_bytes=3200 * MB, page_cache_bytes=6400 * MB,
                                            sets={"work_mem": "400MB", "maintenance_work_mem": "1GB"})
-    assert options.cache == f"{32 * MB // 1024}kB" and options.page_cache == f"{64 * MB // 1024}kB"
+    assert options.cache_bytes == 32 * MB and options.page_cache_bytes == 64 * MB
     assert options.sets["work_mem"] == f"{4 * MB // 1024}kB"
     assert options.sets["maintenance_work_mem"] == f"{1024 * MB // 100 // 1024}kB"
     assert options.sets["effective_cache_size"] == f"{4096 * MB // 100 // 1024}kB"  # PostgreSQL's default 4GB
@@ -53,8 +53,8 @@ def test_a_write_cache_above_its_floor_is_divided():
 
 
 def test_floors_at_postgresqls_minimums_and_a_drives_segment():
-    options, (disk, _), _ = _apply(100000.0, cache="1GB")
-    assert options.cache == "128kB" and options.sets["work_mem"] == "64kB"
+    options, (disk, _), _ = _apply(100000.0, cache_bytes=1024 * MB)
+    assert options.cache_bytes == 128 * 1024 and options.sets["work_mem"] == "64kB"
     assert options.sets["maintenance_work_mem"] == "1024kB"
     # 32 MiB / 100,000 would gather no more than a third of a page: a drive gathers a segment (1 MiB)
     assert disk.profile.params["write_cache_mib"] == 1.0

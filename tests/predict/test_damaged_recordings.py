@@ -572,8 +572,8 @@ def test_the_recorded_lab_options_are_the_runs(recorded, tmp_path):
     doc = json.loads((recorded / "result.json").read_text())
     options = recording.lab_options(recording.load(recorded), tmp_path)
     lab = doc["lab"]
-    assert options.cache == f"{lab['cache_bytes'] // 1024}kB" and options.io_mode == lab["io_mode"]
-    assert options.page_cache == f"{lab['page_cache']['bytes'] // 1024}kB"
+    assert options.cache_bytes == lab["cache_bytes"] and options.io_mode == lab["io_mode"]
+    assert options.page_cache_bytes == lab["page_cache"]["bytes"]
     assert options.sets == {} and options.cpu_scale == 1.0 and options.workspace == tmp_path
     run = tmp_path / "run"
     shutil.copytree(recorded, run)

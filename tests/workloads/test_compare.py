@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dbtier.errors import UserError
-from dbtier.run import compare
+from dbtier.experiments import compare
 from dbtier.report.terminal import fmt
 from tests.conftest import dbtier, dbtier_in_terminal
 from tests.pg.test_lifecycle import ipc_leftovers, ipc_left_since, postgres_pids, wait_for

@@ -9,7 +9,7 @@ from dbtier.devices.spec import parse_all
 from dbtier.workloads import census, registry
 from dbtier.errors import UserError
 from dbtier.workloads.base import QuietProgress
-from dbtier.run.runner import run_workload
+from dbtier.experiments.runner import run_workload
 
 ROWS = 40000
 

@@ -12,7 +12,7 @@ from dbtier.report import jsonout, schema
 from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry, tpcc_schema
 from dbtier.workloads.base import QuietProgress
-from dbtier.run.runner import run_workload
+from dbtier.experiments.runner import run_workload
 from dbtier.workloads.tpcc_driver import TYPES, last_name
 
 TINY = {"items": 2000, "customers": 120}

@@ -6,17 +6,20 @@ import pytest
 
 from dbtier.pg import placement
 from dbtier.pg.lab import LabOptions
+from dbtier.units import parse_option_size
 from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry
 from dbtier.workloads.base import QuietProgress
-from dbtier.run.runner import run_workload
+from dbtier.experiments.runner import run_workload
 from dbtier.workloads.update_locality import expected_updates
 
 
 def run(shm_dir, name, devices=("ssd=ram-san",), places=(), cache="32MB", page_cache=None, **params):
     reqs = parse_all(list(devices))
     return run_workload(registry.get(name)(**params), reqs, placement.parse(list(places), [r.name for r in reqs]),
-                        LabOptions(cache=cache, page_cache=page_cache, workspace=shm_dir), QuietProgress(),
+                        LabOptions(cache_bytes=parse_option_size(cache, "--cache"), workspace=shm_dir,
+                                   page_cache_bytes=parse_option_size(page_cache, "--page-cache") if page_cache else None),
+                        QuietProgress(),
                         say=lambda _l: None)
 
 

@@ -9,7 +9,7 @@ from dbtier.pg.lab import LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry
 from dbtier.workloads.base import QuietProgress
-from dbtier.run.runner import run_workload
+from dbtier.experiments.runner import run_workload
 
 PHASES = ["create database", "bulk load", "insert", "update", "create clustered index", "create non-clustered index",
           "update statistics", "alter table", "reorg rebuild", "tablealloc check"]

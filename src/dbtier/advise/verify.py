@@ -12,12 +12,12 @@ from dbtier import ownership
 from dbtier.advise.search import headline
 from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
-from dbtier.run import preflight
+from dbtier.experiments import preflight
 from dbtier.pg.lab import LabOptions
 from dbtier.pg.placement import Placement
 from dbtier.predict import recording
 from dbtier.predict.recording import Recording
-from dbtier.run import compare as compare_mod
+from dbtier.experiments import compare as compare_mod
 from dbtier.workloads import registry, restore
 from dbtier.workloads.base import Workload
 from dbtier.workloads.restore import UserWorkload
@@ -99,7 +99,7 @@ def run(rec: Recording, devices: list[DeviceSpec], placements: list[tuple[str, P
     Progress for one run."""
     from dbtier.report import jsonout, runview
     from dbtier.report.rundir import run_dir
-    from dbtier.run.runner import run_workload
+    from dbtier.experiments.runner import run_workload
 
     workload, options = workload_of(rec), options_of(rec, workspace_path)
     cache_state = rec.result.get("cache_state", "cold")

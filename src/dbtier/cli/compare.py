@@ -8,16 +8,15 @@ from pathlib import Path
 import click
 
 from dbtier.cli.progress import progress_for
-from dbtier.cli.run import LAYOUT_OPTIONS, WorkloadGroup
-from dbtier.run import preflight, scale_model
-from dbtier.pg.lab import LabOptions
-from dbtier.pg.settings import parse_sets
+from dbtier.cli.run import LAYOUT_OPTIONS, WorkloadGroup, experiment_of
 from dbtier.report import jsonout, outputs
 from dbtier.report.rundir import run_dir
 from dbtier.report.terminal import console, show
-from dbtier.run import compare as compare_mod
-from dbtier.run.runner import run_workload
-from dbtier.workspace import Workspace
+from dbtier.experiments import compare as compare_mod
+from dbtier.experiments import runner
+from dbtier.experiments.experiment import EXPERIMENT_FILE
+from dbtier.experiments.runner import run_workload
+from dbtier.workspace import Workspace, write_private
 
 CONFIG_OPTIONS = (
     click.option("--config", "configs", multiple=True, metavar="NAME:DEVICES[:PLACEMENT]",
@@ -60,17 +59,14 @@ def compare() -> None:
 def execute(cls, kw: dict) -> Path:
     out = console(wide=kw["wide"])
     configs = compare_mod.configurations(kw["configs"], kw["experiment"])
-    workload = cls(**{p.key: kw[p.key] for p in cls.params})
-    options = LabOptions(cache=kw["cache"], io_mode=kw["io_mode"], page_cache=kw["page_cache"],
-                         sets=parse_sets(kw["sets"]), pg_bin=kw["pg_bin"], workspace=kw["workspace"], trace=kw["trace"],
-                         cpu_scale=kw["cpu_scale"])
-    scaled = [scale_model.apply(kw["scale_model"], options, c.devices) for c in configs]
-    if scaled:
-        options = scaled[0][0]  # the same for every layout; each layout's devices scaled with it
-        configs = [replace(c, devices=devices) for c, (_, devices, _) in zip(configs, scaled)]
+    # one experiment per layout: the command line's, with the layout's devices and placement
+    base = experiment_of(cls, {**kw, "devices": (), "places": (), "cache_state": "cold"},
+                         devices=configs[0].devices, placement=configs[0].placement)
+    layouts = [replace(base, devices=tuple(c.devices), placement=c.placement) for c in configs]
     say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
-    for c in configs:  # every check before anything is made
-        preflight.check_run(workload, c.devices, c.placement, options)
+    checked = [runner.check(exp, kw["workspace"]) for exp in layouts]  # every check before anything is made
+    workload = checked[0][0]
+    options = checked[0][1]  # the same for every layout (each one's devices scaled with it)
     outputs.check_dir(kw["output"], "--output")
     if kw["json_path"]:
         kw["json_path"] = outputs.check_file(kw["json_path"], "--json")
@@ -83,12 +79,13 @@ def execute(cls, kw: dict) -> Path:
             with progress_for(out, kw["quiet"], prefix="setup, once: ") as progress:
                 workload.prepare(seed_lab.handle, progress)
             seed = seed_lab.seed()
-            for c in configs:
+            for c, exp, (_w, _o, devices) in zip(configs, layouts, checked):
                 with run_dir(kw["output"], f"{cls.name}-{c.name}", workspace) as folder:
                     with progress_for(out, kw["quiet"], prefix=f"{c.name}: ") as progress:
-                        result = run_workload(workload, c.devices, c.placement, replace(options, seed=seed), progress,
+                        result = run_workload(workload, devices, c.placement, replace(options, seed=seed), progress,
                                               folder.path, say)
                     result["configuration"] = c.describe()
+                    write_private(folder.path / EXPERIMENT_FILE, exp.to_toml(), mode=0o644)
                     jsonout.write(folder.path / "result.json", result)
                     runview.write_page(folder.path / "report.html", f"dbtier compare {cls.name}: {c.name}", result)
                 results.append(result)

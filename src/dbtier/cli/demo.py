@@ -8,10 +8,12 @@ from pathlib import Path
 
 import click
 
+from dbtier import units
+
 from dbtier.cli.progress import progress_for
 from dbtier.devices.profile import load
 from dbtier.pg import placement
-from dbtier.run import preflight
+from dbtier.experiments import preflight
 from dbtier.pg.lab import LabOptions
 from dbtier.devices.spec import DeviceSpec
 from dbtier.report import html, jsonout, outputs, verdict
@@ -19,7 +21,7 @@ from dbtier.report.html import Section, TableData
 from dbtier.report.rundir import run_dir
 from dbtier.report.terminal import console, fmt, show
 from dbtier.workloads import registry
-from dbtier.run.runner import run_workload
+from dbtier.experiments.runner import run_workload
 from dbtier.workspace import Workspace
 
 DEVICES = (("hdd", "hdd-sata-7200"), ("ssd", "ssd-sata-mlc"))
@@ -93,7 +95,7 @@ def demo(rows: int, scans: int, cache: str, output: Path, pg_bin: Path | None, w
     server logs."""
     out = console(wide=wide)
     say = (lambda _line: None) if quiet else (lambda line: out.print(line, markup=False))
-    options = LabOptions(cache=cache, pg_bin=pg_bin, workspace=workspace)
+    options = LabOptions(cache_bytes=units.parse_option_size(cache, "--cache"), pg_bin=pg_bin, workspace=workspace)
     params = {"random-index": {"rows": rows}, "table-scan": {"rows": rows, "scans": scans}}
     results = []
     # Every check before the first thing is made (each scenario runs on one device at a time).

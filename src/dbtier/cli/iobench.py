@@ -22,7 +22,8 @@ from dbtier.devices.patterns import STANDARD, expected
 from dbtier.devices.session import Device, host_floor_warnings
 from dbtier.errors import UserError
 from dbtier.pg import capacity
-from dbtier.run import preflight
+from dbtier.experiments import preflight
+from dbtier import units
 from dbtier.units import fmt_bytes
 from dbtier.devices.spec import parse_all
 from dbtier.report import jsonout, outputs
@@ -179,7 +180,7 @@ def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, 
     if file_size < max(sizes):
         raise UserError(f"--size {size}: each worker's file must hold at least one block of the largest --bs "
                         f"({size_label(max(sizes))}); give a larger --size or smaller blocks")
-    pc_bytes = capacity.check_page_cache(page_cache)
+    pc_bytes = capacity.check_page_cache(units.parse_option_size(page_cache, "--page-cache"))
     jobs = [Job(r, b, w, m, file_size, runtime) for m, r, b, w in itertools.product(modes, patterns, sizes, workers)]
     if json_path:
         json_path = outputs.check_file(json_path, "--json")

@@ -7,18 +7,12 @@ from pathlib import Path
 import click
 
 from dbtier.cli.progress import progress_for
-from dbtier.run import preflight, scale_model
-from dbtier.pg import placement as placement_mod
-from dbtier.pg.lab import LabOptions
-from dbtier.devices.spec import parse_all
-from dbtier.pg.settings import parse_sets
+from dbtier.errors import UserError
 from dbtier.report import jsonout, outputs
-from dbtier.report.rundir import run_dir
 from dbtier.report.terminal import console
+from dbtier.experiments import runner
+from dbtier.experiments.experiment import Experiment
 from dbtier.workloads import registry
-from dbtier.run.runner import run_workload
-from dbtier.workloads.base import check_cache_state
-from dbtier.workspace import Workspace
 
 
 #: options a command that lays out its own devices (compare) does not take
@@ -127,8 +121,20 @@ def workload_command(cls, execute_, skip=(), extra=()) -> click.Command:
                          context_settings={"max_content_width": 100})(func)
 
 
-@click.group("run", cls=RunGroup, context_settings={"max_content_width": 100})
-def run() -> None:
+@click.group("run", cls=RunGroup, invoke_without_command=True, context_settings={"max_content_width": 100})
+@click.option("--experiment", "experiment_path", type=click.Path(path_type=Path), metavar="FILE",
+              help="run the experiment in this TOML file (its keys are the options' names, and 'workload'); a "
+                   "run directory's experiment.toml runs that run again")
+@click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
+              help="with --experiment: where the run directory is written")
+@click.option("--workspace", type=click.Path(path_type=Path), help="with --experiment: the workspace's folder")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), help="with --experiment: also write the "
+              "result JSON here")
+@click.option("--keep", is_flag=True, help="with --experiment: keep the workspace after the run")
+@click.option("--wide", is_flag=True, help="with --experiment: print every column")
+@click.option("--quiet", "-q", is_flag=True, help="with --experiment: print only errors and the run directory")
+@click.pass_context
+def run(ctx, experiment_path, **runtime) -> Path | None:
     """Run one workload on PostgreSQL with its files on the given devices.
 
     \b
@@ -136,41 +142,48 @@ def run() -> None:
       dbtier run random-index -d hdd=hdd-sata-7200
       dbtier run random-index -d hdd=hdd-sata-7200 -d ssd=ssd-sata-mlc --place data=hdd,t_attribute_idx=ssd
       dbtier run table-scan -d ssd=ssd-sata-mlc --rows 16000 --scans 5 --json scan.json
+      dbtier run --experiment results/random-index-20261126-120000/experiment.toml   # that run again
 
     The data is loaded with the emulation paused, the server restarts (a cold cache), and only the
     workload itself is measured: elapsed, the server's CPU time against its time waiting on the devices,
     iostat figures per device, and the emulation's lateness. 'dbtier run WORKLOAD --help' shows the
-    workload's own parameters."""
+    workload's own parameters. Every run directory holds its experiment.toml."""
+    if experiment_path is None:
+        if ctx.invoked_subcommand is None:
+            raise UserError("give a workload (dbtier run --help lists them) or --experiment FILE")
+        return None
+    if ctx.invoked_subcommand is not None:
+        raise UserError(f"give a workload ({ctx.invoked_subcommand}) or --experiment FILE, not both")
+    return run_experiment(Experiment.from_toml(experiment_path), runtime)
+
+
+def experiment_of(cls, kw: dict, devices=None, placement=None) -> Experiment:
+    """The experiment a workload's command line describes (devices and placement given typed, for a
+    command whose layouts come another way)."""
+    return Experiment.from_options(
+        cls.name, device=devices if devices is not None else kw["devices"],
+        place=placement if placement is not None else kw["places"], cache=kw["cache"], page_cache=kw["page_cache"],
+        io_mode=kw["io_mode"], cache_state=kw["cache_state"], cpu_scale=kw["cpu_scale"], scale_model=kw["scale_model"],
+        set=kw["sets"], pg_bin=kw["pg_bin"], trace=kw["trace"], **{p.key: kw[p.key] for p in cls.params})
 
 
 def execute(cls, kw: dict) -> Path:
-    out = console(wide=kw["wide"])
-    requests = parse_all(kw["devices"])
-    placement = placement_mod.parse(kw["places"], [r.name for r in requests])
-    workload = cls(**{p.key: kw[p.key] for p in cls.params})
-    check_cache_state(workload, kw["cache_state"])
-    options = LabOptions(cache=kw["cache"], io_mode=kw["io_mode"], page_cache=kw["page_cache"],
-                         sets=parse_sets(kw["sets"]), pg_bin=kw["pg_bin"],
-                         workspace=kw["workspace"], trace=kw["trace"], keep=kw["keep"], cpu_scale=kw["cpu_scale"])
-    options, requests, _ = scale_model.apply(kw["scale_model"], options, requests)
-    say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
-    # Every check before the first thing is made: the workspace, the run directory, a device's folder.
-    preflight.check_run(workload, requests, placement, options, kw["cache_state"])
-    outputs.check_dir(kw["output"], "--output")
-    if kw["json_path"]:
-        kw["json_path"] = outputs.check_file(kw["json_path"], "--json")
-    with run_dir(kw["output"], cls.name, Workspace.open(kw["workspace"])) as folder:
-        with progress_for(out, kw["quiet"]) as progress:
-            result = run_workload(workload, requests, placement, options, progress, folder.path, say,
-                                  cache_state=kw["cache_state"])
-        jsonout.write(folder.path / "result.json", result)
-        from dbtier.report import runview  # matplotlib: loaded once there is something to chart
+    return run_experiment(experiment_of(cls, kw), kw)
 
-        runview.write_page(folder.path / "report.html", f"dbtier run {cls.name}", result)
+
+def run_experiment(exp: Experiment, kw: dict) -> Path:
+    """Runs it as `dbtier run` does: every check before the first thing is made, the report, then
+    --json, then (if the output folder could not take the run directory) the line that says where it is."""
+    out = console(wide=kw["wide"])
+    say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
+    json_path = outputs.check_file(kw["json_path"], "--json") if kw["json_path"] else None
+    outcome = runner.run(exp, kw["output"], kw["workspace"], kw["keep"], lambda: progress_for(out, kw["quiet"]), say)
     if not kw["quiet"]:
-        runview.print_run(out, result)
-    out.print(f"run directory: {folder.final}", markup=False)
-    if kw["json_path"]:
-        jsonout.write(kw["json_path"], {**result, "run_dir": str(folder.final)})
-    folder.check()
-    return folder.final
+        from dbtier.report import runview
+
+        runview.print_run(out, outcome.result)
+    out.print(f"run directory: {outcome.run_dir}", markup=False)
+    if json_path:
+        jsonout.write(json_path, {**outcome.result, "run_dir": str(outcome.run_dir)})
+    outcome.check()
+    return outcome.run_dir

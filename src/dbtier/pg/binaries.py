@@ -4,6 +4,7 @@ install the user names with --pg-bin."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -54,7 +55,24 @@ def embedded_bin_dir() -> Path | None:
     return folder if folder.is_dir() else None
 
 
+_VERSIONS: dict[tuple, str] = {}  # (path, mtime, size) -> its version: asked once per binary and process
+
+
 def server_version(postgres: Path) -> str:
+    try:
+        st = os.stat(postgres)
+        key = (str(postgres), st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = None
+    if key in _VERSIONS:
+        return _VERSIONS[key]
+    version = _ask_version(postgres)
+    if key is not None:
+        _VERSIONS[key] = version
+    return version
+
+
+def _ask_version(postgres: Path) -> str:
     try:
         out = subprocess.run([str(postgres), "--version"], capture_output=True, text=True, timeout=30).stdout
     except OSError as exc:

@@ -1,6 +1,6 @@
 """Before a lab starts: will it accept its options (sizes, the I/O mode, the workspace, the PostgreSQL
 install, the device folders)? Everything here only reads, so a lab refused has made nothing.
-What a whole run needs (room for its data, connections) is dbtier.run.preflight's."""
+What a whole run needs (room for its data, connections) is dbtier.experiments.preflight's."""
 
 from __future__ import annotations
 
@@ -65,37 +65,35 @@ def set_size(sets: dict[str, str], name: str, bare_unit: int) -> int | None:
         return None  # the server will say what is wrong with it
 
 
-def check_page_cache(text: str, derived_from: str = "") -> int:
-    """--page-cache SIZE: a size with its unit, at least 64kB, no larger than this machine's memory (an OS
+def check_page_cache(pc_bytes: int, derived_from: str = "") -> int:
+    """The emulated OS page cache's size: at least 64kB, no larger than this machine's memory (an OS
     page cache is part of it). `derived_from` names the option it was derived from, when it was."""
-    pc_bytes = units.parse_option_size(text, "--page-cache")
+    shown = f"--page-cache {units.size_text(pc_bytes)}"
     if pc_bytes < MIN_PAGE_CACHE:
-        raise UserError(f"--page-cache {text}: give at least 64kB")
+        raise UserError(f"{shown}: give at least 64kB")
     total = mem_total()
     if total is not None and pc_bytes > total:
-        what = derived_from or f"--page-cache {text}"
-        raise UserError(f"{what}: an emulated OS page cache of {fmt_bytes(pc_bytes)} is larger than this machine's "
-                        f"{fmt_bytes(total)} of memory; give a smaller --page-cache")
+        raise UserError(f"{derived_from or shown}: an emulated OS page cache of {fmt_bytes(pc_bytes)} is larger than "
+                        f"this machine's {fmt_bytes(total)} of memory; give a smaller --page-cache")
     return pc_bytes
 
 
-def check_sizes(cache: str, page_cache: str | None, sets: dict[str, str] | None = None) -> Sizes:
-    """--cache and --page-cache: sizes with a unit, at least what PostgreSQL and the emulation need, and
-    within this machine's memory."""
-    cache_bytes = units.parse_option_size(cache, "--cache")
+def check_sizes(cache_bytes: int, page_cache_bytes: int | None, sets: dict[str, str] | None = None) -> Sizes:
+    """The database cache (--cache) and the emulated page cache (--page-cache), in bytes: at least what
+    PostgreSQL and the emulation need, and within this machine's memory."""
+    shown = f"--cache {units.size_text(cache_bytes)}"
     if cache_bytes < MIN_CACHE:
-        raise UserError(f"--cache {cache}: PostgreSQL needs at least 128kB of shared buffers")
+        raise UserError(f"{shown}: PostgreSQL needs at least 128kB of shared buffers")
     shared = set_size(sets or {}, "shared_buffers", 8192) or cache_bytes
     available = mem_available()
     if available is not None and shared > MEMORY_SHARE * available:
-        what = "--set shared_buffers" if shared != cache_bytes else f"--cache {cache}"
+        what = "--set shared_buffers" if shared != cache_bytes else shown
         raise UserError(f"{what}: the database cache would take {fmt_bytes(shared)}, more than the "
                         f"{fmt_bytes(MEMORY_SHARE * available)} of memory this machine can give now; give a smaller one")
-    if page_cache:
-        pc_bytes = check_page_cache(page_cache)
+    if page_cache_bytes:
+        pc_bytes = check_page_cache(page_cache_bytes)
     else:  # three times the cache, by default
-        pc_bytes = check_page_cache(f"{3 * cache_bytes // 1024}kB",
-                                    f"--cache {cache} (the page cache is three times it by default)")
+        pc_bytes = check_page_cache(3 * cache_bytes, f"{shown} (the page cache is three times it by default)")
     return Sizes(shared, pc_bytes)
 
 
@@ -108,7 +106,7 @@ def check_lab_options(options, requests) -> Sizes:
     if options.io_mode not in settings.IO_MODES:
         raise UserError(f"--io-mode {options.io_mode}: choose one of {', '.join(settings.IO_MODES)}")
     session.check_cpu_scale(options.cpu_scale)
-    sizes = check_sizes(options.cache, options.page_cache, options.sets)
+    sizes = check_sizes(options.cache_bytes, options.page_cache_bytes, options.sets)
     root = Workspace.locate(options.workspace)
     base = root.parent
     if len(str(root)) + SOCKET_TAIL > SOCKET_PATH_MAX:

@@ -33,7 +33,7 @@ from typing import Callable
 import psycopg
 from psycopg import sql
 
-from dbtier import lifecycle, units
+from dbtier import lifecycle
 from dbtier.devices import hostfs, native
 from dbtier.devices.pagecache import PageCache
 from dbtier.devices.session import Device, Session, host_floor_warnings
@@ -51,9 +51,9 @@ from dbtier.workspace import Claim, Workspace
 
 @dataclass
 class LabOptions:
-    cache: str = "32MB"          # shared_buffers: the database cache
+    cache_bytes: int = 32 << 20  # shared_buffers: the database cache
     io_mode: str = settings.DEFAULT_IO_MODE
-    page_cache: str | None = None  # the emulated OS page cache; default: three times the database cache
+    page_cache_bytes: int | None = None  # the emulated OS page cache; default: three times the database cache
     sets: dict[str, str] = field(default_factory=dict)
     pg_bin: Path | None = None
     workspace: Path | None = None
@@ -80,7 +80,7 @@ class Lab:
         # three times the database cache by default: PostgreSQL's rule of thumb gives shared_buffers a
         # quarter of the memory and leaves most of the rest to the OS page cache.
         sizes = capacity.check_lab_options(self.options, requests)
-        self.cache_bytes = units.parse_option_size(self.options.cache, "--cache")
+        self.cache_bytes = self.options.cache_bytes
         self.page_cache = PageCache(sizes.page_cache, dsync_data=self.options.io_mode == "dsync")
         self.claim: Claim | None = None
         self.lease: osuser.Lease | None = None

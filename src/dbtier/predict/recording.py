@@ -207,8 +207,8 @@ class RecordedLab:
         """The lab options a live run of the recorded workload takes (advise --verify)."""
         from dbtier.pg.lab import LabOptions
 
-        return LabOptions(cache=f"{self.cache_bytes // 1024}kB", io_mode=self.io_mode,
-                          page_cache=f"{self.page_cache.bytes // 1024}kB" if self.page_cache else None,
+        return LabOptions(cache_bytes=self.cache_bytes, io_mode=self.io_mode,
+                          page_cache_bytes=self.page_cache.bytes if self.page_cache else None,
                           sets=dict(self.user_settings), workspace=workspace, cpu_scale=self.cpu_scale)
 
 
@@ -218,7 +218,7 @@ def recorded_lab(result: dict, where: Path) -> RecordedLab:
     from dbtier.devices import profile as profiles
     from dbtier.devices.spec import NAME
     from dbtier.pg import capacity, settings
-    from dbtier.run import scale_model
+    from dbtier.experiments import scale_model
 
     lab = result.get("lab")
     if not isinstance(lab, dict):

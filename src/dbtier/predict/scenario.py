@@ -11,7 +11,7 @@ from dbtier.devices import native
 from dbtier.devices import profile as profiles
 from dbtier.devices import spec as device_spec
 from dbtier.devices.profile import Profile
-from dbtier.run.scale_model import ScaleModel
+from dbtier.experiments.scale_model import ScaleModel
 from dbtier.units import parse_option_size
 from dbtier.errors import UserError
 from dbtier.measure.objects import owner
@@ -92,9 +92,10 @@ def build(rec: Recording, device_texts: tuple[str, ...], place_texts: tuple[str,
         if rec.lab.io_mode == "direct":
             raise UserError("--page-cache: the recorded run used direct I/O, so no data file went through the page "
                             "cache and its size changes nothing; record a buffered run to ask this")
+        pc_bytes = parse_option_size(page_cache, "--page-cache")
         if scaled.factor != 1.0:  # the system's page cache, divided before it is checked against this machine
-            page_cache = f"{int(scaled.page_cache(parse_option_size(page_cache, '--page-cache'))) // 1024}kB"
-        scenario.page_cache_bytes = check_page_cache(page_cache)
+            pc_bytes = int(scaled.page_cache(pc_bytes)) // 1024 * 1024
+        scenario.page_cache_bytes = check_page_cache(pc_bytes)
     return scenario
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dbtier.report.html import Section, TableData
 from dbtier.report.runview import _top_wait, pct
 from dbtier.report.terminal import fmt
-from dbtier.run.compare import headline, speedups
+from dbtier.experiments.compare import headline, speedups
 
 
 def table_data(names: list[str], results: list[dict]) -> TableData:

@@ -10,16 +10,17 @@ from pathlib import Path
 from typing import Callable
 
 from dbtier.pg import placement
-from dbtier.run import preflight, scale_model
+from dbtier.experiments import preflight, scale_model
 from dbtier.pg.lab import LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.report import jsonout
 from dbtier.reproduce import article000, article001, article002, article003, article004
 from dbtier.reproduce.plan import SOURCES, Article, CpuReference, RunSpec, phase
 from dbtier.workloads import registry
+from dbtier import units
 from dbtier.errors import UserError
 from dbtier.workloads.base import WorkloadError
-from dbtier.run.runner import run_workload
+from dbtier.experiments.runner import run_workload
 
 #: A run during which the hypervisor took more than this share of the elapsed time in CPU is run
 #: again (up to STEAL_RETRIES times): a process whose CPU is stolen wakes late, and the emulated
@@ -41,7 +42,9 @@ def articles(quick: bool, only: list[str] | None = None) -> list[Article]:
 def _lab(spec: RunSpec, base: LabOptions, cpu_scale: float = 1.0, scale: float = 1.0):
     requests = parse_all([f"{name}={profile}" for name, profile in spec.devices])
     place = placement.parse([spec.places] if spec.places else [], [r.name for r in requests])
-    options = LabOptions(cache=spec.cache, io_mode=spec.io_mode, page_cache=spec.page_cache, pg_bin=base.pg_bin,
+    options = LabOptions(cache_bytes=units.parse_option_size(spec.cache, "cache"), io_mode=spec.io_mode,
+                         page_cache_bytes=units.parse_option_size(spec.page_cache, "page_cache") if spec.page_cache
+                         else None, pg_bin=base.pg_bin,
                          workspace=base.workspace, cpu_scale=cpu_scale)
     options, requests, _ = scale_model.apply(scale, options, requests)
     return registry.get(spec.workload)(**spec.params), requests, place, options

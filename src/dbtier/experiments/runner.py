@@ -1,17 +1,27 @@
 """One workload, one lab, one result: prepare (unmeasured), then each phase from its cache state,
-measured; the workload's checks; where every object sits; the server log (and trace) beside it."""
+measured; the workload's checks; where every object sits; the server log (and trace) beside it.
+
+    outcome = run(experiment, output=Path("results"))   # checked first, then run, then published
+    outcome.result, outcome.run_dir                      # the result document and its run directory
+
+`run` is what `dbtier run` and `dbtier.run()` call; `run_workload` is one lab's part of it, which
+compare and advise --verify call for each layout."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from dbtier.run import preflight
-from dbtier.pg.lab import Lab, LabOptions
 from dbtier.devices.spec import DeviceSpec
+from dbtier.errors import UserError
+from dbtier.pg.lab import Lab, LabOptions
 from dbtier.pg.placement import Placement
-from dbtier.workloads.base import Progress, Workload
+from dbtier.experiments import preflight, scale_model
+from dbtier.experiments.experiment import EXPERIMENT_FILE, Experiment
+from dbtier.workloads.base import Progress, QuietProgress, Workload, check_cache_state
 
 #: figures that add up over phases
 _SUMS = ("elapsed_s", "server_cpu_s", "emulation_spin_s", "io_wait_s", "client_cpu_s", "host_steal_s")
@@ -88,3 +98,58 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Plac
         if artifacts is not None:  # the server log helps most when something failed
             (artifacts / "server.log").write_text(lab.server_log())
     return result
+
+
+def lab_options(exp: Experiment, workspace: Path | None = None, keep: bool = False):
+    """The lab's options and devices for an experiment, its scale model applied: (options, devices,
+    the scale model or None)."""
+    options = LabOptions(cache_bytes=exp.cache_bytes, io_mode=exp.io_mode, page_cache_bytes=exp.page_cache_bytes,
+                         sets=dict(exp.settings), pg_bin=exp.pg_bin, workspace=workspace, trace=exp.trace, keep=keep,
+                         cpu_scale=exp.cpu_scale)
+    return scale_model.apply(exp.scale_factor, options, list(exp.devices))
+
+
+def check(exp: Experiment, workspace: Path | None = None, keep: bool = False):
+    """Everything the run would refuse, refused before anything is made: (workload, options, devices)."""
+    workload = exp.make_workload()
+    check_cache_state(workload, exp.cache_state)
+    options, requests, _ = lab_options(exp, workspace, keep)
+    preflight.check_run(workload, requests, exp.placement, options, exp.cache_state)
+    return workload, options, requests
+
+
+@dataclass
+class Outcome:
+    result: dict
+    run_dir: Path
+    failure: str | None = None  # why the run directory is in the workspace, not the output folder
+
+    def check(self) -> None:
+        """After the caller reported the run: the one line saying its results could not be published."""
+        if self.failure:
+            raise UserError(self.failure)
+
+
+def _quiet_progress():
+    return contextlib.nullcontext(QuietProgress())
+
+
+def run(exp: Experiment, output: Path = Path("results"), workspace: Path | None = None, keep: bool = False,
+        progress_for: Callable = _quiet_progress, say: Callable[[str], None] = print) -> Outcome:
+    """Runs an experiment into a new run directory under `output` (result.json, report.html,
+    server.log, experiment.toml, and trace.parquet with trace on). progress_for(): a context giving
+    a Progress."""
+    from dbtier.report import jsonout, outputs, runview
+    from dbtier.report.rundir import run_dir
+    from dbtier.workspace import Workspace, write_private
+
+    workload, options, requests = check(exp, workspace, keep)
+    outputs.check_dir(output, "--output")
+    with run_dir(output, exp.workload, Workspace.open(workspace)) as folder:
+        with progress_for() as progress:
+            result = run_workload(workload, requests, exp.placement, options, progress, folder.path, say,
+                                  cache_state=exp.cache_state)
+        write_private(folder.path / EXPERIMENT_FILE, exp.to_toml(), mode=0o644)
+        jsonout.write(folder.path / "result.json", result)
+        runview.write_page(folder.path / "report.html", f"dbtier run {exp.workload}", result)
+    return Outcome(result, folder.final, folder.failure)

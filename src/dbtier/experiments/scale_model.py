@@ -97,8 +97,9 @@ def check_factor(factor: float) -> None:
                         f"this run's, from 1 (off) to {MAX_FACTOR:g}, for example --scale-model 1000")
 
 
-def _kib(nbytes: float) -> str:
-    return f"{max(1, int(nbytes // 1024))}kB"
+def _kib_floor(nbytes: float) -> int:
+    """A scaled size in whole kB (PostgreSQL's memory settings are kB), at least 1 kB."""
+    return max(1, int(nbytes // 1024)) * 1024
 
 
 def apply(factor: float, options, requests: list[DeviceSpec]):
@@ -108,11 +109,9 @@ def apply(factor: float, options, requests: list[DeviceSpec]):
     if factor == 1.0:
         return options, requests, None
     model = ScaleModel(factor)
-    cache = model.size("shared_buffers (--cache)", units.parse_option_size(options.cache, "--cache"), "bytes",
-                       PG_MINIMUM["shared_buffers"], "PostgreSQL's minimum")
-    page_cache = None
-    if options.page_cache:
-        page_cache = _kib(model.page_cache(units.parse_option_size(options.page_cache, "--page-cache")))
+    cache = _kib_floor(model.size("shared_buffers (--cache)", options.cache_bytes, "bytes",
+                                  PG_MINIMUM["shared_buffers"], "PostgreSQL's minimum"))
+    page_cache = _kib_floor(model.page_cache(options.page_cache_bytes)) if options.page_cache_bytes else None
     sets = dict(options.sets)
     for name, default in PG_DEFAULTS.items():
         given = sets.get(name, default).strip().strip("'\"")
@@ -121,7 +120,7 @@ def apply(factor: float, options, requests: list[DeviceSpec]):
                             "scaled")
         nbytes = model.size(name, units.parse_size(given, f"--set {name}"), "bytes", PG_MINIMUM[name],
                             "PostgreSQL's minimum")
-        sets[name] = _kib(nbytes)
+        sets[name] = units.kib(_kib_floor(nbytes))
     devices = [replace(r, profile=model.profile(r.name, r.profile)) for r in requests]
-    return (replace(options, cache=_kib(cache), page_cache=page_cache, sets=sets, scale_model=model.describe()),
+    return (replace(options, cache_bytes=cache, page_cache_bytes=page_cache, sets=sets, scale_model=model.describe()),
             devices, model)
