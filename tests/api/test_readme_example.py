@@ -1,5 +1,5 @@
-"""The README's Python example, run as it stands: real runs, and every table a DataFrame with the
-run's figures."""
+"""The Python example of docs/python.md (the README links to it), run as it stands: real runs, and every
+table a DataFrame with the run's figures."""
 
 import os
 import re
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pandas as pd
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "python.md"
 
 
 def readme_example() -> str:
-    text = README.read_text()
-    section = text[text.index("## From Python"):]
+    text = PAGE.read_text()
+    section = text[text.index("# dbtier from Python"):]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
@@ -23,7 +23,7 @@ def test_the_readme_example_runs_and_returns_dataframes(tmp_path, capsys):
     os.chdir(tmp_path)  # its run directories go to ./results, as the commands' do
     try:
         scope: dict = {}
-        exec(compile(code, str(README), "exec"), scope)
+        exec(compile(code, str(PAGE), "exec"), scope)
     finally:
         os.chdir(here)
     disk, both = scope["disk"], scope["both"]
