@@ -42,9 +42,30 @@ def test_load_refuses_what_is_not_a_run_directory(tmp_path):
     (tmp_path / "result.json").write_text(json.dumps({"schema_version": 1, "kind": "run"}))
     with pytest.raises(UserError, match="older dbtier"):
         dbtier.load(tmp_path)
-    (tmp_path / "result.json").write_text(json.dumps({"schema_version": 2, "kind": "iobench", "results": []}))
-    with pytest.raises(UserError, match="load reads those of run and compare"):
+    (tmp_path / "result.json").write_text(json.dumps({"schema_version": 2, "kind": "nosuch", "results": []}))
+    with pytest.raises(UserError, match="result.json"):
         dbtier.load(tmp_path)
+
+
+def test_load_reads_a_prediction_and_an_advice(tmp_path, shm_dir):
+    """A prediction (its --json) as two runs, recorded and predicted; an advice's placements as a table."""
+    from tests.conftest import dbtier as cli
+
+    cli("run", "random-index", "--rows", "300", "-d", "hdd=hdd-sata-7200", "--trace", "-q", "--workspace",
+        str(shm_dir), "-o", str(tmp_path / "runs"), check=True)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    cli("predict", str(run_dir), "-d", "hdd=ssd-sata-mlc", "--json", str(tmp_path / "p.json"), "-q", "--workspace",
+        str(shm_dir), check=True)
+    pred = dbtier.load(tmp_path / "p.json")
+    assert pred.kind == "prediction" and list(pred.runs["run"]) == ["recorded", "predicted"]
+    recorded, predicted = pred.runs["elapsed_s"]
+    assert predicted < recorded / 2  # random 8 KiB reads: the SSD's are many times faster
+    assert set(pred.devices["run"]) == {"recorded", "predicted"}
+    cli("advise", str(run_dir), "--fast", "ssd=ssd-sata-mlc", "--budget", "1GB", "-q", "--workspace", str(shm_dir),
+        "-o", str(tmp_path / "advice"), check=True)
+    advice = dbtier.load(next((tmp_path / "advice").glob("advise-*")))
+    assert advice.kind == "advice" and advice.placements.loc[0, "rank"] == 1
+    assert advice.placements.loc[0, "place"] == advice.doc["recommended"]["place"]
 
 
 def test_a_traced_run_gives_its_trace_and_phases(tmp_path, shm_dir):

@@ -15,13 +15,13 @@ def test_the_list_fits_80_columns_with_every_figure_whole():
     rc, shown = dbtier_in_terminal("devices", columns=80)
     assert rc == 0 and max(len(line) for line in shown.splitlines()) <= 80
     for name in ("hdd-sata-7200", "disksim-cheetah4lp", "hdd-sas-15k-md3000", "nvme-gen4"):
-        doc = json.loads(dbtier("devices", "show", name, "--json", check=True).stdout)
+        doc = json.loads(dbtier("devices", "show", name, "--json", "-", check=True).stdout)
         mean = doc["expected_qd1"][0]["mean_us"]
         assert name in shown and shown_whole(shown, f"{mean:,.0f}")
 
 
 def test_show_json_has_params_and_expectations():
-    doc = json.loads(dbtier("devices", "show", "ssd-sata-mlc", "--json", check=True).stdout)
+    doc = json.loads(dbtier("devices", "show", "ssd-sata-mlc", "--json", "-", check=True).stdout)
     assert doc["schema_version"] == 2 and doc["kind"] == "profile" and doc["device_kind"] == "ssd"
     assert doc["params"]["channels"]["value"] == 8
     pats = {e["pattern"]: e for e in doc["expected_qd1"]}
@@ -47,3 +47,10 @@ def test_help_teaches():
     assert "dbtier devices" in out and "dbtier exec" in out
     for cmd in ("devices", "exec", "trace"):
         assert dbtier(cmd, "--help", check=True).stdout.strip()
+
+
+def test_show_json_takes_a_path_as_every_json_does(tmp_path):
+    """--json PATH writes the file (as run's, predict's and the rest's); '-' prints it instead."""
+    proc = dbtier("devices", "show", "hdd-sata-7200", "--json", str(tmp_path / "p.json"), check=True)
+    assert json.loads((tmp_path / "p.json").read_text())["profile"] == "hdd-sata-7200"
+    assert "parameters" in proc.stdout  # the tables are printed as well

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
-
 from dbtier.api.results import Result, load
 from dbtier.errors import UserError
 
@@ -66,36 +64,34 @@ def run(workload, **options) -> Result:
     return load(outcome.run_dir)
 
 
-def _argv(options: dict) -> list[str]:
-    args: list[str] = []
-    for key, value in options.items():
-        flag = f"-{key}" if len(key) == 1 else "--" + key.replace("_", "-")  # pgbench's -i, -T
-        if value is None or value is False:
-            continue
-        if value is True:
-            args.append(flag)
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                args += [flag, str(item)]
-        else:
-            args += [flag, str(value)]
-    return args
-
-
 def compare(workload: str, **options) -> Result:
-    """Runs one workload on several layouts, as `dbtier compare WORKLOAD`:
+    """Runs one workload on several layouts, as `dbtier compare WORKLOAD`: `config` the layouts
+    (NAME:DEVICES[:PLACEMENT], a list), or `experiment` a TOML file of them; the other keywords as
+    for run (a layout's own devices and placement come from it):
 
         compare("random-index", config=["hdd:d=hdd-sata-7200", "ssd:d=ssd-sata-mlc"], rows=2000)
     """
-    from dbtier.cli import cli
+    from dataclasses import replace
 
-    options = {"quiet": True, **options}
-    try:
-        folder = cli.main(["compare", workload, *_argv(options)], prog_name="dbtier", standalone_mode=False)
-    except click.ClickException as exc:  # a bad option or value, as the command line says it
-        raise UserError(exc.format_message()) from None
-    except click.exceptions.Abort:  # click's name for Ctrl-C (the run cleaned up behind it)
-        raise KeyboardInterrupt from None
-    if not isinstance(folder, Path):
-        raise UserError(f"dbtier compare {workload} wrote no run directory")
-    return load(folder)
+    from dbtier.experiments import compare as compare_mod
+    from dbtier.experiments.comparison import run_comparison
+    from dbtier.experiments.experiment import Experiment
+    from dbtier.report import jsonout, outputs
+
+    options = _options(workload, options)
+    given = {k: options.pop(k) for k in RUNTIME if k in options}
+    configs = options.pop("config", ())
+    configs = compare_mod.configurations((configs,) if isinstance(configs, str) else tuple(configs),
+                                         Path(options.pop("experiment")) if options.get("experiment") else None)
+    for key in ("device", "place", "cache_state"):
+        if key in options:
+            raise UserError(f"{key}: each layout gives its own (config=...); compare takes no {key}")
+    base = Experiment.from_options(workload, device=configs[0].devices, place=configs[0].placement, **options)
+    layouts = [replace(base, devices=tuple(c.devices), placement=c.placement) for c in configs]
+    json_path = outputs.check_file(Path(given["json"]), "--json") if given.get("json") else None
+    done = run_comparison(layouts, [c.name for c in configs], Path(given.get("output") or "results"),
+                          Path(given["workspace"]) if given.get("workspace") else None, say=lambda _line: None)
+    if json_path:
+        jsonout.write(json_path, {**done.doc, "run_dir": str(done.run_dir)})
+    done.check()
+    return load(done.run_dir)

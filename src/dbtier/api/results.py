@@ -1,6 +1,8 @@
 """A run directory as tables: `load(path)` reads the result.json a `run` or `compare` wrote (and
 trace.parquet where the run recorded one) into pandas DataFrames, one row per run, phase, device,
-object or wait event, each with the run and phase it belongs to as its first columns."""
+object or wait event, each with the run and phase it belongs to as its first columns. It reads every
+other document dbtier writes too: a prediction as two runs (recorded and predicted), an advice's
+placements as a table of their own, any other kind as its document."""
 
 from __future__ import annotations
 
@@ -23,7 +25,12 @@ PHASE_FIGURES = ("elapsed_s", "server_cpu_s", "io_wait_s", "client_cpu_s", "host
 _RUN_DIR_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,250}$")
 
 
-def _read_doc(folder: Path, name: str = "result.json", kinds=("run", "compare")) -> dict | None:
+#: every kind of document a command writes (the published schema's kinds)
+KINDS = ("run", "compare", "reproduce", "demo", "advice", "prediction", "iobench", "exec", "devices-validate",
+         "profile")
+
+
+def _read_doc(folder: Path, name: str = "result.json", kinds=KINDS) -> dict | None:
     """folder/name, checked: JSON of this schema_version, of one of `kinds`, following the published
     schema (None: no such file)."""
     path = folder / name
@@ -35,7 +42,7 @@ def _read_doc(folder: Path, name: str = "result.json", kinds=("run", "compare"))
     jsonout.check_version(doc, path)
     kind = doc.get("kind", "run")
     if kind not in kinds:
-        raise UserError(f"{path} is a {str(kind)[:40]} result; load reads those of run and compare")
+        raise UserError(f"{path} is a {str(kind)[:40]} result, not one of {', '.join(kinds)}")
     return recording.check_result(doc, path)
 
 
@@ -145,6 +152,22 @@ class Result:
     def _rows(self, key: str) -> pd.DataFrame:
         return pd.DataFrame([{**where, **item} for where, ph in self._each_phase() for item in ph.get(key) or []])
 
+    @property
+    def placements(self) -> pd.DataFrame:
+        """An advice's placements, one row each: the recommended one first, then the alternatives, with
+        what was predicted and, for those verified live, what was measured."""
+        if self.kind != "advice":
+            return pd.DataFrame()
+        verified = {v.get("place"): v for v in self.doc.get("verify") or []}
+        rows = []
+        for rank, option in enumerate([self.doc.get("recommended") or {}, *(self.doc.get("alternatives") or [])], 1):
+            v = verified.get(option.get("place"), {})
+            rows.append({"rank": rank, "place": option.get("place"), "fast": ", ".join(option.get("fast") or []),
+                         "fast_bytes": option.get("fast_bytes"), "predicted": option.get("value"),
+                         "speedup": option.get("speedup"), "cost": option.get("cost"),
+                         "measured": v.get("measured"), "run_dir": v.get("run_dir")})
+        return pd.DataFrame(rows)
+
     def __repr__(self) -> str:
         names = ", ".join(name for name, _, _ in self.runs_docs)
         return f"<dbtier {self.kind} {self.path} ({names})>"
@@ -173,11 +196,17 @@ def load(path) -> Result:
                 result.traces[run_name] = _trace_table(own, run_doc)
             elif i < len(summaries):
                 result.runs_docs.append((run_name, summaries[i], None))
-    else:
+    elif doc.get("kind") == "prediction":  # the recorded run and the predicted one, phase by phase
+        for side in ("recorded", "predicted"):
+            phases = [{"phase": ph.get("phase"), **(ph.get(side) or {})} for ph in doc.get("phases") or []]
+            result.runs_docs.append((side, {"workload": doc.get("workload"), "phases": phases,
+                                            **{k: sum(ph.get(k) or 0 for ph in phases) for k in PHASE_FIGURES}},
+                                     None))
+    elif doc.get("kind") in ("run",):
         run_name = _run_name(doc, doc.get("workload", "run"))
         result.runs_docs.append((run_name, doc, folder))
         result.traces[run_name] = _trace_table(folder, doc)
-    return result
+    return result  # any other kind: its document (.doc), and an advice's placements
 
 
 def _layout_dir(folder: Path, recorded: str) -> Path | None:

@@ -9,7 +9,7 @@ from rich.table import Table
 from pathlib import Path
 
 from dbtier.devices import native, patterns, profile, validate as validation
-from dbtier.report import jsonout
+from dbtier.report import jsonout, outputs
 from dbtier.report.terminal import console, fmt
 
 
@@ -45,23 +45,28 @@ def devices(ctx: click.Context) -> None:
 
 @devices.command()
 @click.argument("name")
-@click.option("--json", "as_json", is_flag=True, help="print JSON instead of tables")
-def show(name: str, as_json: bool) -> None:
+@click.option("--json", "json_path", type=click.Path(path_type=Path, allow_dash=True), metavar="PATH",
+              help="write the profile as JSON here ('-': print it instead of tables)")
+def show(name: str, json_path: Path | None) -> None:
     """Show a profile's parameters and the model's expected QD1 figures.
 
     NAME is a packaged profile or a path to a .toml profile. The figures are the device model's,
     computed offline by the same C code the interposer runs: queue depth 1, no think time, 8 KiB
     requests, random over a 1 GiB file (the first on a fresh device) or sequential through it."""
+    to_stdout = json_path is not None and str(json_path) == "-"
+    if json_path is not None and not to_stdout:
+        json_path = outputs.check_file(json_path, "--json")
     p = profile.load(name)
     defs = {d["name"]: d for d in native.param_table()[p.kind]["params"]}
     figures = [] if p.kind == "real" else [patterns.expected(p, pt) for pt in patterns.STANDARD]
-    if as_json:
-        click.echo(jsonout.dumps({
-            "kind": "profile", "profile": p.name, "device_kind": p.kind, "summary": p.summary,
-            "params": {k: {"value": v, "unit": defs[k]["unit"], "help": defs[k]["help"]} for k, v in p.params.items()},
-            "expected_qd1": [f.__dict__ for f in figures],
-        }))
-        return
+    if json_path is not None:
+        doc = {"kind": "profile", "profile": p.name, "device_kind": p.kind, "summary": p.summary,
+               "params": {k: {"value": v, "unit": defs[k]["unit"], "help": defs[k]["help"]} for k, v in p.params.items()},
+               "expected_qd1": [f.__dict__ for f in figures]}
+        if to_stdout:
+            click.echo(jsonout.dumps(doc))
+            return
+        jsonout.write(json_path, doc)
     out = console()
     out.print(f"[bold]{escape(p.name)}[/]  ({p.kind}) {escape(p.summary)}")
     params = Table(title="parameters", title_justify="left")

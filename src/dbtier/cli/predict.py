@@ -17,12 +17,13 @@ from dbtier.report import jsonout, outputs
               help="a whole placement, as 'dbtier run --place' takes it (roles data, indexes, wal, temp, or any "
                    "table or index of the run; what it does not name goes with data); default: as recorded")
 @click.option("--page-cache", metavar="SIZE", help="the emulated OS page cache's size (a buffered run only)")
-@click.option("--cpu-scale", type=float, default=1.0, show_default=True,
+@click.option("--cpu-scale", type=float, default=1.0, show_default=True, metavar="K",
               help="the server's CPU time between calls times this (2: a server twice as slow)")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="write the prediction as JSON")
 @click.option("--workspace", type=click.Path(path_type=Path),
               help="a folder in which dbtier makes its own, for the replay's emulated state (default: /dev/shm)")
-def predict(run_dir: Path, devices, places, page_cache, cpu_scale, json_path, workspace) -> None:
+@click.option("--quiet", "-q", is_flag=True, help="print only errors (with --json, the prediction is in the file)")
+def predict(run_dir: Path, devices, places, page_cache, cpu_scale, json_path, workspace, quiet) -> None:
     """Predict a recorded run on other devices or another placement, without running it again.
 
     \b
@@ -53,8 +54,9 @@ def predict(run_dir: Path, devices, places, page_cache, cpu_scale, json_path, wo
     rec = recording.load(run_dir)
     scenario = scenario_mod.build(rec, devices, places, page_cache, cpu_scale)
     ws = Workspace.open(workspace)
-    ws.reap(lambda line: click.echo(line))
+    ws.reap((lambda _line: None) if quiet else click.echo)
     doc = run_prediction(rec, scenario, ws).to_dict()
+    if not quiet:
+        predictview.show(doc)
     if json_path is not None:
         jsonout.write(json_path, doc)
-    predictview.show(doc)

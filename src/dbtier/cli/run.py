@@ -28,7 +28,7 @@ LAB_OPTIONS = [
     ("places", click.option("--place", "-p", "places", multiple=True, metavar="KEY=DEVICE[,...]",
         help="where things go: data, indexes, wal, temp, dump, or a table or index name "
         "(e.g. data=hdd,wal=ssd,t_attribute_idx=ssd)")),
-    ("cache", click.option("--cache", default="32MB", show_default=True,
+    ("cache", click.option("--cache", default="32MB", show_default=True, metavar="SIZE",
         help="the database cache (shared_buffers); the seeds' tables were several times larger")),
     ("io_mode", click.option("--io-mode", type=click.Choice(["direct", "buffered", "dsync"]), default="direct",
         show_default=True,
@@ -67,6 +67,36 @@ LAB_OPTIONS = [
         "(by default a narrow one leaves the least needed columns out, and says which)")),
     ("quiet", click.option("--quiet", "-q", is_flag=True, help="print only errors and the run directory")),
 ]
+
+
+#: how `dbtier run WORKLOAD --help` groups the shared options (by parameter name); the workload's own
+#: come first, under its name
+OPTION_GROUPS = {
+    "devices": "Devices and placement", "places": "Devices and placement", "configs": "Devices and placement",
+    "experiment": "Devices and placement",
+    "cache": "Server", "io_mode": "Server", "sets": "Server", "pg_bin": "Server",
+    "page_cache": "Emulation", "cache_state": "Emulation", "cpu_scale": "Emulation", "scale_model": "Emulation",
+    "trace": "Emulation",
+    "workspace": "Output", "output": "Output", "json_path": "Output", "keep": "Output", "wide": "Output",
+    "quiet": "Output", "help": "Output",
+}
+GROUP_ORDER = ("Devices and placement", "Server", "Emulation", "Output")
+
+
+class GroupedCommand(click.Command):
+    """A workload's command: its --help lists the workload's own options first, then the shared ones
+    in groups, as pgbench's usage does."""
+
+    def format_options(self, ctx, formatter) -> None:
+        groups: dict[str, list] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None:
+                groups.setdefault(OPTION_GROUPS.get(param.name, f"{self.name} options"), []).append(record)
+        for title in [f"{self.name} options", *GROUP_ORDER]:
+            if title in groups:
+                with formatter.section(title):
+                    formatter.write_dl(groups[title])
 
 
 def lab_options(func, skip: tuple[str, ...] = ()):
@@ -117,8 +147,9 @@ def workload_command(cls, execute_, skip=(), extra=()) -> click.Command:
         func = click.option(f"--{p.name}", *p.flags, p.key, type=kind, default=p.default, multiple=p.multiple,
                             show_default=not p.multiple and p.default is not None, metavar=p.metavar,
                             help=p.help)(func)
-    return click.command(cls.name, short_help=cls.summary, help=f"{cls.summary}.\n\n{cls.description}",
-                         context_settings={"max_content_width": 100})(func)
+    summary = cls.summary[:1].upper() + cls.summary[1:]  # as every command's summary reads
+    return click.command(cls.name, cls=GroupedCommand, short_help=summary,
+                         help=f"{summary}.\n\n{cls.description}", context_settings={"max_content_width": 100})(func)
 
 
 @click.group("run", cls=RunGroup, invoke_without_command=True, context_settings={"max_content_width": 100})

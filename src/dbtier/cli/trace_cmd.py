@@ -22,7 +22,8 @@ from dbtier.report.terminal import console, fmt
 def trace(trace_dir: Path, output: Path | None) -> None:
     """Convert a trace recorded with --trace into Parquet, and summarise it.
 
-    One row per record: the program's calls (what it asked for, and its lateness and host time) and
+    TRACE_DIR is the folder given to 'dbtier exec --trace' (a run's own trace is in its run
+    directory's trace.parquet already). One row per record: the program's calls (what it asked for, and its lateness and host time) and
     the device requests each caused (queue and modelled latency). Both carry time, device, op, offset,
     length, file path and its PostgreSQL class (relation, fsm, vm, wal, temp, other). The summary is of
     the device requests."""

@@ -50,10 +50,11 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Plac
             db = lab.handle
             if options.seed is None:
                 workload.prepare(db, progress)
-            moved = []
-            if workload.user_objects or options.seed is not None:  # a copied cluster's objects move too
-                progress.phase("placing the objects")
-                moved = lab.place_objects()
+            # Every object where the placement says, whoever made it: a user's setup, a copied cluster, or a
+            # built-in that created it elsewhere (it moves only what is misplaced: nothing, for one that
+            # gave each object its tablespace as it made it).
+            progress.phase("placing the objects")
+            moved = lab.place_objects()
             progress.phase("recycling WAL segments ahead of the measurement")
             recycled = lab.recycle_wal(workload.footprint(cache_state).wal)
             phases = []
