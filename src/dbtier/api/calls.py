@@ -14,11 +14,12 @@ from pathlib import Path
 
 from dbtier.api.results import Result, load
 from dbtier.errors import UserError
+from dbtier.experiments.options import OPTIONS, RUNTIME_KEYS
 
 #: where a run goes and how it speaks: not part of the experiment
-RUNTIME = ("output", "workspace", "keep", "json", "quiet", "wide")
+RUNTIME = RUNTIME_KEYS
 #: the command line's one-letter options beside the workloads' own
-LETTERS = {"d": "device", "p": "place", "o": "output", "q": "quiet"}
+LETTERS = {o.short.lstrip("-"): o.key for o in OPTIONS if o.short}
 
 
 def _options(workload: str, options: dict) -> dict:

@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from dbtier.cli.progress import progress_for
-from dbtier.cli.run import LAYOUT_OPTIONS, WorkloadGroup, experiment_of
+from dbtier.cli.run import WorkloadGroup, experiment_of
+from dbtier.experiments.options import LAYOUT_KEYS
 from dbtier.experiments import compare as compare_mod
 from dbtier.experiments.comparison import run_comparison
 from dbtier.report import jsonout, outputs
@@ -25,7 +26,7 @@ CONFIG_OPTIONS = (
 
 
 class CompareGroup(WorkloadGroup):
-    skip = LAYOUT_OPTIONS
+    skip = LAYOUT_KEYS
     extra = CONFIG_OPTIONS
 
     @staticmethod
@@ -56,11 +57,10 @@ def execute(cls, kw: dict) -> Path:
     out = console(wide=kw["wide"])
     configs = compare_mod.configurations(kw["configs"], kw["experiment"])
     # one experiment per layout: the command line's, with the layout's devices and placement
-    base = experiment_of(cls, {**kw, "devices": (), "places": (), "cache_state": "cold"},
-                         devices=configs[0].devices, placement=configs[0].placement)
+    base = experiment_of(cls, kw, device=configs[0].devices, place=configs[0].placement, cache_state="cold")
     layouts = [replace(base, devices=tuple(c.devices), placement=c.placement) for c in configs]
     say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
-    json_path = outputs.check_file(kw["json_path"], "--json") if kw["json_path"] else None
+    json_path = outputs.check_file(kw["json"], "--json") if kw["json"] else None
     try:
         done = run_comparison(layouts, [c.name for c in configs], kw["output"], kw["workspace"],
                               lambda prefix: progress_for(out, kw["quiet"], prefix=prefix), say)

@@ -12,75 +12,26 @@ from dbtier.report import jsonout, outputs
 from dbtier.report.terminal import console
 from dbtier.experiments import runner
 from dbtier.experiments.experiment import Experiment
+from dbtier.experiments.options import GROUPS, OPTIONS, Option
 from dbtier.workloads import registry
 
 
-#: options a command that lays out its own devices (compare) does not take
-LAYOUT_OPTIONS = ("devices", "places", "cache_state", "keep")
+def _click_option(o: Option):
+    """One shared option as click declares it, from the option table."""
+    decls = [f"--{o.name}", *([o.short] if o.short else []), o.key]
+    if o.flag:
+        return click.option(*decls, is_flag=True, help=o.help)
+    kind = (click.Choice(o.type) if isinstance(o.type, tuple) else click.Path(path_type=Path) if o.type is Path
+            else o.type)
+    return click.option(*decls, type=kind, multiple=o.multiple, default=() if o.multiple else o.default,
+                        show_default=o.default is not None and not o.multiple, metavar=o.metavar, help=o.help)
 
 
-#: The options every PostgreSQL command shares, by the name of their parameter: devices, placement,
-#: server, output.
-LAB_OPTIONS = [
-    ("devices", click.option("--device", "-d", "devices", multiple=True, metavar="NAME=PROFILE[:DIR]",
-        help="a device: a profile from 'dbtier devices' (or a .toml), optionally on your own folder DIR "
-        "(repeatable; the first is the default for everything)")),
-    ("places", click.option("--place", "-p", "places", multiple=True, metavar="KEY=DEVICE[,...]",
-        help="where things go: data, indexes, wal, temp, dump, or a table or index name "
-        "(e.g. data=hdd,wal=ssd,t_attribute_idx=ssd)")),
-    ("cache", click.option("--cache", default="32MB", show_default=True, metavar="SIZE",
-        help="the database cache (shared_buffers); the seeds' tables were several times larger")),
-    ("io_mode", click.option("--io-mode", type=click.Choice(["direct", "buffered", "dsync"]), default="direct",
-        show_default=True,
-        help="direct: data and WAL bypass the OS page cache; buffered: through the (emulated) page "
-        "cache; dsync: cached reads, every write synchronous to the device")),
-    ("cache_state", click.option("--cache-state", type=click.Choice(["cold", "hot", "cross"]), default="cold",
-        show_default=True,
-        help="cold: restarted, caches empty; hot: the workload run once first; cross: a different "
-        "query over the same data run first (seed 001)")),
-    ("page_cache", click.option("--page-cache", metavar="SIZE",
-        help="the emulated OS page cache (default: three times --cache, as with shared_buffers at a quarter of "
-        "the memory)")),
-    ("cpu_scale", click.option("--cpu-scale", type=float, default=1.0, show_default=True, metavar="K",
-        help="run the server as on a CPU K times slower (2: twice as slow); its processes spend K times "
-        "their CPU time between calls, clients keep this machine's")),
-    ("scale_model", click.option("--scale-model", type=float, default=1.0, show_default=True, metavar="F",
-        help="this run's data stands for a system with F times as much: give every size (--cache, --page-cache, "
-        "--set work_mem...) as that system's, and dbtier divides them and each HDD's write cache by F and "
-        "stretches its seeks as over F times the data; 1: off")),
-    ("sets", click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
-        help="any PostgreSQL setting, on top of dbtier's preset (repeatable)")),
-    ("pg_bin", click.option("--pg-bin", type=click.Path(path_type=Path),
-        help="another PostgreSQL 18 install's bin folder (default: the embedded one)")),
-    ("workspace", click.option("--workspace", type=click.Path(path_type=Path),
-        help="a folder in which dbtier makes its own, dbtier-UID, for clusters and devices (default: "
-        "/dev/shm, in RAM)")),
-    ("output", click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("results"),
-        show_default=True,
-        help="where the run directory (result.json, report.html, server.log) is written")),
-    ("json_path", click.option("--json", "json_path", type=click.Path(path_type=Path),
-        help="also write the result JSON here")),
-    ("trace", click.option("--trace", is_flag=True, help="record every I/O: trace.parquet in the run directory")),
-    ("keep", click.option("--keep", is_flag=True,
-        help="keep the workspace (cluster, log) after the run, for inspection")),
-    ("wide", click.option("--wide", is_flag=True, help="print every column of every table, however narrow the terminal "
-        "(by default a narrow one leaves the least needed columns out, and says which)")),
-    ("quiet", click.option("--quiet", "-q", is_flag=True, help="print only errors and the run directory")),
-]
-
-
-#: how `dbtier run WORKLOAD --help` groups the shared options (by parameter name); the workload's own
-#: come first, under its name
-OPTION_GROUPS = {
-    "devices": "Devices and placement", "places": "Devices and placement", "configs": "Devices and placement",
-    "experiment": "Devices and placement",
-    "cache": "Server", "io_mode": "Server", "sets": "Server", "pg_bin": "Server",
-    "page_cache": "Emulation", "cache_state": "Emulation", "cpu_scale": "Emulation", "scale_model": "Emulation",
-    "trace": "Emulation",
-    "workspace": "Output", "output": "Output", "json_path": "Output", "keep": "Output", "wide": "Output",
-    "quiet": "Output", "help": "Output",
-}
-GROUP_ORDER = ("Devices and placement", "Server", "Emulation", "Output")
+#: The options every PostgreSQL command shares (experiments/options.py), by their parameter's name.
+LAB_OPTIONS = [(o.key, _click_option(o)) for o in OPTIONS]
+#: how `dbtier run WORKLOAD --help` groups the shared options; the workload's own come first
+OPTION_GROUPS = {**{o.key: o.group for o in OPTIONS}, "configs": "Devices and placement",
+                 "experiment": "Devices and placement", "help": "Output"}
 
 
 class GroupedCommand(click.Command):
@@ -93,10 +44,18 @@ class GroupedCommand(click.Command):
             record = param.get_help_record(ctx)
             if record is not None:
                 groups.setdefault(OPTION_GROUPS.get(param.name, f"{self.name} options"), []).append(record)
-        for title in [f"{self.name} options", *GROUP_ORDER]:
+        for title in [f"{self.name} options", *GROUPS]:
             if title in groups:
                 with formatter.section(title):
                     formatter.write_dl(groups[title])
+
+
+def _runtime_options(func):
+    """`dbtier run --experiment FILE`'s own options: where the run goes and how it speaks."""
+    for o in reversed(OPTIONS):
+        if not o.experiment:
+            func = _click_option(o)(func)
+    return func
 
 
 def lab_options(func, skip: tuple[str, ...] = ()):
@@ -156,14 +115,7 @@ def workload_command(cls, execute_, skip=(), extra=()) -> click.Command:
 @click.option("--experiment", "experiment_path", type=click.Path(path_type=Path), metavar="FILE",
               help="run the experiment in this TOML file (its keys are the options' names, and 'workload'); a "
                    "run directory's experiment.toml runs that run again")
-@click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
-              help="with --experiment: where the run directory is written")
-@click.option("--workspace", type=click.Path(path_type=Path), help="with --experiment: the workspace's folder")
-@click.option("--json", "json_path", type=click.Path(path_type=Path), help="with --experiment: also write the "
-              "result JSON here")
-@click.option("--keep", is_flag=True, help="with --experiment: keep the workspace after the run")
-@click.option("--wide", is_flag=True, help="with --experiment: print every column")
-@click.option("--quiet", "-q", is_flag=True, help="with --experiment: print only errors and the run directory")
+@_runtime_options
 @click.pass_context
 def run(ctx, experiment_path, **runtime) -> Path | None:
     """Run one workload on PostgreSQL with its files on the given devices.
@@ -188,14 +140,11 @@ def run(ctx, experiment_path, **runtime) -> Path | None:
     return run_experiment(Experiment.from_toml(experiment_path), runtime)
 
 
-def experiment_of(cls, kw: dict, devices=None, placement=None) -> Experiment:
-    """The experiment a workload's command line describes (devices and placement given typed, for a
-    command whose layouts come another way)."""
-    return Experiment.from_options(
-        cls.name, device=devices if devices is not None else kw["devices"],
-        place=placement if placement is not None else kw["places"], cache=kw["cache"], page_cache=kw["page_cache"],
-        io_mode=kw["io_mode"], cache_state=kw["cache_state"], cpu_scale=kw["cpu_scale"], scale_model=kw["scale_model"],
-        set=kw["sets"], pg_bin=kw["pg_bin"], trace=kw["trace"], **{p.key: kw[p.key] for p in cls.params})
+def experiment_of(cls, kw: dict, **given) -> Experiment:
+    """The experiment a workload's command line describes (`given`: options that come another way,
+    as a compare's layout's devices and placement, typed)."""
+    shared = {o.key: kw[o.key] for o in OPTIONS if o.experiment and o.key in kw}
+    return Experiment.from_options(cls.name, **{**shared, **given}, **{p.key: kw[p.key] for p in cls.params})
 
 
 def execute(cls, kw: dict) -> Path:
@@ -207,7 +156,7 @@ def run_experiment(exp: Experiment, kw: dict) -> Path:
     --json, then (if the output folder could not take the run directory) the line that says where it is."""
     out = console(wide=kw["wide"])
     say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
-    json_path = outputs.check_file(kw["json_path"], "--json") if kw["json_path"] else None
+    json_path = outputs.check_file(kw["json"], "--json") if kw["json"] else None
     outcome = runner.run(exp, kw["output"], kw["workspace"], kw["keep"], lambda: progress_for(out, kw["quiet"]), say)
     if not kw["quiet"]:
         from dbtier.report import runview

@@ -24,6 +24,7 @@ from typing import Any
 from dbtier import units
 from dbtier.devices.spec import DeviceSpec, parse_all
 from dbtier.errors import UserError
+from dbtier.experiments.options import EXPERIMENT_KEYS
 from dbtier.pg import placement as placement_mod
 from dbtier.pg import settings
 from dbtier.pg.placement import ROLES, Placement
@@ -32,9 +33,8 @@ from dbtier.workloads.base import CACHE_STATES, Workload
 
 EXPERIMENT_FILE = "experiment.toml"
 DEFAULT_CACHE = 32 << 20
-#: the experiment's own keys (the options' names); a workload's parameters are the other keys
-KEYS = ("workload", "device", "place", "cache", "page-cache", "io-mode", "cache-state", "cpu-scale",
-        "scale-model", "set", "pg-bin", "trace")
+#: the experiment's own keys (the options' names, experiments/options.py); a workload's are the others
+KEYS = EXPERIMENT_KEYS
 MAX_FILE_BYTES = 1 << 20
 
 
