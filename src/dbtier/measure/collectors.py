@@ -1,26 +1,59 @@
-"""The collectors of a measured interval, behind one interface: each is started before the clock
-and stopped after it, in the order the interval needs, and each gives its own figures. pg.lab's
-measure runs them; a prediction (predict.replay) has only the emulation's, through measure.emulated.
+"""The collectors of a measured interval (driven by measure/interval.py): each declares when it
+starts and stops among the others, and contributes its own figures afterwards. pg.lab's measure
+builds the list; a prediction (predict.replay) has only the emulation's figures, through
+measure.emulated.
 
-Order matters, and is the caller's: the wait sampler starts first and stops first (its own CPU and
+The order a measurement needs: the wait sampler starts first and stops first (its own CPU and
 backend are taken out of the server's); the emulation is unpaused before the CPU clock starts and
-paused after it stops, so that only the interval is charged."""
+paused after it stops, so that only the interval is charged; the CPU clock starts last and stops
+right after the sampler, and marks the trace's window. Figures are contributed in the list's order:
+object names before the emulation's per-object I/O, the emulation's spin before the server's CPU,
+the CPU and pg_stat_io before the top wait events."""
 
 from __future__ import annotations
 
-from typing import Protocol
+import time
 
-from dbtier.measure import cpu, diskstats, emulated, pgstats, waits
+from dbtier.errors import UserError
+from dbtier.measure import cpu, diskstats, emulated, objects, pgstats, waits
 from dbtier.measure.trace import read_records
 
 
-class Collector(Protocol):
-    def start(self) -> None: ...
-    def stop(self) -> None: ...
+class _Base:
+    start_rank = stop_rank = 50
+
+    def prepare(self) -> None:
+        pass
+
+    def start(self, interval) -> None:
+        pass
+
+    def stop(self, interval) -> None:
+        pass
+
+    def contribute(self, interval, figures: dict) -> None:
+        pass
 
 
-class WaitEvents:
-    """pg_stat_activity sampled while the interval runs (or nothing, when sampling is off)."""
+class ObjectNames(_Base):
+    """The database's object names by (database, relfilenode), read before the clock and again after
+    (a phase may create objects): what the trace's files are called."""
+
+    def __init__(self, connect, database: str):
+        self.connect, self.database = connect, database
+
+    def prepare(self) -> None:
+        self.names = objects.cluster_names(self.connect, self.database)  # catalog reads cost no device time
+
+    def contribute(self, interval, figures: dict) -> None:
+        self.names.update(objects.cluster_names(self.connect, self.database))
+        interval.notes["names"] = self.names
+
+
+class WaitEvents(_Base):
+    """pg_stat_activity sampled while the interval runs (or nothing, when sampling is off); then the
+    top timed events, from the samples, the server's CPU and pg_stat_io."""
+    start_rank, stop_rank = 0, 0
 
     def __init__(self, connect, enabled: bool = True):
         self.sampler = waits.WaitSampler(connect) if enabled else None
@@ -30,17 +63,32 @@ class WaitEvents:
     def backend_pid(self) -> int | None:
         return self.sampler.backend_pid if self.sampler else None
 
-    def start(self) -> None:
+    def start(self, interval) -> None:
         if self.sampler:
             self.sampler.start()
+            if self.backend_pid is not None:
+                interval.not_ours.add(self.backend_pid)
+        interval.notes["sampled"] = self.sampled
 
-    def stop(self) -> None:
+    def stop(self, interval) -> None:
         if self.sampler:
             self.sampled = self.sampler.stop()
+        interval.notes["sampled"] = self.sampled
+        if self.backend_pid is not None:
+            interval.notes.setdefault("processes", {})[self.backend_pid] = "dbtier wait sampler"
+
+    def contribute(self, interval, figures: dict) -> None:
+        processes = interval.notes.setdefault("processes", {})  # what the server said of a pid comes first
+        processes.update({pid: kind for pid, kind in self.sampled.pop("processes", {}).items() if pid not in processes})
+        figures["wait_events"] = self.sampled
+        figures["top_events"] = waits.top_events(self.sampled, figures["server_cpu_s"], interval.elapsed_s,
+                                                 figures.get("pg_stat_io"))
 
 
-class ServerCpu:
-    """The server processes' CPU time, the client's own, and the hypervisor's steal, over the interval."""
+class ServerCpu(_Base):
+    """The server processes' CPU time, the client's own, and the hypervisor's steal, over the interval:
+    the clock, which also marks the trace's window."""
+    start_rank, stop_rank = 99, 1
 
     def __init__(self, postmaster_pid: int):
         self.pid = postmaster_pid
@@ -49,68 +97,78 @@ class ServerCpu:
         """Before the clock: the server processes there are (stop waits for them to account their CPU)."""
         self.resident = cpu.children(self.pid)
 
-    def start(self) -> None:
+    def start(self, interval) -> None:
+        interval.t0_ns = time.monotonic_ns()
         self.server0, self.client0, self.steal0 = cpu.server_cpu_s(self.pid), cpu.own_cpu_s(), cpu.host_steal_s()
 
-    def stop(self, not_ours: set[int] = frozenset()) -> None:
-        cpu.settle(self.pid, self.resident - set(not_ours))
+    def stop(self, interval) -> None:
+        cpu.settle(self.pid, self.resident - set(interval.not_ours))
         self.server1, self.client1, self.steal1 = cpu.server_cpu_s(self.pid), cpu.own_cpu_s(), cpu.host_steal_s()
+        interval.t1_ns = time.monotonic_ns()
+        interval.notes.setdefault("processes", {})[self.pid] = "postmaster"
 
-    def figures(self, spin_s: float, sampled: dict) -> dict:
-        server = max(0.0, self.server1 - self.server0 - spin_s - sampled["sampler_server_cpu_s"])
-        return {"server_cpu_s": server,
-                "client_cpu_s": max(0.0, self.client1 - self.client0 - sampled["sampler_client_cpu_s"]),
-                "host_steal_s": self.steal1 - self.steal0}
+    def contribute(self, interval, figures: dict) -> None:
+        sampled = interval.notes["sampled"]
+        server = self.server1 - self.server0 - figures["emulation_spin_s"] - sampled["sampler_server_cpu_s"]
+        figures.update(server_cpu_s=max(0.0, server),
+                       client_cpu_s=max(0.0, self.client1 - self.client0 - sampled["sampler_client_cpu_s"]),
+                       host_steal_s=self.steal1 - self.steal0)
 
 
-class ServerStats:
-    """pg_stat_io and pg_stat_wal deltas (read outside the interval: their queries cost no device time)."""
+class ServerStats(_Base):
+    """pg_stat_io and pg_stat_wal deltas (read outside the interval: their queries cost no device
+    time), and which server process was which."""
 
     def __init__(self, connect):
         self.connect = connect
-        with connect() as conn:
+
+    def prepare(self) -> None:
+        with self.connect() as conn:
             self.before = pgstats.snapshot(conn)
 
-    def start(self) -> None:
-        pass
-
-    def stop(self) -> None:
+    def contribute(self, interval, figures: dict) -> None:
         with self.connect() as conn:
-            self.delta = pgstats.delta(self.before, pgstats.snapshot(conn))
-            self.backend_types = dict(conn.execute("SELECT pid, backend_type FROM pg_stat_activity").fetchall())
+            delta = pgstats.delta(self.before, pgstats.snapshot(conn))
+            types = dict(conn.execute("SELECT pid, backend_type FROM pg_stat_activity").fetchall())
+        processes = interval.notes.setdefault("processes", {})
+        processes.update({pid: kind for pid, kind in types.items() if pid not in processes})
+        figures.update(pg_stat_io=delta["io"], pg_stat_wal=delta["wal"])
 
 
-class RealDisks:
+class RealDisks(_Base):
     """/proc/diskstats of the block devices under `real` devices: the kernel's view beside the interposer's."""
+    start_rank, stop_rank = 20, 20
 
     def __init__(self, devices):
         self.disks = {d.name: diskstats.block_device(d.directory) for d in devices if d.profile.kind == "real"}
 
-    def start(self) -> None:
+    def start(self, interval) -> None:
         self.before = {name: diskstats.read(bd) for name, bd in self.disks.items() if bd}
 
-    def stop(self) -> None:
+    def stop(self, interval) -> None:
         self.after = {name: diskstats.read(self.disks[name]) for name in self.before}
 
-    def annotate(self, rows: list[dict], elapsed_s: float) -> None:
-        for row in rows:
+    def contribute(self, interval, figures: dict) -> None:
+        for row in figures["devices"]:
             if row["device"] in self.before:
                 row["diskstats"] = {"block_device": self.disks[row["device"]],
                                     **diskstats.figures(self.before[row["device"]], self.after[row["device"]],
-                                                        elapsed_s)}
+                                                        interval.elapsed_s)}
 
 
-class Emulation:
-    """The emulation's state and trace: charged only between start (unpaused) and stop (paused)."""
+class Emulation(_Base):
+    """The emulation's state and trace: charged only between start (unpaused) and stop (paused). A
+    measurement it could not cover whole (I/O it could not see) is refused."""
+    start_rank, stop_rank = 10, 30
 
-    def __init__(self, session, devices):
-        self.session, self.devices = session, devices
+    def __init__(self, session, devices, dilated: bool = False):
+        self.session, self.devices, self.dilated = session, devices, dilated
 
-    def start(self) -> None:
+    def start(self, interval) -> None:
         self.session.pause(False)
         self.before = self.session.snapshot()
 
-    def stop(self) -> None:
+    def stop(self, interval) -> None:
         self.after = self.session.snapshot()
         self.session.pause()
 
@@ -121,8 +179,14 @@ class Emulation:
         """The CPU time the server's processes spent as a slower CPU would (--cpu-scale)."""
         return (int(self.after.get("cpu_dilation_ns", 0)) - int(self.before.get("cpu_dilation_ns", 0))) / 1e9
 
-    def figures(self, elapsed_s: float, t0_ns: int, t1_ns: int, names: dict) -> emulated.EmulatedFigures:
+    def contribute(self, interval, figures: dict) -> None:
+        gaps = self.gaps()
+        if gaps:
+            raise UserError(f"the measurement would be incomplete: {'; '.join(gaps)} (the server log says more)")
         recs = read_records(self.session.trace_dir)
-        recs = recs[(recs["submit_ns"] >= t0_ns) & (recs["submit_ns"] <= t1_ns)]
+        recs = recs[(recs["submit_ns"] >= interval.t0_ns) & (recs["submit_ns"] <= interval.t1_ns)]
         files = {int(row[0]): row[2] for row in self.after["files"]}  # [index, device, path, st_dev, st_ino]
-        return emulated.figures(self.devices, self.before, self.after, elapsed_s, recs, files, names)
+        emu = emulated.figures(self.devices, self.before, self.after, interval.elapsed_s, recs, files,
+                               interval.notes.get("names", {}))
+        figures.update(io_wait_s=emu.io_wait_s, devices=emu.devices, object_io=emu.object_io,
+                       emulation_spin_s=emu.spin_s, cpu_dilation_s=self.dilation_s() if self.dilated else None)

@@ -39,8 +39,8 @@ from dbtier.devices.pagecache import PageCache
 from dbtier.devices.session import Device, Session, host_floor_warnings
 from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
-from dbtier.measure import collectors, objects, waits
-from dbtier.measure.result import PhaseResult
+from dbtier.measure import collectors, interval
+from dbtier.measure.recording import RunRecording
 from dbtier.pg import binaries, capacity, osuser, settings
 from dbtier.pg.cluster import DATABASE, SOCKET_PATH_MAX, Cluster, Seed
 from dbtier.pg.handle import LabHandle
@@ -89,10 +89,7 @@ class Lab:
         self.session: Session | None = None
         self.cluster: Cluster | None = None
         self.devices: list[Device] = []
-        # what a replay needs of the run's course: measured and warm intervals, cold starts (monotonic ns)
-        self.timeline: list[dict] = []
-        self.names: dict = {}  # (database oid, relfilenode) -> (name, kind), for a replay's per-object figures
-        self.transactions: list[tuple] = []  # (script, client, end monotonic ns, latency us), for a replay
+        self.recording = RunRecording()  # what a replay needs of the run's course, written beside its trace
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -343,7 +340,7 @@ class Lab:
         self.session.pause()
         self.cluster.stop()
         self.session.clear_page_cache()
-        self.timeline.append({"event": "page cache emptied", "t_ns": time.monotonic_ns()})
+        self.recording.event("page cache emptied")
         for dev in self.devices:  # a real device's files leave the host's own page cache
             if dev.profile.kind == "real":
                 hostfs.evict_from_page_cache(dev.directory)
@@ -358,63 +355,23 @@ class Lab:
             yield
         finally:
             self.session.pause()
-            self.timeline.append({"event": "warm", "t0_ns": t0, "t1_ns": time.monotonic_ns()})
+            self.recording.interval("warm", t0, time.monotonic_ns())
 
     @contextlib.contextmanager
     def measure(self, sample_waits: bool = True, label: str = "run"):
         """The measured interval: device time is charged, counted and traced only inside it. Besides
         elapsed, CPU and per-device figures, the result has the top wait events (sampled), the
-        pg_stat_io and pg_stat_wal deltas, and the I/O of every object (from the trace)."""
+        pg_stat_io and pg_stat_wal deltas, and the I/O of every object (from the trace). Its
+        collectors (measure/collectors.py) are run by measure/interval.py."""
         m = Measurement()
-        pid = self.cluster.server_pid()
-        names = objects.cluster_names(self.connect, DATABASE)  # before the clock: catalog reads cost no device time
-        stats = collectors.ServerStats(self.connect)
-        sampled = collectors.WaitEvents(self.connect, sample_waits)
-        emulation = collectors.Emulation(self.session, self.devices)
-        disks, server = collectors.RealDisks(self.devices), collectors.ServerCpu(pid)
-        sampled.start()
-        try:  # the sampler's thread and connection end whatever happens from here
-            emulation.start()
-            disks.start()
-            server.prepare()
-        except BaseException:
-            sampled.stop()
-            raise
-        t0_ns = time.monotonic_ns()
-        server.start()
-        t0 = time.monotonic()
-        try:
+        parts = [collectors.ObjectNames(self.connect, DATABASE),
+                 collectors.Emulation(self.session, self.devices, dilated=self.options.cpu_scale != 1.0),
+                 collectors.RealDisks(self.devices), collectors.ServerStats(self.connect),
+                 collectors.ServerCpu(self.cluster.server_pid()), collectors.WaitEvents(self.connect, sample_waits)]
+        with interval.measured(parts, label) as measured:
             yield m
-        finally:
-            elapsed = time.monotonic() - t0
-            sampled.stop()
-            server.stop(not_ours={sampled.backend_pid} - {None})
-            t1_ns = time.monotonic_ns()
-            interval = {"event": "measured", "phase": label, "t0_ns": t0_ns, "t1_ns": t1_ns}
-            self.timeline.append(interval)
-            disks.stop()
-            emulation.stop()
-        gaps = emulation.gaps()
-        if gaps:
-            raise UserError(f"the measurement would be incomplete: {'; '.join(gaps)} (the server log says more)")
-        names.update(objects.cluster_names(self.connect, DATABASE))
-        self.names.update(names)
-        emu = emulation.figures(elapsed, t0_ns, t1_ns, names)
-        disks.annotate(emu.devices, elapsed)
-        stats.stop()
-        waited = sampled.sampled
-        # which process was which, for a replay: its clients' backends decide when the interval ends
-        seen = {**waited.pop("processes", {}), **stats.backend_types, pid: "postmaster"}
-        if sampled.backend_pid is not None:
-            seen[sampled.backend_pid] = "dbtier wait sampler"
-        interval["processes"] = {str(p): kind for p, kind in seen.items()}
-        cpu_figures = server.figures(emu.spin_s, waited)
-        m.result = PhaseResult(
-            elapsed_s=elapsed, io_wait_s=emu.io_wait_s, devices=emu.devices, object_io=emu.object_io,
-            emulation_spin_s=emu.spin_s, **cpu_figures, wait_events=waited,
-            cpu_dilation_s=emulation.dilation_s() if self.options.cpu_scale != 1.0 else None,
-            top_events=waits.top_events(waited, cpu_figures["server_cpu_s"], elapsed, stats.delta["io"]),
-            pg_stat_io=stats.delta["io"], pg_stat_wal=stats.delta["wal"]).to_dict()
+        self.recording.measured(measured)
+        m.result = measured.result
 
     def object_placement(self, names: list[str]) -> list[dict]:
         """Where each named table or index is (pg_relation_filepath, mapped to its device)."""
@@ -459,27 +416,12 @@ class Lab:
             return ""
 
     def note_transactions(self, script: str, clients, ends_epoch_us, latency_ms) -> None:
-        """Transactions a client timed (pgbench's log: its clock is the epoch), on the trace's clock."""
-        offset_ns = time.time_ns() - time.monotonic_ns()
-        for c, end, lat in zip(clients, ends_epoch_us, latency_ms):
-            self.transactions.append((script, int(c), int(end) * 1000 - offset_ns, int(round(lat * 1000))))
+        """Transactions a client timed (pgbench's log: its clock is the epoch), for a replay."""
+        self.recording.transactions_timed(script, clients, ends_epoch_us, latency_ms)
 
     def save_trace(self, out: Path, meta: dict) -> Path | None:
-        if not self.options.trace:
-            return None
-        if self.transactions:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-            script, client, end, lat = zip(*self.transactions)
-            tmp = out.with_name("transactions.parquet.tmp")
-            pq.write_table(pa.table({"script": pa.array(script).dictionary_encode(), "client": list(client),
-                                     "end_ns": list(end), "latency_us": list(lat)}), tmp)
-            tmp.replace(out.with_name("transactions.parquet"))
-        from dbtier.measure.trace import convert
-        self.session.save_trace_meta({**meta, "timeline": self.timeline,
-                                      "names": [[db, node, name, kind] for (db, node), (name, kind) in self.names.items()]})
-        convert(self.session.trace_dir, out)
-        return out
+        """The run's trace (with --trace) as Parquet at `out`, with what a replay needs of its course."""
+        return self.recording.save(self.session, out, meta) if self.options.trace else None
 
     def describe(self) -> dict:
         return {
