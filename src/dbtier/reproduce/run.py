@@ -9,18 +9,16 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from dbtier.pg import placement
-from dbtier.experiments import preflight, scale_model
+from dbtier.errors import UserError
+from dbtier.experiments import preflight, runner
+from dbtier.experiments.experiment import Experiment
+from dbtier.experiments.runner import run_workload
 from dbtier.pg.lab import LabOptions
-from dbtier.devices.spec import parse_all
 from dbtier.report import jsonout
 from dbtier.reproduce import article000, article001, article002, article003, article004
 from dbtier.reproduce.plan import SOURCES, Article, CpuReference, RunSpec, phase
 from dbtier.workloads import registry
-from dbtier import units
-from dbtier.errors import UserError
 from dbtier.workloads.base import WorkloadError
-from dbtier.experiments.runner import run_workload
 
 #: A run during which the hypervisor took more than this share of the elapsed time in CPU is run
 #: again (up to STEAL_RETRIES times): a process whose CPU is stolen wakes late, and the emulated
@@ -39,15 +37,20 @@ def articles(quick: bool, only: list[str] | None = None) -> list[Article]:
     return [ARTICLES[s].article(quick) for s in ARTICLES if not only or s in only]
 
 
+def experiment(spec: RunSpec, base: LabOptions, cpu_scale: float = 1.0, scale: float = 1.0) -> Experiment:
+    """A reproduction's run as an experiment: its workload and parameters, devices, placement and
+    caches, at the article's CPU and scale."""
+    return Experiment.from_options(spec.workload, device=[f"{name}={profile}" for name, profile in spec.devices],
+                                   place=spec.places, cache=spec.cache, page_cache=spec.page_cache,
+                                   io_mode=spec.io_mode, cpu_scale=cpu_scale, scale_model=scale, pg_bin=base.pg_bin,
+                                   **spec.params)
+
+
 def _lab(spec: RunSpec, base: LabOptions, cpu_scale: float = 1.0, scale: float = 1.0):
-    requests = parse_all([f"{name}={profile}" for name, profile in spec.devices])
-    place = placement.parse([spec.places] if spec.places else [], [r.name for r in requests])
-    options = LabOptions(cache_bytes=units.parse_option_size(spec.cache, "cache"), io_mode=spec.io_mode,
-                         page_cache_bytes=units.parse_option_size(spec.page_cache, "page_cache") if spec.page_cache
-                         else None, pg_bin=base.pg_bin,
-                         workspace=base.workspace, cpu_scale=cpu_scale)
-    options, requests, _ = scale_model.apply(scale, options, requests)
-    return registry.get(spec.workload)(**spec.params), requests, place, options
+    """(workload, devices, placement, lab options) of a reproduction's run, checked as `run` checks one."""
+    exp = experiment(spec, base, cpu_scale, scale)
+    options, requests, _ = runner.lab_options(exp, base.workspace)
+    return exp.make_workload(), requests, exp.placement, options
 
 
 def scale_factor(art: Article) -> dict | None:
