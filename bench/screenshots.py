@@ -38,7 +38,7 @@ def make(out: Path) -> list[Path]:
     runs = out / "runs"
     dbtier = [sys.executable, "-m", "dbtier"]
     steps = [
-        ["demo", "--rows", "2500", "--scans", "3", "--cache", "8MB", "-o", str(runs), "-q"],
+        ["demo", "--quick", "-o", str(runs), "-q"],
         ["run", "random-index", "-d", "hdd=hdd-sata-7200", "--rows", "1000", "-o", str(runs), "-q"],
         ["compare", "random-index", "--rows", "1000", "--config", "disk:d=hdd-sata-7200",
          "--config", "flash:d=ssd-sata-mlc", "-o", str(runs), "-q"],

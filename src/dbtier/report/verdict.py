@@ -88,15 +88,6 @@ def _headline_value(result: dict, headline: str) -> float:
     return (result.get("metrics") or {}).get("tps") if headline == "tps" else result["elapsed_s"]
 
 
-def demo(results: list[dict]) -> list[str]:
-    """The demo: each workload's SSD speed-up beside the article's."""
-    parts = [f"{w['workload']} {fmt(w['speedup'])}x faster (seed 000: {fmt(w['seed_speedup'])}x)" for w in results]
-    return ["On the emulated SSD, against the emulated 7200 rpm disk: " + "; ".join(parts) + ".",
-            "Seed 000 is the first of the published benchmarks dbtier reproduces (Mich Talebzadeh, \u201cUse Case "
-            "Comparison of ASE 15.7 on Solid State Disks\u201d): Sybase ASE 15.7 on an OCZ Vertex 3 SSD and a 7200 rpm "
-            "SATA disk."]
-
-
 def reproduce(doc: dict) -> list[str]:
     """A reproduction: how many of the articles' figures agree, and how many of those with a number
     (a figure that failed to measure has none) are within a factor of 2."""
