@@ -1,6 +1,7 @@
-/* The offline face of the device models, for Python (ctypes): the option table, a model on the
- * heap to submit requests to, QD1 patterns, and the state file's creation and dump. The same
- * devmodel.c serves the interposer; nothing here has physics of its own. */
+/* The offline face of the device models, for Python (ctypes): a model on the heap to submit
+ * requests to, QD1 patterns, the state file's creation and dump, the replay. The same devmodel.c
+ * serves the interposer; nothing here has physics of its own. What the library describes to Python
+ * (the option table, the shared layouts) is border.c's. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sys/mman.h>
@@ -22,56 +23,6 @@
  * record layout: a handshake, checked when Python loads the library. */
 EXPORT int dbt_abi_version(void) { return DBT_OPS_VERSION * 1000000 + DBT_STATE_VERSION * 1000 + DBT_TRACE_FORMAT; }
 
-/* The trace record layout this build writes and reads (trace.h). */
-EXPORT int dbt_trace_format(void) { return DBT_TRACE_FORMAT; }
-
-/* A JSON string: the table's texts are ours, but one quote in a help text must not break the document. */
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
-/* {"hdd": {"help": ..., "params": [{"name","unit","default","min","max","help"}...]}, ...}; written
- * to a stream that grows as needed (a fixed buffer would cut the document, or worse, as it grows). */
-EXPORT char *dbt_param_table_json(void) {
-    char *b = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&b, &len);
-    if (!f) return NULL;
-    fputc('{', f);
-    for (int k = 0; k < DBT_KIND_COUNT; k++) {
-        const struct dbt_device_ops *o = dbt_ops_by_kind(k);
-        fprintf(f, "%s", k ? "," : "");
-        json_str(f, o->name);
-        fprintf(f, ":{\"help\":");
-        json_str(f, o->help);
-        fprintf(f, ",\"params\":[");
-        for (int i = 0; i < o->nparams; i++) {
-            const struct dbt_param_def *p = &o->params[i];
-            fprintf(f, "%s{\"name\":", i ? "," : "");
-            json_str(f, p->name);
-            fprintf(f, ",\"unit\":");
-            json_str(f, p->unit);
-            fprintf(f, ",\"default\":%.17g,\"min\":%.17g,\"max\":%.17g,\"help\":", p->def, p->min, p->max);
-            json_str(f, p->help);
-            fputc('}', f);
-        }
-        fprintf(f, "]}");
-    }
-    fputc('}', f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        free(b);
-        return NULL;
-    }
-    return b;
-}
 
 EXPORT void dbt_free(void *p) { free(p); }
 
@@ -319,8 +270,8 @@ EXPORT int dbt_clear_page_cache(const char *state_path, char *err, size_t errlen
     return dbt_state_clear_page_cache(state_path, err, errlen);
 }
 
+/* Also in the layout document's constants; kept as a call for the callers that ask it so. */
 EXPORT int dbt_max_devices(void) { return DBT_MAX_DEVICES; }
-EXPORT uint64_t dbt_chunk_bytes(void) { return DBT_CHUNK_BYTES; }
 
 EXPORT int64_t dbt_chunk_map(const char *state_path, uint64_t *out, uint64_t cap, uint64_t *cursors, char *err,
                              size_t errlen) {
@@ -398,8 +349,6 @@ EXPORT int dbt_replay_layout(struct dbt_state *s, const uint64_t *files, uint64_
 
 EXPORT int dbt_dsync_scope(const char *path) { return dbt_path_in_dsync_scope(path); }
 
-EXPORT uint64_t dbt_replay_event_size(void) { return sizeof(struct dbt_replay_event); }
-EXPORT uint64_t dbt_replay_request_size(void) { return sizeof(struct dbt_replay_request); }
 
 /* cancel: an int the caller's other thread sets to stop the replay (it returns -2 then). */
 EXPORT int dbt_replay_run(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t n, uint64_t recorded_from,

@@ -11,6 +11,7 @@ import math
 import os
 import signal
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,20 +22,7 @@ from dbtier.errors import UserError
 IOTAP_LIB = "libdbtier_iotap.so"
 SIM_LIB = "libdbtier_sim.so"
 ABI_VERSION = 2011002  # devmodel ops 2, state file 11, trace format 2: dbt_abi_version's handshake
-
-OP_READ, OP_WRITE, OP_FLUSH = 1, 2, 3
-
-#: struct dbt_replay_event and struct dbt_replay_request (native/iotap/replay.h); their sizes are
-#: checked against the library's when it loads
-REPLAY_EVENT = np.dtype([
-    ("t0", "<u8"), ("t1", "<u8"), ("host_ns", "<u8"), ("late_ns", "<u8"), ("off", "<u8"), ("len", "<u8"),
-    ("file_size", "<u8"), ("file", "<i8"), ("dep", "<i8"), ("guard", "<i8"), ("stream", "<u4"), ("aux", "<u4"), ("kind", "u1"),
-    ("op", "u1"), ("dev", "u1"), ("flags", "u1"), ("pad", "<u4"),
-])
-REPLAY_REQUEST = np.dtype([
-    ("arrival", "<u8"), ("start", "<u8"), ("complete", "<u8"), ("off", "<u8"), ("len", "<u8"), ("file", "<i8"),
-    ("op", "u1"), ("dev", "u1"), ("flags", "u1"), ("pad", "V5"), ("event", "<u8"),
-])
+LAYOUT_VERSION = 1  # the version of the layout document (dbt_layout_json) this module reads
 
 
 def native_dir() -> Path:
@@ -62,8 +50,8 @@ def lib() -> ctypes.CDLL:
     if sim.dbt_abi_version() != ABI_VERSION:
         raise UserError("dbtier's native library does not match this Python package; reinstall dbtier")
     u64, u32, c_int, vp, cp = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
-    sim.dbt_trace_format.restype = c_int
     sim.dbt_param_table_json.restype = vp
+    sim.dbt_layout_json.restype = vp
     sim.dbt_free.argtypes = [vp]
     sim.dbt_sim_new.restype = vp
     sim.dbt_sim_new.argtypes = [cp, cp, cp, ctypes.c_size_t]
@@ -91,7 +79,6 @@ def lib() -> ctypes.CDLL:
     sim.dbt_clear_page_cache.restype = c_int
     sim.dbt_clear_page_cache.argtypes = [cp, cp, ctypes.c_size_t]
     sim.dbt_max_devices.restype = c_int
-    sim.dbt_chunk_bytes.restype = u64
     sim.dbt_chunk_map.restype = ctypes.c_int64
     sim.dbt_chunk_map.argtypes = [cp, vp, u64, vp, cp, ctypes.c_size_t]
     sim.dbt_replay_attach.restype = vp
@@ -101,22 +88,12 @@ def lib() -> ctypes.CDLL:
     sim.dbt_dsync_scope.argtypes = [cp]
     sim.dbt_replay_layout.restype = c_int
     sim.dbt_replay_layout.argtypes = [vp, vp, u64, vp, u64, cp, ctypes.c_size_t]
-    sim.dbt_replay_event_size.restype = u64
-    sim.dbt_replay_request_size.restype = u64
     sim.dbt_replay_run.restype = c_int
     sim.dbt_replay_run.argtypes = [vp, vp, u64, u64, u64, ctypes.c_double, ctypes.POINTER(c_int), vp, vp, vp,
                                    ctypes.POINTER(vp), ctypes.POINTER(u64), cp, ctypes.c_size_t]
-    if (sim.dbt_replay_event_size() != REPLAY_EVENT.itemsize
-            or sim.dbt_replay_request_size() != REPLAY_REQUEST.itemsize):
-        raise UserError("dbtier's native library does not match this Python package; reinstall dbtier")
     sim.dbt_dump_state.restype = vp
     sim.dbt_dump_state.argtypes = [cp, cp, ctypes.c_size_t]
     return sim
-
-
-def trace_format() -> int:
-    """The trace record layout this build writes and reads (native/iotap/trace.h)."""
-    return int(lib().dbt_trace_format())
 
 
 def _take_string(ptr: int) -> str:
@@ -133,6 +110,64 @@ def param_table() -> dict:
     if not ptr:
         raise MemoryError("the device parameter table could not be written")
     return json.loads(_take_string(ptr))
+
+
+#: numpy's code for each element type the layout names: unsigned, signed, IEEE double, byte string
+_NUMPY_TYPE = {"u": "<u", "i": "<i", "f": "<f", "S": "S"}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Every layout the C side shares with Python, as the library describes it (dbt_layout_json,
+    native/iotap/border.c): structs as numpy dtypes with C's offsets, enums, flag bits, the bits of
+    a C-owned byte reserved for Python's own marks, and constants. Nothing of it is declared here."""
+
+    doc: dict
+
+    def dtype(self, struct: str) -> np.dtype:
+        d = self.doc["structs"][struct]
+        formats = []
+        for f in d["fields"]:
+            code = _NUMPY_TYPE[f["type"]]
+            element = f["size"] // f["count"]
+            formats.append(f"S{f['size']}" if code == "S" else
+                           (f"{code}{element}", (f["count"],)) if f["count"] > 1 else f"{code}{element}")
+        return np.dtype({"names": [f["name"] for f in d["fields"]], "formats": formats,
+                         "offsets": [f["offset"] for f in d["fields"]], "itemsize": d["size"]})
+
+    def enum(self, name: str) -> dict[str, int]:
+        return dict(self.doc["enums"][name])
+
+    def flags(self, byte: str) -> dict[str, int]:
+        return dict(self.doc["flags"][byte])
+
+    def reserved(self, byte: str) -> dict[str, int]:
+        return dict(self.doc["reserved"][byte])
+
+    def constant(self, name: str) -> int:
+        return int(self.doc["constants"][name])
+
+
+@functools.cache
+def layout() -> Layout:
+    """The shared layouts, read from the library once."""
+    ptr = lib().dbt_layout_json()
+    if not ptr:
+        raise MemoryError("the native library's layout description could not be written")
+    doc = json.loads(_take_string(ptr))
+    if doc.get("version") != LAYOUT_VERSION:
+        raise UserError("dbtier's native library does not match this Python package; reinstall dbtier")
+    return Layout(doc)
+
+
+def trace_format() -> int:
+    """The trace record layout this build writes and reads (native/iotap/trace.h)."""
+    return layout().constant("trace_format")
+
+
+def max_devices() -> int:
+    """The most devices one emulation has (state.h)."""
+    return layout().constant("max_devices")
 
 
 def state_bytes(page_cache_bytes: int) -> int:
@@ -170,14 +205,14 @@ def dump_state(state_path: Path) -> dict:
 
 def chunk_bytes() -> int:
     """Files get device space in chunks of this many bytes, in order of first touch (state.h)."""
-    return int(lib().dbt_chunk_bytes())
+    return layout().constant("chunk_bytes")
 
 
 def chunk_map(state_path: Path) -> tuple[np.ndarray, list[int]]:
     """Where every file's 1 MiB chunks lie on their device: rows of (file index, chunk, byte address),
     and each device's allocation cursor (what a replay needs to lay the files out the same way)."""
     err = ctypes.create_string_buffer(1024)
-    cursors = np.zeros(lib().dbt_max_devices(), dtype=np.uint64)
+    cursors = np.zeros(max_devices(), dtype=np.uint64)
     cap = 4096
     while True:
         out = np.empty((cap, 3), dtype=np.uint64)
@@ -356,3 +391,12 @@ class Replay:
             if reqs.value:
                 lib().dbt_free(reqs.value)
         return start, end, flags, out
+
+
+#: the names other modules use, built from the library's description when this module loads
+_LAYOUT = layout()
+_DEVICE_OPS = _LAYOUT.enum("device_op")
+OP_READ, OP_WRITE, OP_FLUSH = _DEVICE_OPS["read"], _DEVICE_OPS["write"], _DEVICE_OPS["flush"]
+#: struct dbt_replay_event and struct dbt_replay_request (native/iotap/replay.h)
+REPLAY_EVENT = _LAYOUT.dtype("replay_event")
+REPLAY_REQUEST = _LAYOUT.dtype("replay_request")

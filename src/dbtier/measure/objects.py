@@ -13,8 +13,8 @@ import numpy as np
 from dbtier.measure import trace
 from dbtier.pg.paths import classify
 
-READ, WRITE, FLUSH = 1, 2, 3
-PAGE_CACHE, ASYNC = 0x10, 0x20
+READ, WRITE, FLUSH = trace.READ, trace.WRITE, trace.FLUSH
+PAGE_CACHE, ASYNC = trace.FLAGS["page_cache"], trace.FLAGS["async"]
 #: a TOAST relation (and its index) is named after the table that owns it, with this after the name
 TOAST_SUFFIX = " (TOAST)"
 
