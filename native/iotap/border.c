@@ -1,7 +1,8 @@
 /* What the simulator library tells Python about the C side, so that Python declares none of it:
  * the device option table, and every layout the two share (the trace record, the replay's event and
- * request, their op codes, kinds and flag bits, the constants). Python builds its numpy dtypes and
- * its constants from these documents when it loads the library (devices/native.py). */
+ * request, the device specs a state is built from, op codes, kinds, flag bits and constants). Python
+ * builds its numpy dtypes and constants from these documents when it loads the library
+ * (devices/native.py). */
 #define _GNU_SOURCE
 #include <stddef.h>
 #include <stdint.h>
@@ -102,6 +103,17 @@ static const struct field_desc replay_request_fields[] = {
     NESTED(struct dbt_replay_request, "flags", ev.flags), FIELD(struct dbt_replay_request, event),
 };
 
+static const struct field_desc device_spec_fields[] = {
+    STRING(struct dbt_device_spec, name), STRING(struct dbt_device_spec, dir), FIELD(struct dbt_device_spec, kind),
+    FIELD(struct dbt_device_spec, nparams), ARRAY(struct dbt_device_spec, params),
+};
+
+static const struct field_desc pc_config_fields[] = {
+    FIELD(struct dbt_pc_config, bytes), FIELD(struct dbt_pc_config, readahead_kb),
+    FIELD(struct dbt_pc_config, dirty_background_pct), FIELD(struct dbt_pc_config, dirty_pct),
+    FIELD(struct dbt_pc_config, dsync_data),
+};
+
 struct struct_desc {
     const char *name;
     size_t size;
@@ -114,6 +126,8 @@ static const struct struct_desc structs[] = {
     STRUCT("trace_rec", struct dbt_trace_rec, trace_rec_fields),
     STRUCT("replay_event", struct dbt_replay_event, replay_event_fields),
     STRUCT("replay_request", struct dbt_replay_request, replay_request_fields),
+    STRUCT("device_spec", struct dbt_device_spec, device_spec_fields),
+    STRUCT("pc_config", struct dbt_pc_config, pc_config_fields),
 };
 
 /* Named values: an enum's members, a byte's flag bits, or constants. The names are the contract
@@ -155,6 +169,7 @@ static const struct named constants[] = {
     {"chunk_bytes", DBT_CHUNK_BYTES},
     {"max_devices", DBT_MAX_DEVICES},
     {"state_version", DBT_STATE_VERSION},
+    {"spec_version", DBT_SPEC_VERSION},
 };
 
 static const struct named_list enums[] = {

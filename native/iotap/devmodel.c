@@ -1,7 +1,6 @@
 /* Device physics. See devmodel.h. Units inside: nanoseconds and bytes. */
 #include "devmodel.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +92,10 @@ static const struct dbt_param_def cloud_params[] = {
 };
 
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
+_Static_assert(sizeof hdd_params / sizeof hdd_params[0] <= DBT_MAX_PARAMS, "a device spec holds every hdd option");
+_Static_assert(sizeof ssd_params / sizeof ssd_params[0] <= DBT_MAX_PARAMS, "a device spec holds every ssd option");
+_Static_assert(sizeof ram_params / sizeof ram_params[0] <= DBT_MAX_PARAMS, "a device spec holds every ram option");
+_Static_assert(sizeof cloud_params / sizeof cloud_params[0] <= DBT_MAX_PARAMS, "a device spec holds every cloud option");
 
 /* ------------------------------------------------------------------------------------------ */
 /* HDD: Ruemmler & Wilkes style. Geometry: outer radius 1, inner r_in = inner/outer rate, constant
@@ -830,30 +833,40 @@ void dbt_params_defaults(struct dbt_params *p, int kind) {
     for (int i = 0; o && i < o->nparams; i++) *(double *)((char *)p + o->params[i].offset) = o->params[i].def;
 }
 
-int dbt_params_set(struct dbt_params *p, int kind, const char *name, const char *value, char *err, size_t errlen) {
-    const struct dbt_device_ops *o = dbt_ops_by_kind(kind);
-    for (int i = 0; o && i < o->nparams; i++) {
-        const struct dbt_param_def *def = &o->params[i];
-        if (strcmp(def->name, name) != 0) continue;
-        /* strtod alone would skip leading blanks (control characters among them) and take a sign a
-         * parameter that cannot be negative was never meant to have ("-0" passes a minimum of 0) */
-        const char *digits = value[0] == '-' && def->min < 0 ? value + 1 : value;
-        char *endp;
-        double v = strtod(value, &endp);
-        if (!(isdigit((unsigned char)digits[0]) || (digits[0] == '.' && isdigit((unsigned char)digits[1]))) ||
-            *endp != '\0' || !isfinite(v)) {
-            snprintf(err, errlen, "%s: '%s' is not a number%s", name, value,
-                     value[0] == '-' && def->min >= 0 ? " (it cannot be negative)" : "");
-            return -1;
-        }
-        if (v < def->min || v > def->max) {
-            snprintf(err, errlen, "%s = %g is outside %g..%g %s", name, v, def->min, def->max, def->unit);
-            return -1;
-        }
-        *(double *)((char *)p + def->offset) = v;
-        return 0;
+/* One option's value: a finite number within its range; a negative one (a negative zero too) where
+ * the option cannot be negative is said so. */
+static int param_value_ok(const struct dbt_param_def *def, double v, char *err, size_t errlen) {
+    if (!isfinite(v)) {
+        snprintf(err, errlen, "%s: %g is not a number", def->name, v);
+        return -1;
     }
-    snprintf(err, errlen, "%s devices have no parameter '%s'", o ? o->name : "?", name);
+    if (signbit(v) && def->min >= 0) {
+        snprintf(err, errlen, "%s = %g: it cannot be negative", def->name, v);
+        return -1;
+    }
+    if (v < def->min || v > def->max) {
+        snprintf(err, errlen, "%s = %g is outside %g..%g %s", def->name, v, def->min, def->max, def->unit);
+        return -1;
+    }
+    return 0;
+}
+
+int dbt_params_set_index(struct dbt_params *p, int kind, int i, double v, char *err, size_t errlen) {
+    const struct dbt_device_ops *o = dbt_ops_by_kind(kind);
+    if (!o || i < 0 || i >= o->nparams) {
+        snprintf(err, errlen, "%s devices have no parameter %d", o ? o->name : "unknown", i);
+        return -1;
+    }
+    if (param_value_ok(&o->params[i], v, err, errlen) != 0) return -1;
+    memcpy((char *)p + o->params[i].offset, &v, sizeof v);
+    return 0;
+}
+
+int dbt_params_set(struct dbt_params *p, int kind, const char *name, double v, char *err, size_t errlen) {
+    const struct dbt_device_ops *o = dbt_ops_by_kind(kind);
+    for (int i = 0; o && i < o->nparams; i++)
+        if (strcmp(o->params[i].name, name) == 0) return dbt_params_set_index(p, kind, i, v, err, errlen);
+    snprintf(err, errlen, "%s devices have no parameter '%s'", o ? o->name : "unknown", name);
     return -1;
 }
 

@@ -41,6 +41,10 @@ struct dbt_params {
     double members, stripe_kib;
 };
 
+/* The most options one kind has (each kind's table is checked against it): a device spec carries
+ * that many values. */
+#define DBT_MAX_PARAMS 48
+
 /* One row of the option table: the single declaration of a device parameter. */
 struct dbt_param_def {
     const char *name;
@@ -189,8 +193,11 @@ const struct dbt_device_ops *dbt_ops_by_name(const char *name);
 
 /* Fills the kind's fields with their declared defaults (shared names differ by kind). */
 void dbt_params_defaults(struct dbt_params *p, int kind);
-/* Sets one parameter by name from text; returns 0, or -1 with a message in err. */
-int dbt_params_set(struct dbt_params *p, int kind, const char *name, const char *value, char *err, size_t errlen);
+/* Sets option i of the kind's option table: a finite number within the option's range (and not
+ * negative, not even -0, where it cannot be). Returns 0, or -1 with a message in err. */
+int dbt_params_set_index(struct dbt_params *p, int kind, int i, double v, char *err, size_t errlen);
+/* The same by the option's name. */
+int dbt_params_set(struct dbt_params *p, int kind, const char *name, double v, char *err, size_t errlen);
 
 /* Every parameter of the kind is a number inside its option table's [min, max]. Returns 0, or -1
  * with a message in err. For parameters read from a file that someone else could have written. */

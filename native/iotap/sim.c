@@ -26,37 +26,23 @@ EXPORT int dbt_abi_version(void) { return DBT_OPS_VERSION * 1000000 + DBT_STATE_
 
 EXPORT void dbt_free(void *p) { free(p); }
 
-/* params: "key=value key=value". Returns NULL with a message in err. */
-EXPORT struct dbt_model_state *dbt_sim_new(const char *kind, const char *params, char *err, size_t errlen) {
-    const struct dbt_device_ops *ops = dbt_ops_by_name(kind);
-    if (!ops) {
-        snprintf(err, errlen, "unknown device kind '%s'", kind);
+/* A model on the heap for one device spec (its name and directory are not a model's). Returns NULL
+ * with a message in err. */
+EXPORT struct dbt_model_state *dbt_sim_new(uint32_t spec_version, const struct dbt_device_spec *spec, char *err,
+                                           size_t errlen) {
+    if (spec_version != DBT_SPEC_VERSION) {
+        snprintf(err, errlen, "a device spec of version %u; this library takes version %d", spec_version,
+                 DBT_SPEC_VERSION);
         return NULL;
     }
     struct dbt_params p;
-    dbt_params_defaults(&p, ops->kind);
-    char *copy = strdup(params ? params : "");
-    char *save = NULL;
-    for (char *kv = strtok_r(copy, " ", &save); kv; kv = strtok_r(NULL, " ", &save)) {
-        char *eq = strchr(kv, '=');
-        if (!eq) {
-            snprintf(err, errlen, "'%s' is not key=value", kv);
-            free(copy);
-            return NULL;
-        }
-        *eq = '\0';
-        if (dbt_params_set(&p, ops->kind, kv, eq + 1, err, errlen) != 0) {
-            free(copy);
-            return NULL;
-        }
-    }
-    free(copy);
+    if (dbt_spec_params(spec, &p, err, errlen) != 0) return NULL;
     struct dbt_model_state *st = calloc(1, sizeof *st);
     if (!st) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    dbt_model_init(st, ops->kind, &p);
+    dbt_model_init(st, spec->kind, &p);
     return st;
 }
 
@@ -258,8 +244,20 @@ EXPORT uint64_t dbt_state_bytes(uint64_t pc_bytes) {
     return layout.size;
 }
 
-EXPORT int dbt_create_state(const char *map_path, const char *state_path, char *err, size_t errlen) {
-    return dbt_state_create(map_path, state_path, err, errlen);
+EXPORT int dbt_create_state(const char *state_path, uint32_t spec_version, const struct dbt_device_spec *devs,
+                            uint32_t n, const struct dbt_pc_config *pc, char *err, size_t errlen) {
+    return dbt_state_create(state_path, spec_version, devs, n, pc, err, errlen);
+}
+
+/* For C callers that build specs by name (the tests, through dlopen). */
+EXPORT int dbt_device_spec_init(struct dbt_device_spec *spec, const char *name, const char *kind, const char *dir,
+                                char *err, size_t errlen) {
+    return dbt_spec_init(spec, name, kind, dir, err, errlen);
+}
+
+EXPORT int dbt_device_spec_set(struct dbt_device_spec *spec, const char *param, double value, char *err,
+                               size_t errlen) {
+    return dbt_spec_set(spec, param, value, err, errlen);
 }
 
 EXPORT int dbt_set_paused(const char *state_path, int paused, char *err, size_t errlen) {

@@ -34,21 +34,6 @@ static uint64_t mix64(uint64_t x) { /* splitmix64 finaliser */
 static uint32_t files_per_dev(const struct dbt_state *s) { return DBT_FILE_CAP / (s->ndev ? s->ndev : 1); }
 static uint32_t chunks_per_dev(const struct dbt_state *s) { return DBT_CHUNK_CAP / (s->ndev ? s->ndev : 1); }
 
-struct pc_config {
-    uint64_t bytes;
-    uint32_t readahead_kb, dirty_bg_pct, dirty_pct, dsync_data;
-};
-
-/* A whole number of digits alone: strtoull would take "-1" (wrapped to 2^64 - 1), leading blanks or
- * a sign, and saturate on overflow. */
-static int parse_count(const char *text, unsigned long long *out) {
-    if (!isdigit((unsigned char)text[0])) return -1;
-    char *end;
-    errno = 0;
-    *out = strtoull(text, &end, 10);
-    return *end || errno == ERANGE ? -1 : 0;
-}
-
 /* Names and directories go into messages, paths and the JSON dump: no control characters. */
 static int has_control(const char *s) {
     for (; *s; s++)
@@ -56,81 +41,104 @@ static int has_control(const char *s) {
     return 0;
 }
 
-static int parse_pagecache(char *line, struct pc_config *pc, char *err, size_t errlen, int lineno) {
-    char *save = NULL;
-    strtok_r(line, "\t ", &save); /* "@pagecache" */
-    for (char *tok = strtok_r(NULL, "\t ", &save); tok; tok = strtok_r(NULL, "\t ", &save)) {
-        char *eq = strchr(tok, '=');
-        unsigned long long v = 0;
-        if (!eq || parse_count(eq + 1, &v) != 0) {
-            snprintf(err, errlen, "device map line %d: expected key=number (digits only), got '%s'", lineno, tok);
+/* A string field of a spec: ended within its array, nothing after its end (a NUL inside a name
+ * would hide the rest of it), not empty, and no control character. */
+static int spec_string(const char *field, size_t cap, const char *what, char *err, size_t errlen) {
+    const char *end = memchr(field, '\0', cap);
+    if (!end) {
+        snprintf(err, errlen, "its %s is longer than %zu bytes", what, cap - 1);
+        return -1;
+    }
+    for (const char *p = end; p < field + cap; p++)
+        if (*p) {
+            snprintf(err, errlen, "its %s holds bytes after its end (a NUL inside it)", what);
             return -1;
         }
-        *eq = '\0';
-        if (!strcmp(tok, "bytes")) pc->bytes = v;
-        else if (!strcmp(tok, "readahead_kb") && v >= DBT_PC_READAHEAD_KB_MIN && v <= DBT_PC_READAHEAD_KB_MAX)
-            pc->readahead_kb = (uint32_t)v;
-        else if (!strcmp(tok, "dirty_background_pct") && v >= 1 && v <= 100) pc->dirty_bg_pct = (uint32_t)v;
-        else if (!strcmp(tok, "dirty_pct") && v >= 1 && v <= 100) pc->dirty_pct = (uint32_t)v;
-        else if (!strcmp(tok, "dsync_data") && v <= 1) pc->dsync_data = (uint32_t)v;
-        else {
-            snprintf(err, errlen, "device map line %d: bad page cache setting '%s=%llu'", lineno, tok, v);
-            return -1;
-        }
+    if (end == field) {
+        snprintf(err, errlen, "it has no %s", what);
+        return -1;
+    }
+    if (has_control(field)) {
+        snprintf(err, errlen, "a control character in its %s", what);
+        return -1;
     }
     return 0;
 }
 
-static int parse_line(char *line, struct dbt_device_slot *d, char *err, size_t errlen, int lineno) {
-    char *fields[5] = {0};
-    int n = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(line, "\t", &save); tok && n < 5; tok = strtok_r(NULL, "\t", &save))
-        fields[n++] = tok;
-    if (n < 3 || n > 4) {
-        snprintf(err, errlen, "device map line %d: expected NAME<TAB>KIND<TAB>DIR[<TAB>key=value ...]", lineno);
-        return -1;
-    }
-    if (strlen(fields[0]) >= DBT_NAME_MAX || strlen(fields[2]) >= DBT_DIR_MAX) {
-        snprintf(err, errlen, "device map line %d: name or directory too long", lineno);
-        return -1;
-    }
-    if (has_control(fields[0]) || has_control(fields[2]) || (n == 4 && has_control(fields[3]))) {
-        snprintf(err, errlen, "device map line %d: a control character in the name, directory or parameters", lineno);
-        return -1;
-    }
-    const struct dbt_device_ops *ops = dbt_ops_by_name(fields[1]);
+int dbt_spec_params(const struct dbt_device_spec *spec, struct dbt_params *p, char *err, size_t errlen) {
+    const struct dbt_device_ops *ops = dbt_ops_by_kind(spec->kind);
     if (!ops) {
-        snprintf(err, errlen, "device map line %d: unknown device kind '%s'", lineno, fields[1]);
+        snprintf(err, errlen, "unknown device kind %d", spec->kind);
         return -1;
     }
-    if (fields[2][0] != '/') {
-        snprintf(err, errlen, "device map line %d: directory '%s' is not absolute", lineno, fields[2]);
+    if (spec->nparams != (uint32_t)ops->nparams) {
+        snprintf(err, errlen, "%s devices take %d parameters, %u given", ops->name, ops->nparams, spec->nparams);
         return -1;
     }
-    strcpy(d->name, fields[0]);
-    strcpy(d->dir, fields[2]);
+    dbt_params_defaults(p, ops->kind);
+    for (int i = 0; i < ops->nparams; i++)
+        if (dbt_params_set_index(p, ops->kind, i, spec->params[i], err, errlen) != 0) return -1;
+    return 0;
+}
+
+int dbt_spec_device(const struct dbt_device_spec *spec, struct dbt_device_slot *d, char *err, size_t errlen) {
+    if (spec_string(spec->name, sizeof spec->name, "name", err, errlen) != 0 ||
+        spec_string(spec->dir, sizeof spec->dir, "directory", err, errlen) != 0)
+        return -1;
+    if (spec->dir[0] != '/') {
+        snprintf(err, errlen, "its directory '%s' is not absolute", spec->dir);
+        return -1;
+    }
+    if (dbt_spec_params(spec, &d->params, err, errlen) != 0) return -1;
+    memcpy(d->name, spec->name, sizeof d->name);
+    memcpy(d->dir, spec->dir, sizeof d->dir);
     d->dirlen = (uint32_t)strlen(d->dir);
     while (d->dirlen > 1 && d->dir[d->dirlen - 1] == '/') d->dir[--d->dirlen] = '\0';
-    d->kind = ops->kind;
-    dbt_params_defaults(&d->params, ops->kind);
-    if (n == 4) {
-        char *psave = NULL;
-        for (char *kv = strtok_r(fields[3], " ", &psave); kv; kv = strtok_r(NULL, " ", &psave)) {
-            char *eq = strchr(kv, '=');
-            if (!eq) {
-                snprintf(err, errlen, "device map line %d: '%s' is not key=value", lineno, kv);
-                return -1;
-            }
-            *eq = '\0';
-            char perr[256];
-            if (dbt_params_set(&d->params, ops->kind, kv, eq + 1, perr, sizeof perr) != 0) {
-                snprintf(err, errlen, "device map line %d: %s", lineno, perr);
-                return -1;
-            }
-        }
-    }
+    d->kind = spec->kind;
     return 0;
+}
+
+int dbt_spec_init(struct dbt_device_spec *spec, const char *name, const char *kind, const char *dir, char *err,
+                  size_t errlen) {
+    const struct dbt_device_ops *ops = dbt_ops_by_name(kind);
+    memset(spec, 0, sizeof *spec);
+    if (!ops) {
+        snprintf(err, errlen, "unknown device kind '%s'", kind);
+        return -1;
+    }
+    snprintf(spec->name, sizeof spec->name, "%s", name);
+    snprintf(spec->dir, sizeof spec->dir, "%s", dir);
+    spec->kind = ops->kind;
+    spec->nparams = (uint32_t)ops->nparams;
+    for (int i = 0; i < ops->nparams; i++) spec->params[i] = ops->params[i].def;
+    return 0;
+}
+
+int dbt_spec_set(struct dbt_device_spec *spec, const char *param, double value, char *err, size_t errlen) {
+    const struct dbt_device_ops *ops = dbt_ops_by_kind(spec->kind);
+    for (int i = 0; ops && i < ops->nparams; i++)
+        if (!strcmp(ops->params[i].name, param)) {
+            spec->params[i] = value;
+            return 0;
+        }
+    snprintf(err, errlen, "%s devices have no parameter '%s'", ops ? ops->name : "unknown", param);
+    return -1;
+}
+
+/* The page cache's settings, each within what the cache can hold. */
+static int check_pc_config(const struct dbt_pc_config *pc, char *err, size_t errlen) {
+    if (pc->readahead_kb < DBT_PC_READAHEAD_KB_MIN || pc->readahead_kb > DBT_PC_READAHEAD_KB_MAX)
+        snprintf(err, errlen, "page cache: readahead_kb %u is outside %u..%u", pc->readahead_kb,
+                 DBT_PC_READAHEAD_KB_MIN, DBT_PC_READAHEAD_KB_MAX);
+    else if (pc->dirty_background_pct < 1 || pc->dirty_background_pct > 100)
+        snprintf(err, errlen, "page cache: dirty_background_pct %u is outside 1..100", pc->dirty_background_pct);
+    else if (pc->dirty_pct < 1 || pc->dirty_pct > 100)
+        snprintf(err, errlen, "page cache: dirty_pct %u is outside 1..100", pc->dirty_pct);
+    else if (pc->dsync_data > 1)
+        snprintf(err, errlen, "page cache: dsync_data %u is not 0 or 1", pc->dsync_data);
+    else
+        return 0;
+    return -1;
 }
 
 void dbt_state_layout(uint64_t pc_bytes, struct dbt_state_layout *out) {
@@ -195,62 +203,35 @@ uint64_t dbt_host_wake_p90_ns(void) {
     return late[N * 9 / 10];
 }
 
-int dbt_state_create(const char *map_path, const char *state_path, char *err, size_t errlen) {
-    FILE *f = fopen(map_path, "r");
-    if (!f) {
-        snprintf(err, errlen, "cannot read device map %s: %s", map_path, strerror(errno));
+int dbt_state_create(const char *state_path, uint32_t spec_version, const struct dbt_device_spec *devs, uint32_t n,
+                     const struct dbt_pc_config *pc, char *err, size_t errlen) {
+    if (spec_version != DBT_SPEC_VERSION) {
+        snprintf(err, errlen, "device specs of version %u; this library takes version %d", spec_version,
+                 DBT_SPEC_VERSION);
         return -1;
     }
+    if (n > DBT_MAX_DEVICES) {
+        snprintf(err, errlen, "%u devices: at most %d", n, DBT_MAX_DEVICES);
+        return -1;
+    }
+    /* no page cache, and Linux's defaults for one: read_ahead_kb, the dirty ratios */
+    struct dbt_pc_config pcc = {0, 128, 10, 20, 0};
+    if (pc) pcc = *pc;
+    if (check_pc_config(&pcc, err, errlen) != 0) return -1;
     struct dbt_state *hdr = calloc(1, sizeof *hdr);
     if (!hdr) {
-        fclose(f);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    char line[8192];
-    int lineno = 0, rc = 0;
-    struct pc_config pcc = {0, 128, 10, 20, 0}; /* Linux's defaults: read_ahead_kb, dirty ratios */
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        /* Only the line's end is cut: a CR or LF inside a field would otherwise end the line early
-         * and drop what follows (a directory cut short, its parameters lost) without a word. */
-        size_t len = strlen(line);
-        if (len && line[len - 1] == '\n') line[--len] = '\0';
-        else if (!feof(f)) {
-            snprintf(err, errlen, "device map line %d: longer than %zu bytes", lineno, sizeof line - 2);
-            rc = -1;
-            break;
+    for (uint32_t i = 0; i < n; i++) {
+        char why[400];
+        if (dbt_spec_device(&devs[i], &hdr->dev[i], why, sizeof why) != 0) {
+            snprintf(err, errlen, "device %u: %s", i, why);
+            free(hdr);
+            return -1;
         }
-        if (len && line[len - 1] == '\r') line[--len] = '\0';
-        if (line[0] == '\0' || line[0] == '#') continue;
-        if (line[0] == '@') {
-            if (strncmp(line, "@pagecache", 10) != 0) {
-                snprintf(err, errlen, "device map line %d: unknown setting line", lineno);
-                rc = -1;
-                break;
-            }
-            if (parse_pagecache(line, &pcc, err, errlen, lineno) != 0) {
-                rc = -1;
-                break;
-            }
-            continue;
-        }
-        if (hdr->ndev == DBT_MAX_DEVICES) {
-            snprintf(err, errlen, "device map: more than %d devices", DBT_MAX_DEVICES);
-            rc = -1;
-            break;
-        }
-        if (parse_line(line, &hdr->dev[hdr->ndev], err, errlen, lineno) != 0) {
-            rc = -1;
-            break;
-        }
-        hdr->ndev++;
     }
-    fclose(f);
-    if (rc) {
-        free(hdr);
-        return -1;
-    }
+    hdr->ndev = n;
     hdr->magic = DBT_STATE_MAGIC;
     hdr->version = DBT_STATE_VERSION;
     hdr->epoch_ns = mono_ns();
@@ -292,7 +273,7 @@ int dbt_state_create(const char *map_path, const char *state_path, char *err, si
         dbt_shmlock_init(&d->lock);
         dbt_model_init(&d->model, d->kind, &d->params);
     }
-    if (s->pc_bytes) dbt_pc_init(dbt_state_pc(s), s->pc_bytes, pcc.readahead_kb, pcc.dirty_bg_pct, pcc.dirty_pct);
+    if (s->pc_bytes) dbt_pc_init(dbt_state_pc(s), s->pc_bytes, pcc.readahead_kb, pcc.dirty_background_pct, pcc.dirty_pct);
     msync(s, size, MS_SYNC);
     munmap(s, size);
     if (rename(tmp, state_path) != 0) {

@@ -183,12 +183,40 @@ void dbt_state_layout(uint64_t pc_bytes, struct dbt_state_layout *out);
 /* The host's wake-up delay after a timed sleep, its 90th percentile (ns), measured in about 3 ms. */
 uint64_t dbt_host_wake_p90_ns(void);
 
-/* Builds a state file from a device map: one line per device,
- *   NAME <TAB> KIND <TAB> DIR [<TAB> key=value key=value ...]
- * '#' starts a comment line. One optional line configures the emulated page cache:
- *   @pagecache <TAB> bytes=N readahead_kb=128 dirty_background_pct=10 dirty_pct=20 dsync_data=0
+/* ---- What Python hands the library to build a state or a model: structs (described to Python by
+ * dbt_layout_json), never text. The version moves whenever these structs change meaning. */
+#define DBT_SPEC_VERSION 1
+
+struct dbt_device_spec {
+    char name[DBT_NAME_MAX]; /* NUL-terminated, zero after it */
+    char dir[DBT_DIR_MAX];   /* absolute */
+    int32_t kind;            /* enum dbt_kind */
+    uint32_t nparams;        /* the kind's option count: params[i] is option i of its table */
+    double params[DBT_MAX_PARAMS];
+};
+
+struct dbt_pc_config {
+    uint64_t bytes; /* 0: no page cache, all I/O direct */
+    uint32_t readahead_kb, dirty_background_pct, dirty_pct;
+    uint32_t dsync_data; /* 1: buffered writes to database files are written through */
+};
+
+/* A spec's kind and parameters as a model takes them: each a number within its option's range.
  * Returns 0, or -1 with a message in err. */
-int dbt_state_create(const char *map_path, const char *state_path, char *err, size_t errlen);
+int dbt_spec_params(const struct dbt_device_spec *spec, struct dbt_params *p, char *err, size_t errlen);
+/* The same, and its name and directory, into a device slot. */
+int dbt_spec_device(const struct dbt_device_spec *spec, struct dbt_device_slot *d, char *err, size_t errlen);
+/* A spec of a kind's defaults, and one parameter of it set by name: for C callers (the tests);
+ * Python fills the struct itself, in the option table's order. */
+int dbt_spec_init(struct dbt_device_spec *spec, const char *name, const char *kind, const char *dir, char *err,
+                  size_t errlen);
+int dbt_spec_set(struct dbt_device_spec *spec, const char *param, double value, char *err, size_t errlen);
+
+/* Builds a state file for n devices and a page cache (NULL: none). Every field is checked before
+ * anything is written: a bad one is refused with a message naming the device. Returns 0, or -1 with
+ * a message in err. */
+int dbt_state_create(const char *state_path, uint32_t spec_version, const struct dbt_device_spec *devs, uint32_t n,
+                     const struct dbt_pc_config *pc, char *err, size_t errlen);
 
 /* Maps an existing state file read-write, after checking that everything in it that is later used
  * as an offset, index or length is consistent (a damaged or forged file is refused, not trusted).

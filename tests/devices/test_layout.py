@@ -31,9 +31,14 @@ READS = {
                      "kind": "u1", "op": "u1", "dev": "u1", "flags": "u1"},
     "replay_request": {"arrival": "u8", "start": "u8", "complete": "u8", "off": "u8", "len": "u8", "file": "i8",
                        "op": "u1", "dev": "u1", "flags": "u1", "event": "u8"},
+    # written, not read: what a state is built from
+    "device_spec": {"name": "S64", "dir": "S1024", "kind": "i4", "nparams": "u4", "params": "f384"},
+    "pc_config": {"bytes": "u8", "readahead_kb": "u4", "dirty_background_pct": "u4", "dirty_pct": "u4",
+                  "dsync_data": "u4"},
 }
 #: the dtype each Python module uses for each struct
-DTYPES = {"trace_rec": trace.RECORD, "replay_event": native.REPLAY_EVENT, "replay_request": native.REPLAY_REQUEST}
+DTYPES = {"trace_rec": trace.RECORD, "replay_event": native.REPLAY_EVENT, "replay_request": native.REPLAY_REQUEST,
+          "device_spec": native.DEVICE_SPEC, "pc_config": native.PC_CONFIG}
 
 
 def _fields(struct: str) -> dict[str, dict]:
@@ -51,7 +56,8 @@ def test_python_reads_each_field_where_c_put_it(struct):
         assert f"{f['type']}{f['size']}" == want, f"{struct}.{name}: C has {f['type']}{f['size']}, Python reads {want}"
         got, offset = dtype.fields[name]
         assert offset == f["offset"], f"{struct}.{name}: Python reads offset {offset}, C put it at {f['offset']}"
-        assert got.itemsize == f["size"] and got.kind == f["type"]
+        assert got.itemsize == f["size"] and got.base.kind == f["type"]
+        assert got.itemsize // got.base.itemsize == (1 if f["type"] == "S" else f["count"])
 
 
 @pytest.mark.parametrize("struct", sorted(LAYOUT.doc["structs"]))
@@ -112,6 +118,8 @@ C_STRUCTS = {
     "replay_event": ("struct dbt_replay_event", "replay.h", {}),
     "replay_request": ("struct dbt_replay_request", "replay.h", {
         n: f"ev.{n}" for n in ("arrival", "start", "complete", "off", "len", "file", "op", "dev", "flags")}),
+    "device_spec": ("struct dbt_device_spec", "state.h", {}),
+    "pc_config": ("struct dbt_pc_config", "state.h", {}),
 }
 
 
@@ -122,7 +130,7 @@ def test_the_description_is_the_headers(tmp_path):
     if not cc or not HEADERS.is_dir():
         pytest.skip("needs a C compiler and the source tree's headers")
     lines = ["#include <stddef.h>", "#include <stdio.h>"]
-    lines += [f'#include "{header}"' for _t, header, _m in C_STRUCTS.values()]
+    lines += sorted({f'#include "{header}"' for _t, header, _m in C_STRUCTS.values()})
     lines.append("int main(void) {")
     expected = []
     assert set(C_STRUCTS) == set(LAYOUT.doc["structs"]), "a struct is described without its C type here"

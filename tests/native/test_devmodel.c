@@ -10,7 +10,7 @@
 
 static int near(double a, double b, double rel) { return fabs(a - b) <= rel * fabs(b) + 1.0; }
 
-static void set(struct dbt_params *p, int kind, const char *k, const char *v) {
+static void set(struct dbt_params *p, int kind, const char *k, double v) {
     char err[256];
     if (dbt_params_set(p, kind, k, v, err, sizeof err) != 0) printf("setup: %s\n", err);
 }
@@ -164,7 +164,7 @@ static void test_readahead_stops_at_the_track_end(void) {
     hdd_defaults(&p);
     const uint64_t a = 512 << 10;
     for (int scheme = 0; scheme <= 1; scheme++) {
-        set(&p, DBT_KIND_HDD, "readahead_track", scheme ? "1" : "0");
+        set(&p, DBT_KIND_HDD, "readahead_track", scheme ? 1 : 0);
         struct dbt_model_state st;
         dbt_model_init(&st, DBT_KIND_HDD, &p);
         uint64_t end = track_end_at(&st.drive[0].d, a);
@@ -181,8 +181,8 @@ static void test_readahead_stops_at_the_track_end(void) {
 /* The defaults with 16 segments of 64 KiB, reading 32 KiB ahead. */
 static void small_segments(struct dbt_params *p) {
     hdd_defaults(p);
-    set(p, DBT_KIND_HDD, "cache_mib", "1");
-    set(p, DBT_KIND_HDD, "readahead_kib", "32");
+    set(p, DBT_KIND_HDD, "cache_mib", 1);
+    set(p, DBT_KIND_HDD, "readahead_kib", 32);
 }
 
 /* readahead_track 2 (DEC's scheme): the read-ahead runs to the end of the track whatever
@@ -194,7 +194,7 @@ static void test_readahead_to_the_track_end_keeps_its_last_part(void) {
     small_segments(&p);
     const uint64_t a = 256 << 10;
     for (int scheme = 0; scheme <= 2; scheme += 2) {
-        set(&p, DBT_KIND_HDD, "readahead_track", scheme ? "2" : "0");
+        set(&p, DBT_KIND_HDD, "readahead_track", scheme ? 2 : 0);
         struct dbt_model_state st;
         dbt_model_init(&st, DBT_KIND_HDD, &p);
         uint64_t end = track_end_at(&st.drive[0].d, a + 8192);
@@ -218,7 +218,7 @@ static void test_readahead_carried_on_by_a_hit(void) {
     small_segments(&p);
     const uint64_t a = 256 << 10;
     for (int on = 0; on <= 1; on++) {
-        set(&p, DBT_KIND_HDD, "readahead_on_hit", on ? "1" : "0");
+        set(&p, DBT_KIND_HDD, "readahead_on_hit", on ? 1 : 0);
         struct dbt_model_state st;
         dbt_model_init(&st, DBT_KIND_HDD, &p);
         const struct dbt_derived *d = &st.drive[0].d;
@@ -243,7 +243,7 @@ static void test_readahead_carried_on_by_a_hit(void) {
     /* Asked for 20 ms after the hit, those 8 KiB are in the buffer with on_hit 1 (50 us + 8 KiB at
      * 300 MB/s), and a media access with 0 (the 0.3 ms command overhead at least). */
     for (int on = 0; on <= 1; on++) {
-        set(&p, DBT_KIND_HDD, "readahead_on_hit", on ? "1" : "0");
+        set(&p, DBT_KIND_HDD, "readahead_on_hit", on ? 1 : 0);
         struct dbt_model_state st;
         dbt_model_init(&st, DBT_KIND_HDD, &p);
         struct dbt_result r1 = submit(&st, 0, DBT_OP_READ, a, 8192);
@@ -263,11 +263,11 @@ static void test_readahead_carried_on_by_a_hit(void) {
 static void test_raid0_stripes_over_members(void) {
     struct dbt_params p;
     hdd_defaults(&p);
-    set(&p, DBT_KIND_HDD, "members", "4");
-    set(&p, DBT_KIND_HDD, "stripe_kib", "64");
+    set(&p, DBT_KIND_HDD, "members", 4);
+    set(&p, DBT_KIND_HDD, "stripe_kib", 64);
     struct dbt_model_state arr, one;
     dbt_model_init(&arr, DBT_KIND_HDD, &p);
-    set(&p, DBT_KIND_HDD, "members", "1");
+    set(&p, DBT_KIND_HDD, "members", 1);
     dbt_model_init(&one, DBT_KIND_HDD, &p);
     CHECK(arr.members == 4 && arr.stripe_bytes == 65536, "4 members, 64 KiB stripe");
     /* 4 x 64 KiB from address 0: each member reads 64 KiB at its own address 0, in parallel. */
@@ -277,9 +277,9 @@ static void test_raid0_stripes_over_members(void) {
           (unsigned long long)a.complete_ns, (unsigned long long)b.complete_ns);
     /* 8 x 64 KiB: each member gets two consecutive rows as one contiguous 128 KiB request. */
     struct dbt_model_state arr2, one2;
-    set(&p, DBT_KIND_HDD, "members", "4");
+    set(&p, DBT_KIND_HDD, "members", 4);
     dbt_model_init(&arr2, DBT_KIND_HDD, &p);
-    set(&p, DBT_KIND_HDD, "members", "1");
+    set(&p, DBT_KIND_HDD, "members", 1);
     dbt_model_init(&one2, DBT_KIND_HDD, &p);
     struct dbt_result c = submit(&arr2, 0, DBT_OP_READ, 0, 8 * 65536);
     struct dbt_result e = submit(&one2, 0, DBT_OP_READ, 0, 2 * 65536);
@@ -299,7 +299,7 @@ static void test_raid0_stripes_over_members(void) {
 static void test_protected_write_cache_flush(void) {
     struct dbt_params p;
     hdd_defaults(&p);
-    set(&p, DBT_KIND_HDD, "write_cache_protected", "1");
+    set(&p, DBT_KIND_HDD, "write_cache_protected", 1);
     struct dbt_model_state st;
     dbt_model_init(&st, DBT_KIND_HDD, &p);
     struct dbt_result w = submit(&st, 0, DBT_OP_WRITE, 500ull << 20, 8192);
@@ -329,7 +329,7 @@ static void test_write_back_and_flush(void) {
     double media_min = ack + 0.3e6 + 8192 / 0.125 * 0.9;
     CHECK((double)f.complete_ns > media_min, "flush waited for the destage (%llu)", (unsigned long long)f.complete_ns);
     /* Without the write cache the write itself pays the positioning. */
-    set(&p, DBT_KIND_HDD, "write_cache", "0");
+    set(&p, DBT_KIND_HDD, "write_cache", 0);
     dbt_model_init(&st, DBT_KIND_HDD, &p);
     struct dbt_result wt = submit(&st, 0, DBT_OP_WRITE, 100 << 20, 8192);
     CHECK((double)wt.complete_ns > 0.3e6 + 8192 / 0.125 * 0.9, "write-through pays the media (%llu)",
@@ -347,7 +347,7 @@ static void test_write_back_and_flush(void) {
 static void wb_drive(struct dbt_model_state *st) {
     struct dbt_params p;
     hdd_defaults(&p);
-    set(&p, DBT_KIND_HDD, "cache_mib", "0");
+    set(&p, DBT_KIND_HDD, "cache_mib", 0);
     dbt_model_init(st, DBT_KIND_HDD, &p);
 }
 
@@ -438,8 +438,8 @@ static void test_read_goes_before_waiting_destage(void) {
 static void test_full_buffer_destages_at_once(void) {
     struct dbt_params p;
     hdd_defaults(&p);
-    set(&p, DBT_KIND_HDD, "cache_mib", "0");
-    set(&p, DBT_KIND_HDD, "write_cache_mib", "0.015625"); /* 16 KiB: two 8 KiB extents */
+    set(&p, DBT_KIND_HDD, "cache_mib", 0);
+    set(&p, DBT_KIND_HDD, "write_cache_mib", 0.015625); /* 16 KiB: two 8 KiB extents */
     struct dbt_model_state st;
     dbt_model_init(&st, DBT_KIND_HDD, &p);
     const struct dbt_derived *d = &st.drive[0].d;
@@ -480,10 +480,10 @@ static void test_interleaved_streams_destage_in_sweeps(void) {
 static void test_slow_bus_and_write_overhead(void) {
     struct dbt_params p;
     hdd_defaults(&p);
-    set(&p, DBT_KIND_HDD, "interface_mb_s", "3");
-    set(&p, DBT_KIND_HDD, "read_watermark", "0.75");
-    set(&p, DBT_KIND_HDD, "write_cache", "0");
-    set(&p, DBT_KIND_HDD, "write_overhead_us", "800");
+    set(&p, DBT_KIND_HDD, "interface_mb_s", 3);
+    set(&p, DBT_KIND_HDD, "read_watermark", 0.75);
+    set(&p, DBT_KIND_HDD, "write_cache", 0);
+    set(&p, DBT_KIND_HDD, "write_overhead_us", 800);
     struct dbt_model_state st;
     dbt_model_init(&st, DBT_KIND_HDD, &p);
     const struct dbt_derived *d = &st.drive[0].d;
@@ -512,10 +512,10 @@ static void test_slow_bus_and_write_overhead(void) {
 static void test_head_switch_per_track_crossed(void) {
     struct dbt_params p;
     hdd_defaults(&p);
-    set(&p, DBT_KIND_HDD, "cache_mib", "0");
+    set(&p, DBT_KIND_HDD, "cache_mib", 0);
     struct dbt_model_state plain, sw;
     dbt_model_init(&plain, DBT_KIND_HDD, &p);
-    set(&p, DBT_KIND_HDD, "head_switch_ms", "1");
+    set(&p, DBT_KIND_HDD, "head_switch_ms", 1);
     dbt_model_init(&sw, DBT_KIND_HDD, &p);
     const struct dbt_derived *d = &plain.drive[0].d;
     double track = dbt_hdd_media_bpns(d, 0) * 60e9 / 7200; /* bytes on the outermost track */
@@ -532,10 +532,10 @@ static void test_head_switch_per_track_crossed(void) {
 static void test_channels_in_parallel(void) {
     struct dbt_params p;
     dbt_params_defaults(&p, DBT_KIND_SSD);
-    set(&p, DBT_KIND_SSD, "channels", "4");
-    set(&p, DBT_KIND_SSD, "read_latency_us", "100");
-    set(&p, DBT_KIND_SSD, "channel_read_mb_s", "100");
-    set(&p, DBT_KIND_SSD, "interface_mb_s", "100000");
+    set(&p, DBT_KIND_SSD, "channels", 4);
+    set(&p, DBT_KIND_SSD, "read_latency_us", 100);
+    set(&p, DBT_KIND_SSD, "channel_read_mb_s", 100);
+    set(&p, DBT_KIND_SSD, "interface_mb_s", 100000);
     struct dbt_model_state st;
     dbt_model_init(&st, DBT_KIND_SSD, &p);
     double one = 100e3 + 8192 / 0.1; /* 100 us + 8 KiB at 100 MB/s = 181.92 us */
@@ -559,12 +559,12 @@ static void test_channels_in_parallel(void) {
 static void test_flash_flush_and_plp(void) {
     struct dbt_params p;
     dbt_params_defaults(&p, DBT_KIND_SSD);
-    set(&p, DBT_KIND_SSD, "flush_ms", "2");
+    set(&p, DBT_KIND_SSD, "flush_ms", 2);
     struct dbt_model_state st;
     dbt_model_init(&st, DBT_KIND_SSD, &p);
     struct dbt_result f = submit(&st, 1000, DBT_OP_FLUSH, 0, 0);
     CHECK(f.complete_ns == 1000 + 2000000, "flush costs flush_ms (%llu)", (unsigned long long)f.complete_ns);
-    set(&p, DBT_KIND_SSD, "flush_ms", "0");
+    set(&p, DBT_KIND_SSD, "flush_ms", 0);
     dbt_model_init(&st, DBT_KIND_SSD, &p);
     f = submit(&st, 1000, DBT_OP_FLUSH, 0, 0);
     CHECK(f.complete_ns == 1000, "power-loss protected flush is free");
@@ -609,11 +609,11 @@ static void test_option_table(void) {
     struct dbt_params p;
     char err[256];
     dbt_params_defaults(&p, DBT_KIND_HDD);
-    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "rpm", "15000", err, sizeof err) == 0 && p.rpm == 15000, "set rpm");
-    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "rpm", "99", err, sizeof err) != 0 && strstr(err, "outside"), "range: %s", err);
-    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "channels", "4", err, sizeof err) != 0 && strstr(err, "no parameter"),
+    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "rpm", 15000, err, sizeof err) == 0 && p.rpm == 15000, "set rpm");
+    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "rpm", 99, err, sizeof err) != 0 && strstr(err, "outside"), "range: %s", err);
+    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "channels", 4, err, sizeof err) != 0 && strstr(err, "no parameter"),
           "kind's own names only: %s", err);
-    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "rpm", "12x", err, sizeof err) != 0, "not a number: %s", err);
+    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "rpm", NAN, err, sizeof err) != 0, "not a number: %s", err);
     dbt_params_defaults(&p, DBT_KIND_SSD);
     CHECK(p.capacity_gb == 240 && p.interface_mb_s == 550, "defaults are per kind");
 }

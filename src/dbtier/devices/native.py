@@ -23,6 +23,7 @@ IOTAP_LIB = "libdbtier_iotap.so"
 SIM_LIB = "libdbtier_sim.so"
 ABI_VERSION = 2011002  # devmodel ops 2, state file 11, trace format 2: dbt_abi_version's handshake
 LAYOUT_VERSION = 1  # the version of the layout document (dbt_layout_json) this module reads
+SPEC_VERSION = 1  # the version of the device specs (struct dbt_device_spec, dbt_pc_config) this module writes
 
 
 def native_dir() -> Path:
@@ -54,7 +55,7 @@ def lib() -> ctypes.CDLL:
     sim.dbt_layout_json.restype = vp
     sim.dbt_free.argtypes = [vp]
     sim.dbt_sim_new.restype = vp
-    sim.dbt_sim_new.argtypes = [cp, cp, cp, ctypes.c_size_t]
+    sim.dbt_sim_new.argtypes = [u32, vp, cp, ctypes.c_size_t]
     sim.dbt_sim_free.argtypes = [vp]
     sim.dbt_sim_submit.restype = u64
     sim.dbt_sim_submit.argtypes = [vp, u64, c_int, u64, u32, ctypes.POINTER(u64), ctypes.POINTER(u32)]
@@ -70,7 +71,7 @@ def lib() -> ctypes.CDLL:
     sim.dbt_state_bytes.restype = u64
     sim.dbt_state_bytes.argtypes = [u64]
     sim.dbt_create_state.restype = c_int
-    sim.dbt_create_state.argtypes = [cp, cp, cp, ctypes.c_size_t]
+    sim.dbt_create_state.argtypes = [cp, u32, vp, u32, vp, cp, ctypes.c_size_t]
     sim.dbt_set_paused.restype = c_int
     sim.dbt_set_paused.argtypes = [cp, c_int, cp, ctypes.c_size_t]
     sim.dbt_bench_loop.restype = ctypes.c_int64
@@ -175,9 +176,51 @@ def state_bytes(page_cache_bytes: int) -> int:
     return int(lib().dbt_state_bytes(page_cache_bytes))
 
 
-def create_state(map_path: Path, state_path: Path) -> None:
+def _unsigned(value, bits: int, what: str) -> int:
+    """A whole number a C field of `bits` unsigned bits holds as it is (never wrapped, never cut)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 1 << bits:
+        raise UserError(f"{what} must be a whole number from 0 to {(1 << bits) - 1}, not {value!r}")
+    return int(value)
+
+
+def device_specs(devices: list[tuple[str, str, str, dict[str, float]]]) -> np.ndarray:
+    """(name, kind, folder, parameters) per device, as the library's struct dbt_device_spec: the
+    parameters in the kind's option table order, each one the profile does not give at its default.
+    The library checks every field (dbt_spec_device) and refuses what it would not take."""
+    specs = np.zeros(len(devices), dtype=DEVICE_SPEC)
+    for i, (name, kind, folder, params) in enumerate(devices):
+        if kind not in DEVICE_KINDS:
+            raise UserError(f"unknown device kind '{kind}'; one of {', '.join(DEVICE_KINDS)}")
+        table = param_table()[kind]["params"]
+        known = {p["name"] for p in table}
+        for key in params:
+            if key not in known:
+                raise UserError(f"{kind} devices have no parameter '{key}'")
+        specs[i]["name"] = os.fsencode(name)  # one byte too long: no terminator left, and refused
+        specs[i]["dir"] = os.fsencode(str(folder))
+        specs[i]["kind"] = DEVICE_KINDS[kind]
+        specs[i]["nparams"] = len(table)
+        specs[i]["params"][:len(table)] = [float(params.get(p["name"], p["default"])) for p in table]
+    return specs
+
+
+def pc_config(page_cache) -> np.ndarray:
+    """A page cache's settings (devices.pagecache.PageCache) as the library's struct dbt_pc_config."""
+    pc = np.zeros(1, dtype=PC_CONFIG)
+    pc["bytes"] = _unsigned(page_cache.bytes, 64, "the page cache's size")
+    for field in ("readahead_kb", "dirty_background_pct", "dirty_pct"):
+        pc[field] = _unsigned(getattr(page_cache, field), 32, f"the page cache's {field}")
+    pc["dsync_data"] = int(bool(page_cache.dsync_data))
+    return pc
+
+
+def create_state(state_path: Path, devices: list[tuple[str, str, str, dict[str, float]]], page_cache=None) -> None:
+    """Builds a run's shared state for the devices (see device_specs) and a page cache (None: none)."""
+    specs = device_specs(devices)
+    pc = pc_config(page_cache) if page_cache is not None else None
     err = ctypes.create_string_buffer(1024)
-    if lib().dbt_create_state(str(map_path).encode(), str(state_path).encode(), err, len(err)) != 0:
+    if lib().dbt_create_state(str(state_path).encode(), SPEC_VERSION, specs.ctypes.data, len(specs),
+                              pc.ctypes.data if pc is not None else None, err, len(err)) != 0:
         raise UserError(err.value.decode())
 
 
@@ -247,8 +290,8 @@ class Model:
 
     def __init__(self, kind: str, params: dict[str, float]):
         err = ctypes.create_string_buffer(1024)
-        text = " ".join(f"{k}={v!r}" for k, v in params.items())
-        self._h = lib().dbt_sim_new(kind.encode(), text.encode(), err, len(err))
+        spec = device_specs([("model", kind, "/", params)])
+        self._h = lib().dbt_sim_new(SPEC_VERSION, spec.ctypes.data, err, len(err))
         if not self._h:
             raise UserError(err.value.decode())
 
@@ -400,3 +443,7 @@ OP_READ, OP_WRITE, OP_FLUSH = _DEVICE_OPS["read"], _DEVICE_OPS["write"], _DEVICE
 #: struct dbt_replay_event and struct dbt_replay_request (native/iotap/replay.h)
 REPLAY_EVENT = _LAYOUT.dtype("replay_event")
 REPLAY_REQUEST = _LAYOUT.dtype("replay_request")
+#: struct dbt_device_spec and struct dbt_pc_config (native/iotap/state.h): what a state is built from
+DEVICE_SPEC = _LAYOUT.dtype("device_spec")
+PC_CONFIG = _LAYOUT.dtype("pc_config")
+DEVICE_KINDS = _LAYOUT.enum("device_kind")
