@@ -11,7 +11,7 @@
 #include "devmodel.h"
 #include "jsonbuf.h"
 #include "replay.h"
-#include "state.h"
+#include "statefile.h"
 #include "trace.h"
 
 #define EXPORT __attribute__((visibility("default")))

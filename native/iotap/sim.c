@@ -13,7 +13,8 @@
 
 #include "devmodel.h"
 #include "emulate.h"
-#include "state.h"
+#include "mix.h"
+#include "statefile.h"
 #include "replay.h"
 #include "trace.h"
 
@@ -62,13 +63,7 @@ EXPORT uint64_t dbt_sim_submit(struct dbt_model_state *st, uint64_t arrival, int
  * splitmix64 from seed) or sequential from 0. One generator for the simulator and the live tests. */
 /* The k-th offset of a pattern: random blocks from a splitmix64 sequence at state *x, or in order. */
 static uint64_t pattern_next(uint64_t *x, int random, uint64_t blocks, uint32_t block, uint64_t k) {
-    if (!random) return (k % blocks) * block;
-    *x += 0x9e3779b97f4a7c15ull;
-    uint64_t z = *x;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (z % blocks) * block;
+    return (random ? dbt_splitmix64(x) % blocks : k % blocks) * block;
 }
 
 EXPORT void dbt_pattern_offsets(uint64_t seed, int random, uint64_t span, uint32_t block, uint64_t n, uint64_t *out) {
@@ -296,16 +291,7 @@ EXPORT int64_t dbt_bench_loop(int fd, int reading, void *buf, uint64_t bs, uint6
     uint64_t start = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, now = start;
     uint64_t n = 0, moved = 0, x = seed;
     while (now - start < runtime_ns && n < cap) {
-        uint64_t block;
-        if (random) {
-            x += 0x9e3779b97f4a7c15ull;
-            uint64_t z = x;
-            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-            z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-            block = (z ^ (z >> 31)) % blocks;
-        } else {
-            block = n % blocks;
-        }
+        uint64_t block = random ? dbt_splitmix64(&x) % blocks : n % blocks;
         uint64_t t = now;
         ssize_t r = reading ? pread(fd, buf, bs, (off_t)(block * bs)) : pwrite(fd, buf, bs, (off_t)(block * bs));
         if (r < 0) return -errno;

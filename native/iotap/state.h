@@ -165,6 +165,14 @@ static inline struct dbt_pc *dbt_state_pc(struct dbt_state *s) {
     return s->pc_bytes ? (struct dbt_pc *)((char *)s + s->off_pc) : NULL;
 }
 
+/* Each device owns an equal slice of the file and chunk tables, so inserts need only its lock. */
+static inline uint32_t dbt_state_files_per_dev(const struct dbt_state *s) {
+    return DBT_FILE_CAP / (s->ndev ? s->ndev : 1);
+}
+static inline uint32_t dbt_state_chunks_per_dev(const struct dbt_state *s) {
+    return DBT_CHUNK_CAP / (s->ndev ? s->ndev : 1);
+}
+
 /* The device a registered file belongs to, or -1. The file table lives in the shared file, so an
  * index read from it is checked before it indexes anything (a cheap check on a hot path). */
 static inline int dbt_state_file_device(struct dbt_state *s, int64_t file) {
@@ -179,44 +187,6 @@ struct dbt_state_layout {
     uint64_t off_files, off_chunks, off_arena, off_pc, size;
 };
 void dbt_state_layout(uint64_t pc_bytes, struct dbt_state_layout *out);
-
-/* The host's wake-up delay after a timed sleep, its 90th percentile (ns), measured in about 3 ms. */
-uint64_t dbt_host_wake_p90_ns(void);
-
-/* ---- What Python hands the library to build a state or a model: structs (described to Python by
- * dbt_layout_json), never text. The version moves whenever these structs change meaning. */
-#define DBT_SPEC_VERSION 1
-
-struct dbt_device_spec {
-    char name[DBT_NAME_MAX]; /* NUL-terminated, zero after it */
-    char dir[DBT_DIR_MAX];   /* absolute */
-    int32_t kind;            /* enum dbt_kind */
-    uint32_t nparams;        /* the kind's option count: params[i] is option i of its table */
-    double params[DBT_MAX_PARAMS];
-};
-
-struct dbt_pc_config {
-    uint64_t bytes; /* 0: no page cache, all I/O direct */
-    uint32_t readahead_kb, dirty_background_pct, dirty_pct;
-    uint32_t dsync_data; /* 1: buffered writes to database files are written through */
-};
-
-/* A spec's kind and parameters as a model takes them: each a number within its option's range.
- * Returns 0, or -1 with a message in err. */
-int dbt_spec_params(const struct dbt_device_spec *spec, struct dbt_params *p, char *err, size_t errlen);
-/* The same, and its name and directory, into a device slot. */
-int dbt_spec_device(const struct dbt_device_spec *spec, struct dbt_device_slot *d, char *err, size_t errlen);
-/* A spec of a kind's defaults, and one parameter of it set by name: for C callers (the tests);
- * Python fills the struct itself, in the option table's order. */
-int dbt_spec_init(struct dbt_device_spec *spec, const char *name, const char *kind, const char *dir, char *err,
-                  size_t errlen);
-int dbt_spec_set(struct dbt_device_spec *spec, const char *param, double value, char *err, size_t errlen);
-
-/* Builds a state file for n devices and a page cache (NULL: none). Every field is checked before
- * anything is written: a bad one is refused with a message naming the device. Returns 0, or -1 with
- * a message in err. */
-int dbt_state_create(const char *state_path, uint32_t spec_version, const struct dbt_device_spec *devs, uint32_t n,
-                     const struct dbt_pc_config *pc, char *err, size_t errlen);
 
 /* Maps an existing state file read-write, after checking that everything in it that is later used
  * as an offset, index or length is consistent (a damaged or forged file is refused, not trusted).
@@ -240,18 +210,6 @@ void dbt_dev_unlock(struct dbt_device_slot *d);
 int dbt_lat_bucket(uint64_t ns);
 uint64_t dbt_lat_bucket_floor(int b);
 
-/* Pauses (1) or resumes (0) the emulation of every process attached to the state. */
-int dbt_state_set_paused(const char *state_path, int paused, char *err, size_t errlen);
-
-/* Empties the emulated page cache (if the state has one): a cold start. */
-int dbt_state_clear_page_cache(const char *state_path, char *err, size_t errlen);
-
-/* The file layout a replay needs: each chunk as (file index, chunk number, device byte address) in
- * out (3 x cap), and each device's allocation cursor in cursors (DBT_MAX_DEVICES). Returns the
- * number of chunks (more than cap: call again with room), or -1 with err set. */
-int64_t dbt_state_chunk_map(const char *state_path, uint64_t *out, uint64_t cap, uint64_t *cursors, char *err,
-                            size_t errlen);
-
 /* For a replay, which lays files out as the recorded run did: the file's device (the placement's),
  * and one chunk at a given address (the device's allocation cursor moves past it). put_chunk
  * returns -1 if the device's slice of the chunk table is full. */
@@ -273,8 +231,5 @@ int dbt_state_put_chunk(struct dbt_state *s, int dev, int64_t file, uint64_t chu
  * `path`; with path NULL and fd >= 0, the fd's file. Lock-free and async-signal-safe (execve may be
  * called from a signal handler or a vfork child): atomics, prctl and readlink only. */
 void dbt_state_note_bypass(struct dbt_state *s, int kind, const char *path, int fd);
-
-/* Whole-state dump as JSON, malloc'd (caller frees). NULL on error with err set. */
-char *dbt_state_json(const char *state_path, char *err, size_t errlen);
 
 #endif

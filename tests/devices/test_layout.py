@@ -118,8 +118,8 @@ C_STRUCTS = {
     "replay_event": ("struct dbt_replay_event", "replay.h", {}),
     "replay_request": ("struct dbt_replay_request", "replay.h", {
         n: f"ev.{n}" for n in ("arrival", "start", "complete", "off", "len", "file", "op", "dev", "flags")}),
-    "device_spec": ("struct dbt_device_spec", "state.h", {}),
-    "pc_config": ("struct dbt_pc_config", "state.h", {}),
+    "device_spec": ("struct dbt_device_spec", "statefile.h", {}),
+    "pc_config": ("struct dbt_pc_config", "statefile.h", {}),
 }
 
 

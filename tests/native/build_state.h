@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "state.h"
+#include "statefile.h"
 
 struct test_param {
     const char *name;

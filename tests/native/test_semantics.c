@@ -37,7 +37,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "state.h" /* the device specs a state is built from */
+#include "mix.h"
+#include "statefile.h" /* the device specs a state is built from */
 
 #define WORKERS_PER_PROC 2
 #define PROCS 2
@@ -55,12 +56,7 @@ struct worker {
     char path[NFILES][64];
 };
 
-static uint64_t next(struct worker *w) {
-    uint64_t z = (w->rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t next(struct worker *w) { return dbt_splitmix64(&w->rng); }
 
 static uint32_t crc32(const unsigned char *p, size_t n) {
     uint32_t c = 0xffffffffu;

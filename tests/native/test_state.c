@@ -18,7 +18,7 @@
 
 #include "build_state.h"
 #include "check.h"
-#include "state.h"
+#include "statefile.h"
 
 static char work[512], mapped_path[600], state_path[600];
 
