@@ -10,6 +10,7 @@
 
 #include "devmodel.h"
 #include "jsonbuf.h"
+#include "pgpath.h"
 #include "replay.h"
 #include "statefile.h"
 #include "trace.h"
@@ -114,6 +115,12 @@ static const struct field_desc pc_config_fields[] = {
     FIELD(struct dbt_pc_config, dsync_data),
 };
 
+static const struct field_desc pg_path_fields[] = {
+    FIELD(struct dbt_pg_path, cls), FIELD(struct dbt_pg_path, space), FIELD(struct dbt_pg_path, fork),
+    FIELD(struct dbt_pg_path, dsync), FIELD(struct dbt_pg_path, space_len), FIELD(struct dbt_pg_path, database),
+    FIELD(struct dbt_pg_path, relfilenode), FIELD(struct dbt_pg_path, segment),
+};
+
 struct struct_desc {
     const char *name;
     size_t size;
@@ -128,6 +135,7 @@ static const struct struct_desc structs[] = {
     STRUCT("replay_request", struct dbt_replay_request, replay_request_fields),
     STRUCT("device_spec", struct dbt_device_spec, device_spec_fields),
     STRUCT("pc_config", struct dbt_pc_config, pc_config_fields),
+    STRUCT("pg_path", struct dbt_pg_path, pg_path_fields),
 };
 
 /* Named values: an enum's members, a byte's flag bits, or constants. The names are the contract
@@ -189,11 +197,18 @@ static void named_object(struct dbt_jbuf *b, const struct named *items, size_t n
     dbt_jb_printf(b, "}");
 }
 
+/* An enum whose names are a table in enum order (the pgpath.c tables), as named values in out. */
+static struct named_list names_of(const char *name, const char *const *names, size_t n, struct named *out) {
+    for (size_t i = 0; i < n; i++) out[i] = (struct named){names[i], i};
+    return (struct named_list){name, out, n};
+}
+
+/* The static lists, then `nextra` built when the document is. */
 static void named_lists(struct dbt_jbuf *b, const char *key, const struct named_list *lists, size_t n,
-                        const struct named_list *extra) {
+                        const struct named_list *extra, size_t nextra) {
     dbt_jb_printf(b, ",\"%s\":{", key);
-    for (size_t i = 0; i < n + (extra != NULL); i++) {
-        const struct named_list *l = i < n ? &lists[i] : extra;
+    for (size_t i = 0; i < n + nextra; i++) {
+        const struct named_list *l = i < n ? &lists[i] : &extra[i - n];
         dbt_jb_printf(b, "%s", i ? "," : "");
         dbt_jb_str(b, l->name);
         dbt_jb_printf(b, ":");
@@ -219,9 +234,16 @@ EXPORT char *dbt_layout_json(void) {
     struct named kinds[DBT_KIND_COUNT]; /* the device kinds are the ops table's */
     for (int k = 0; k < DBT_KIND_COUNT; k++) kinds[k] = (struct named){dbt_ops_by_kind(k)->name, (uint64_t)k};
     const struct named_list device_kinds = {"device_kind", kinds, DBT_KIND_COUNT};
-    named_lists(&b, "enums", enums, sizeof enums / sizeof enums[0], &device_kinds);
-    named_lists(&b, "flags", flag_sets, sizeof flag_sets / sizeof flag_sets[0], NULL);
-    named_lists(&b, "reserved", reserved_sets, sizeof reserved_sets / sizeof reserved_sets[0], NULL);
+    struct named pg[DBT_PG_CLASSES + 8];
+    const struct named_list pg_lists[] = {
+        names_of("pg_class", dbt_pg_class_names, DBT_PG_CLASSES, pg),
+        names_of("pg_space", dbt_pg_space_names, 4, pg + DBT_PG_CLASSES),
+        names_of("pg_fork", dbt_pg_fork_names, 4, pg + DBT_PG_CLASSES + 4),
+        device_kinds,
+    };
+    named_lists(&b, "enums", enums, sizeof enums / sizeof enums[0], pg_lists, 4);
+    named_lists(&b, "flags", flag_sets, sizeof flag_sets / sizeof flag_sets[0], NULL, 0);
+    named_lists(&b, "reserved", reserved_sets, sizeof reserved_sets / sizeof reserved_sets[0], NULL, 0);
     dbt_jb_printf(&b, ",\"constants\":");
     named_object(&b, constants, sizeof constants / sizeof constants[0]);
     dbt_jb_printf(&b, "}");

@@ -331,7 +331,8 @@ EXPORT int dbt_replay_layout(struct dbt_state *s, const uint64_t *files, uint64_
     return 0;
 }
 
-EXPORT int dbt_dsync_scope(const char *path) { return dbt_path_in_dsync_scope(path); }
+/* PostgreSQL's file-name grammar (pgpath.c), for Python's attribution and the replay's dsync rule. */
+EXPORT void dbt_pg_path(const char *path, struct dbt_pg_path *out) { dbt_pg_path_classify(path, out); }
 
 
 /* cancel: an int the caller's other thread sets to stop the replay (it returns -2 then). */

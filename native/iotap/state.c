@@ -6,7 +6,6 @@
 #include "mix.h"
 #include "shmlock.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -137,6 +136,9 @@ struct dbt_state *dbt_state_attach(const char *path, char *err, size_t errlen) {
         if (t[i].device >= s->ndev || t[i].path_off >= DBT_ARENA_BYTES)
             REFUSE("state %s is damaged: file %u has device %u of %u and path offset %u of %u", path, i,
                    t[i].device, s->ndev, t[i].path_off, DBT_ARENA_BYTES);
+        if (t[i].dsync_scope > 1 || t[i].pg_class >= DBT_PG_CLASSES)
+            REFUSE("state %s is damaged: file %u has dsync scope %u and class %u of %d", path, i, t[i].dsync_scope,
+                   t[i].pg_class, DBT_PG_CLASSES);
     }
 #undef REFUSE
     return s;
@@ -269,7 +271,10 @@ int64_t dbt_state_file_index(struct dbt_state *s, int dev, uint64_t st_dev, uint
         e->st_dev = st_dev;
         e->st_ino = st_ino;
         e->device = (uint32_t)dev;
-        e->dsync_scope = (uint32_t)dbt_path_in_dsync_scope(path);
+        struct dbt_pg_path pg;
+        dbt_pg_path_classify(path, &pg);
+        e->dsync_scope = pg.dsync;
+        e->pg_class = pg.cls;
         /* The arena is shared by every device (each under its own lock): a slot is claimed with a
          * compare-and-swap, and arena_used never passes the arena's end (a full arena: no path). */
         size_t n = strlen(path) + 1;
@@ -317,29 +322,6 @@ uint64_t dbt_lat_bucket_floor(int b) {
     if (b < 16) return (uint64_t)b;
     int e = (b - 16) / 8 + 4, sub = (b - 16) % 8;
     return (uint64_t)(8 + sub) << (e - 3);
-}
-
-int dbt_path_in_dsync_scope(const char *path) {
-    /* a sort's or hash's temp files, named like segments inside a shared file set's folder
-     * (pgsql_tmp/pgsql_tmp1234.0.fileset/1.0), are temp files all the same */
-    if (strstr(path, "/pgsql_tmp")) return 0;
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    const char *p = base;
-    while (isxdigit((unsigned char)*p)) p++;
-    if (p == base) return 0;
-    if (*p == '_') {
-        p++;
-        if (!strncmp(p, "fsm", 3) || !strncmp(p, "init", 4)) p += (*p == 'f') ? 3 : 4;
-        else if (!strncmp(p, "vm", 2)) p += 2;
-        else return 0;
-    }
-    if (*p == '.') {
-        const char *q = ++p;
-        while (isdigit((unsigned char)*p)) p++;
-        if (p == q) return 0;
-    }
-    return *p == '\0';
 }
 
 void dbt_state_put_file(struct dbt_state *s, int64_t file, int dev, int dsync_scope) {

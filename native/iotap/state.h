@@ -13,9 +13,10 @@
 
 #include "devmodel.h"
 #include "pagecache.h"
+#include "pgpath.h"
 
 #define DBT_STATE_MAGIC 0x7061746f69746264ULL /* "dbtiotap" */
-#define DBT_STATE_VERSION 11
+#define DBT_STATE_VERSION 12
 #define DBT_MAX_DEVICES 16
 #define DBT_NAME_MAX 64
 #define DBT_DIR_MAX 1024
@@ -79,8 +80,9 @@ struct dbt_file_entry {
     uint64_t st_dev, st_ino;
     uint32_t device;
     uint32_t path_off;
-    uint32_t dsync_scope; /* a database file (dbt_path_in_dsync_scope): written through on dsync devices */
-    uint32_t pad_;
+    uint32_t dsync_scope; /* a database file (pgpath.h): written through on dsync devices */
+    uint8_t pg_class;     /* enum dbt_pg_class, from its path when first touched (0 when a replay laid it out) */
+    uint8_t pad_[3];
 };
 
 struct dbt_chunk_entry {
@@ -214,11 +216,6 @@ uint64_t dbt_lat_bucket_floor(int b);
  * and one chunk at a given address (the device's allocation cursor moves past it). put_chunk
  * returns -1 if the device's slice of the chunk table is full. */
 void dbt_state_put_file(struct dbt_state *s, int64_t file, int dev, int dsync_scope);
-
-/* A database file, what a dsync device holds: a relation's fork or segment (16384, 16384_fsm,
- * 16384.1), a WAL segment or an SLRU page file (hex names). Not temp files, the relation cache's
- * init file, or anything else a server writes: ASE's dsync is a property of database devices. */
-int dbt_path_in_dsync_scope(const char *path);
 
 /* The file is written through when the state's dsync_data is set. */
 static inline int dbt_state_file_dsync(struct dbt_state *s, int64_t file) {

@@ -359,7 +359,7 @@ char *dbt_state_json(const char *state_path, char *err, size_t errlen) {
         }
         dbt_jb_printf(&b, "}");
     }
-    /* files: [index, device, path, st_dev, st_ino], so that a file can be matched by its inode */
+    /* files: [index, device, path, st_dev, st_ino, class], so that a file can be matched by its inode */
     dbt_jb_printf(&b, "},\"file_cap_per_device\":%u,\"files\":[", dbt_state_files_per_dev(s));
     struct dbt_file_entry *t = dbt_files(s);
     int firstf = 1;
@@ -369,7 +369,9 @@ char *dbt_state_json(const char *state_path, char *err, size_t errlen) {
         const char *p = file_path(s, t[i].path_off, &len);
         dbt_jb_printf(&b, "%s[%u,%u,", firstf ? "" : ",", i, t[i].device);
         dbt_jb_strn(&b, p, len);
-        dbt_jb_printf(&b, ",%llu,%llu]", (unsigned long long)t[i].st_dev, (unsigned long long)t[i].st_ino);
+        uint8_t cls = t[i].pg_class < DBT_PG_CLASSES ? t[i].pg_class : DBT_PG_OTHER; /* checked by attach; read again */
+        dbt_jb_printf(&b, ",%llu,%llu,\"%s\"]", (unsigned long long)t[i].st_dev, (unsigned long long)t[i].st_ino,
+                      dbt_pg_class_names[cls]);
         firstf = 0;
     }
     dbt_jb_printf(&b, "]}");

@@ -35,10 +35,12 @@ READS = {
     "device_spec": {"name": "S64", "dir": "S1024", "kind": "i4", "nparams": "u4", "params": "f384"},
     "pc_config": {"bytes": "u8", "readahead_kb": "u4", "dirty_background_pct": "u4", "dirty_pct": "u4",
                   "dsync_data": "u4"},
+    "pg_path": {"cls": "u1", "space": "u1", "dsync": "u1", "space_len": "u4", "database": "i8",
+                "relfilenode": "i8", "segment": "i8"},
 }
 #: the dtype each Python module uses for each struct
 DTYPES = {"trace_rec": trace.RECORD, "replay_event": native.REPLAY_EVENT, "replay_request": native.REPLAY_REQUEST,
-          "device_spec": native.DEVICE_SPEC, "pc_config": native.PC_CONFIG}
+          "device_spec": native.DEVICE_SPEC, "pc_config": native.PC_CONFIG, "pg_path": native.PG_PATH}
 
 
 def _fields(struct: str) -> dict[str, dict]:
@@ -120,6 +122,7 @@ C_STRUCTS = {
         n: f"ev.{n}" for n in ("arrival", "start", "complete", "off", "len", "file", "op", "dev", "flags")}),
     "device_spec": ("struct dbt_device_spec", "statefile.h", {}),
     "pc_config": ("struct dbt_pc_config", "statefile.h", {}),
+    "pg_path": ("struct dbt_pg_path", "pgpath.h", {}),
 }
 
 

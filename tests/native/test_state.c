@@ -350,6 +350,8 @@ static void test_files(void) {
     DAMAGE("file device huge", "file", poke_u32(&e->device, 0xffffffffu));
     DAMAGE("file path_off = arena", "path offset", poke_u32(&e->path_off, DBT_ARENA_BYTES));
     DAMAGE("file path_off huge", "path offset", poke_u32(&e->path_off, 0xfffffff0u));
+    DAMAGE("file dsync scope 2", "dsync scope", poke_u32(&e->dsync_scope, 2));
+    DAMAGE("file class beyond", "class", poke(&e->pg_class, &(uint8_t){DBT_PG_CLASSES}, 1));
     struct dbt_file_entry *free_slot = &dbt_files(S)[DBT_FILE_CAP - 1];
     DAMAGE("forged entry", "file", poke_u64(&free_slot->key, 12345), poke_u32(&free_slot->device, 99));
 }
@@ -413,7 +415,7 @@ static void test_arena(void) {
     munmap(s, s->size);
     char *json = dbt_state_json(plain_state, err, sizeof err);
     CHECK(json != NULL, "dump: %s", err);
-    CHECK(json && strstr(json, "\"zzzzzzzzzzzzzzzz\",8,1]"), "the unterminated path was not cut at the arena's end");
+    CHECK(json && strstr(json, "\"zzzzzzzzzzzzzzzz\",8,1,\"other\"]"), "the unterminated path was not cut at the arena's end");
     CHECK(json && strstr(json, "\"untracked_calls\":0") && strstr(json, "\"trace_failures\":0"),
           "the dump lacks the untracked and trace failure counters");
     free(json);
@@ -556,7 +558,8 @@ int main(int argc, char **argv) {
     expect_valid("after the size cases");
     char err[512];
     char *json = dbt_state_json(state_path, err, sizeof err);
-    CHECK(json && strstr(json, "/data/h/base/1"), "the valid state's dump lacks its file: %s", json ? "" : err);
+    CHECK(json && strstr(json, "\"/data/h/base/1\",1,100,\"other\"]"), "the valid state's dump lacks its file: %s",
+          json ? "" : err);
     free(json);
     munmap(S, S_size);
     test_spec_refusals();

@@ -21,7 +21,7 @@ from dbtier.errors import UserError
 
 IOTAP_LIB = "libdbtier_iotap.so"
 SIM_LIB = "libdbtier_sim.so"
-ABI_VERSION = 2011002  # devmodel ops 2, state file 11, trace format 2: dbt_abi_version's handshake
+ABI_VERSION = 2012002  # devmodel ops 2, state file 12, trace format 2: dbt_abi_version's handshake
 LAYOUT_VERSION = 1  # the version of the layout document (dbt_layout_json) this module reads
 SPEC_VERSION = 1  # the version of the device specs (struct dbt_device_spec, dbt_pc_config) this module writes
 
@@ -85,8 +85,7 @@ def lib() -> ctypes.CDLL:
     sim.dbt_replay_attach.restype = vp
     sim.dbt_replay_attach.argtypes = [cp, cp, ctypes.c_size_t]
     sim.dbt_replay_detach.argtypes = [vp]
-    sim.dbt_dsync_scope.restype = c_int
-    sim.dbt_dsync_scope.argtypes = [cp]
+    sim.dbt_pg_path.argtypes = [cp, vp]
     sim.dbt_replay_layout.restype = c_int
     sim.dbt_replay_layout.argtypes = [vp, vp, u64, vp, u64, cp, ctypes.c_size_t]
     sim.dbt_replay_run.restype = c_int
@@ -336,10 +335,31 @@ def _wait_uninterrupted(finished: threading.Event) -> None:
             continue
 
 
+def _pg_path(path: str) -> tuple[np.void, bytes]:
+    raw = os.fsencode(path)
+    out = np.zeros(1, dtype=PG_PATH)
+    lib().dbt_pg_path(raw, out.ctypes.data)
+    return out[0], raw
+
+
+def pg_path(path: str) -> dict:
+    """What a PostgreSQL file is, from its path, by the grammar the interposer uses (pgpath.c):
+    {"class": relation, fsm, vm, wal, temp or other; "tablespace": pg_global, pg_default or a
+    tablespace's location; "database", "relfilenode", "segment": ints, or None}."""
+    p, raw = _pg_path(path)
+    space = _PG_SPACES[int(p["space"])]
+    if space == "location":
+        space = os.fsdecode(raw[:int(p["space_len"])])
+    return {"class": _PG_CLASSES[int(p["cls"])], "tablespace": None if space == "none" else space,
+            "database": None if p["database"] < 0 else int(p["database"]),
+            "relfilenode": None if p["relfilenode"] < 0 else int(p["relfilenode"]),
+            "segment": None if p["segment"] < 0 else int(p["segment"])}
+
+
 def dsync_scope(path: str) -> bool:
     """A database file (relation fork or segment, WAL, SLRU), which a dsync device writes through;
-    the rule is the interposer's own (state.c)."""
-    return bool(lib().dbt_dsync_scope(path.encode()))
+    the rule is the interposer's own (pgpath.c)."""
+    return bool(_pg_path(path)[0]["dsync"])
 
 
 def sim_pattern(model: "Model", op: int, random: bool, block: int, span: int, jobs: int, seed: int,
@@ -447,3 +467,7 @@ REPLAY_REQUEST = _LAYOUT.dtype("replay_request")
 DEVICE_SPEC = _LAYOUT.dtype("device_spec")
 PC_CONFIG = _LAYOUT.dtype("pc_config")
 DEVICE_KINDS = _LAYOUT.enum("device_kind")
+#: struct dbt_pg_path (native/iotap/pgpath.h) and the names of its values
+PG_PATH = _LAYOUT.dtype("pg_path")
+_PG_CLASSES = {code: name for name, code in _LAYOUT.enum("pg_class").items()}
+_PG_SPACES = {code: name for name, code in _LAYOUT.enum("pg_space").items()}

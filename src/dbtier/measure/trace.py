@@ -16,7 +16,6 @@ import pyarrow.parquet as pq
 
 from dbtier.devices import native
 from dbtier.errors import UserError
-from dbtier.pg.paths import classify
 
 _LAYOUT = native.layout()
 #: struct dbt_trace_rec (native/iotap/trace.h), as the library describes it
@@ -174,7 +173,7 @@ def to_table(trace_dir: Path) -> pa.Table:
     t0 = int(recs["submit_ns"][0]) if len(recs) else 0
     file_idx = recs["file"]
     uniq, which = np.unique(file_idx, return_inverse=True)
-    info = [classify(files.get(int(i), "")) for i in uniq]
+    info = [native.pg_path(files.get(int(i), "")) for i in uniq]
 
     def per_file(values, type_=pa.string()):  # one value per distinct file, spread over the records
         return pa.array(values, type=type_).take(pa.array(which)).dictionary_encode()
