@@ -507,7 +507,7 @@ static void account(int fd, uint64_t e, int op, uint64_t off, uint64_t len, uint
     uint64_t end = host_end;
     if (o.wait)
         end = wait_and_record(d, o.complete, host_end);
-    else if (moves && d->kind == DBT_KIND_REAL) /* the host call was the I/O: on time by definition */
+    else if (moves && (d->caps & DBT_CAP_HOST_TIME)) /* the host call was the I/O: on time by definition */
         atomic_fetch_add_explicit(&d->c.late[0], 1, memory_order_relaxed);
     else if (!moves)
         end = now_ns();

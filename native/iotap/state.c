@@ -61,11 +61,16 @@ static int check_device(const struct dbt_device_slot *d, char *why, size_t whyle
         snprintf(why, whylen, "its directory is not absolute");
         return -1;
     }
-    if (!dbt_ops_by_kind(d->kind)) {
+    const struct dbt_device_ops *ops = dbt_ops_by_kind(d->kind);
+    if (!ops) {
         snprintf(why, whylen, "its kind %d is unknown", d->kind);
         return -1;
     }
     if (dbt_params_check(&d->params, d->kind, why, whylen) != 0) return -1;
+    if (d->caps != ops->caps) {
+        snprintf(why, whylen, "its capabilities 0x%x are not its kind's (0x%x)", d->caps, ops->caps);
+        return -1;
+    }
     if (d->pend_head >= DBT_PENDING_WRITES || d->pend_count > DBT_PENDING_WRITES) {
         snprintf(why, whylen, "its writeback queue (head %u, %u entries) exceeds its %u entries", d->pend_head,
                  d->pend_count, DBT_PENDING_WRITES);

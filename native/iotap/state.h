@@ -60,6 +60,7 @@ struct dbt_device_slot {
     char dir[DBT_DIR_MAX];
     uint32_t dirlen;
     int32_t kind;
+    uint32_t caps; /* its kind's DBT_CAP_* (checked against the kind by attach): what the core asks */
     struct dbt_params params;
     pthread_mutex_t lock;
     /* under lock */

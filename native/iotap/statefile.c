@@ -85,6 +85,7 @@ int dbt_spec_device(const struct dbt_device_spec *spec, struct dbt_device_slot *
     d->dirlen = (uint32_t)strlen(d->dir);
     while (d->dirlen > 1 && d->dir[d->dirlen - 1] == '/') d->dir[--d->dirlen] = '\0';
     d->kind = spec->kind;
+    d->caps = dbt_ops_by_kind(spec->kind)->caps;
     return 0;
 }
 

@@ -143,7 +143,7 @@ static void same_requests_live_and_offline(void) {
 static uint64_t ram_read_ns(double latency_us) {
     struct dbt_params p;
     dbt_params_defaults(&p, DBT_KIND_RAM);
-    p.latency_us = latency_us;
+    p.k.ram.latency_us = latency_us;
     struct dbt_model_state m;
     dbt_model_init(&m, DBT_KIND_RAM, &p);
     struct dbt_request rq = {0, 0, 8192, DBT_OP_READ};
@@ -341,7 +341,7 @@ static struct dbt_state *ncq_state(const char *name, int depth, int64_t *file) {
     return s;
 }
 
-static uint64_t media_from(const struct dbt_derived *d, uint64_t prev_end, uint64_t t, uint64_t addr) {
+static uint64_t media_from(const struct dbt_hdd_derived *d, uint64_t prev_end, uint64_t t, uint64_t addr) {
     return dbt_hdd_media(d, dbt_hdd_cyl_of(d, prev_end), t, addr, 8192, 0);
 }
 
@@ -352,7 +352,7 @@ static void ncq_reorders(void) {
         snprintf(name, sizeof name, "ncq%d", depth);
         int64_t file;
         struct dbt_state *s = ncq_state(name, depth, &file);
-        const struct dbt_derived *d = &s->dev[0].model.drive[0].d;
+        const struct dbt_hdd_derived *d = &s->dev[0].model.drive[0].u.hdd.d;
         uint64_t a0 = dbt_state_addr(s, 0, file, 0), a1 = dbt_state_addr(s, 0, file, FAR),
                  a2 = dbt_state_addr(s, 0, file, NEAR);
         CHECK(a0 == 0 && a1 == FAR && a2 == NEAR, "the file lies in order: %llu %llu %llu", (unsigned long long)a0,
@@ -409,7 +409,7 @@ static void ncq_reorders(void) {
 
         /* a flush while both wait: the drive finishes its queue first */
         s = ncq_state(name, depth, &file);
-        d = &s->dev[0].model.drive[0].d;
+        d = &s->dev[0].model.drive[0].u.hdd.d;
         r->n = 0;
         dbt_emulate(s, &c0, &hooks, &o0);
         dbt_emulate(s, &c1, &hooks, &o1);

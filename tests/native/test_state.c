@@ -89,7 +89,7 @@ static struct dbt_state *map_state(const char *path, size_t *size) {
 
 static struct dbt_pc *pc(void) { return dbt_state_pc(S); }
 static struct dbt_device_slot *dev(int i) { return &S->dev[i]; }
-static struct dbt_hdd_state *hdd(int member) { return &S->dev[0].model.drive[member].u.hdd; }
+static struct dbt_hdd_state *hdd(int member) { return &S->dev[0].model.drive[member].u.hdd.s; }
 static int64_t used_file; /* a registered file's index */
 
 /* Attaching must fail with a message containing `want`; then the damage is repaired. */
@@ -171,7 +171,7 @@ static void populate(void) {
         dbt_model_submit(&s->dev[0].model, &rq, &res);
         dbt_model_submit(&s->dev[1].model, &rq, &res);
     }
-    CHECK(s->dev[0].model.drive[0].u.hdd.wb_count > 0, "the HDD write-back ring stayed empty");
+    CHECK(s->dev[0].model.drive[0].u.hdd.s.wb_count > 0, "the HDD write-back ring stayed empty");
     munmap(s, s->size);
 }
 
@@ -261,12 +261,14 @@ static void test_devices(void) {
     DAMAGE("dir relative", "not absolute", poke_fill(dev(1)->dir, 'x', 1));
     DAMAGE("bad kind 7", "kind 7 is unknown", poke_int(&dev(2)->kind, 7));
     DAMAGE("bad kind -1", "kind -1 is unknown", poke_int(&dev(2)->kind, -1));
-    DAMAGE("hdd param out of range", "rpm", poke_double(&dev(0)->params.rpm, 1e9));
-    DAMAGE("hdd param NaN", "seek_full_ms", poke_double(&dev(0)->params.seek_full_ms, NAN));
-    DAMAGE("ssd channels param 0", "channels", poke_double(&dev(1)->params.channels, 0));
+    DAMAGE("hdd param out of range", "rpm", poke_double(&dev(0)->params.k.hdd.rpm, 1e9));
+    DAMAGE("hdd param NaN", "seek_full_ms", poke_double(&dev(0)->params.k.hdd.seek_full_ms, NAN));
+    DAMAGE("ssd channels param 0", "channels", poke_double(&dev(1)->params.k.flash.channels, 0));
     DAMAGE("members param 99", "members", poke_double(&dev(2)->params.members, 99));
     DAMAGE("kind changed to ssd", "parameter", poke_int(&dev(0)->kind, DBT_KIND_SSD));
     DAMAGE("model kind", "model is of kind", poke_int(&dev(0)->model.kind, DBT_KIND_RAM));
+    DAMAGE("capabilities forged", "capabilities", poke_u32(&dev(3)->caps, DBT_CAP_REORDERS));
+    DAMAGE("capabilities taken away", "capabilities", poke_u32(&dev(0)->caps, 0));
     DAMAGE("members 0", "members", poke_int(&dev(0)->model.members, 0));
     DAMAGE("members 99", "members", poke_int(&dev(0)->model.members, 99));
     DAMAGE("members -3", "members", poke_int(&dev(0)->model.members, -3));
@@ -274,13 +276,13 @@ static void test_devices(void) {
     DAMAGE("member drive kind", "member 1 is of kind", poke_int(&dev(0)->model.drive[1].kind, DBT_KIND_SSD));
     DAMAGE("hdd active 40", "active segment", poke_int(&hdd(0)->active, 40));
     DAMAGE("hdd active -2", "active segment", poke_int(&hdd(1)->active, -2));
-    DAMAGE("hdd active = nseg", "active segment", poke_int(&hdd(0)->active, dev(0)->model.drive[0].d.nseg));
-    DAMAGE("hdd nseg 0", "buffer segments", poke_int(&dev(0)->model.drive[0].d.nseg, 0));
-    DAMAGE("hdd nseg 33", "buffer segments", poke_int(&dev(0)->model.drive[1].d.nseg, DBT_HDD_MAX_SEGMENTS + 1));
+    DAMAGE("hdd active = nseg", "active segment", poke_int(&hdd(0)->active, dev(0)->model.drive[0].u.hdd.d.nseg));
+    DAMAGE("hdd nseg 0", "buffer segments", poke_int(&dev(0)->model.drive[0].u.hdd.d.nseg, 0));
+    DAMAGE("hdd nseg 33", "buffer segments", poke_int(&dev(0)->model.drive[1].u.hdd.d.nseg, DBT_HDD_MAX_SEGMENTS + 1));
     DAMAGE("wb_count 519", "write-back buffer", poke_u32(&hdd(0)->wb_count, DBT_HDD_WB_EXTENTS + 7));
     DAMAGE("wb_count 513", "write-back buffer", poke_u32(&hdd(0)->wb_count, DBT_HDD_WB_EXTENTS + 1));
-    DAMAGE("ssd nchan 0", "channels", poke_int(&dev(1)->model.drive[0].d.nchan, 0));
-    DAMAGE("ssd nchan 65", "channels", poke_int(&dev(1)->model.drive[0].d.nchan, DBT_MAX_CHANNELS + 1));
+    DAMAGE("ssd nchan 0", "channels", poke_int(&dev(1)->model.drive[0].u.flash.d.nchan, 0));
+    DAMAGE("ssd nchan 65", "channels", poke_int(&dev(1)->model.drive[0].u.flash.d.nchan, DBT_MAX_CHANNELS + 1));
 }
 
 static void test_bypass_records(void) {
@@ -521,7 +523,7 @@ static void test_spec_refusals(void) {
     CHECK(dbt_state_create(out, DBT_SPEC_VERSION, &ok, 1, &edges, err, sizeof err) == 0,
           "a valid spec (a negative seek term) was refused: %s", err);
     struct dbt_state *s = dbt_state_attach(out, err, sizeof err);
-    CHECK(s && !strcmp(s->dev[0].dir, "/d/h") && s->dev[0].params.seek_a_ms == -1.5 && s->dsync_data == 1,
+    CHECK(s && !strcmp(s->dev[0].dir, "/d/h") && s->dev[0].params.k.hdd.seek_a_ms == -1.5 && s->dsync_data == 1,
           "the state holds what the spec said: %s", s ? s->dev[0].dir : err);
     if (s) munmap(s, s->size);
     unlink(out);
