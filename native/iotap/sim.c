@@ -21,7 +21,8 @@
 #define EXPORT __attribute__((visibility("default")))
 
 /* The library and the Python package must agree on the device ops, the state file and the trace's
- * record layout: a handshake, checked when Python loads the library. */
+ * record layout: a handshake, checked when Python loads the library. (The layouts themselves Python
+ * reads from dbt_layout_json, border.c.) */
 EXPORT int dbt_abi_version(void) { return DBT_OPS_VERSION * 1000000 + DBT_STATE_VERSION * 1000 + DBT_TRACE_FORMAT; }
 
 

@@ -16,6 +16,9 @@
 #include "pgpath.h"
 
 #define DBT_STATE_MAGIC 0x7061746f69746264ULL /* "dbtiotap" */
+/* Moves whenever anything in the file changes layout or meaning (this header, the page cache's
+ * region, a kind's params, derived constants or drive state): attach refuses a state of another
+ * version, and Python's handshake (dbt_abi_version) carries it. */
 #define DBT_STATE_VERSION 12
 #define DBT_MAX_DEVICES 16
 #define DBT_NAME_MAX 64

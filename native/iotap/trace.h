@@ -12,7 +12,9 @@
 
 /* The record layout's version: a reader refuses a trace of another one. Format 2: every program
  * call is recorded (kind CALL) beside the device requests it caused (kind REQUEST, written before
- * the call's own record by the same thread). */
+ * the call's own record by the same thread). Python takes the record's fields, op codes, kinds and
+ * flags from the library's description (dbt_layout_json, border.c), never a copy: a change to any of
+ * them here moves this number, since traces already recorded keep the old meaning. */
 #define DBT_TRACE_FORMAT 2
 
 #define DBT_TRACE_SEG_RECS 65536u

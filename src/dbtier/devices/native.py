@@ -1,6 +1,10 @@
 """The native libraries: where they are, and the simulator library's C API through ctypes.
 
-The device physics is C (native/iotap/devmodel.c); this module only calls it."""
+The device physics is C (native/iotap/devmodel.c and its dev_*.c kinds); this module only calls it.
+Every layout Python shares with C (the trace record, the replay's event and request, the device
+specs a state is built from, a PostgreSQL path's parts, op codes, kinds, flag bits, constants) is
+the library's own description of itself (dbt_layout_json): this module builds its numpy dtypes and
+constants from it when it loads, and declares none by hand."""
 
 from __future__ import annotations
 
