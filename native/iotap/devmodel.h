@@ -2,14 +2,27 @@
  *
  * Used live by the interposer (state in shared memory, under the device lock) and offline by the
  * simulator (state on the heap). Nothing here reads a clock or does I/O: time is an input, so a
- * given request stream always yields the same completions. */
+ * given request stream always yields the same completions.
+ *
+ * Each kind is its own file, fio-engine style: dev_hdd.c, dev_flash.c, dev_ram.c, dev_cloud.c,
+ * dev_real.c, each with its header (its option struct, derived constants, drive state) and an ops
+ * table (devkind.h). devmodel.c keeps what every kind shares: the table of kinds, the option
+ * helpers, arrays (RAID 0) and the submit path; devqueue.c the command queue. A new kind: its two
+ * files, a member in struct dbt_params' and struct dbt_drive's unions, its entry in devmodel.c's
+ * table of kinds and in enum dbt_kind, and DBT_STATE_VERSION moved (the state holds every drive). */
 #ifndef DBT_DEVMODEL_H
 #define DBT_DEVMODEL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define DBT_OPS_VERSION 2
+#include "dev_cloud.h"
+#include "dev_flash.h"
+#include "dev_hdd.h"
+#include "dev_ram.h"
+
+/* The version of struct dbt_device_ops and what its hooks mean. */
+#define DBT_OPS_VERSION 3
 
 enum dbt_kind { DBT_KIND_REAL = 0, DBT_KIND_HDD = 1, DBT_KIND_SSD = 2, DBT_KIND_RAM = 3, DBT_KIND_CLOUD = 4, DBT_KIND_COUNT };
 
@@ -19,26 +32,21 @@ enum dbt_op { DBT_OP_NONE = 0, DBT_OP_READ = 1, DBT_OP_WRITE = 2, DBT_OP_FLUSH =
 #define DBT_RES_CACHE_HIT 0x1u   /* served from the drive's own cache, no media access */
 #define DBT_RES_STREAM 0x2u      /* continued the previous transfer, no positioning */
 
-/* Parameters, in the units their names say. One struct for every kind: each kind reads its own
- * fields; the option table below says which. */
+/* The most options one kind has (each kind's table is checked against it): a device spec carries
+ * that many values. */
+#define DBT_MAX_PARAMS 48
+
+/* Parameters, in the units their names say: those every kind has, and each kind's own (its option
+ * struct, as fio's engines have theirs), one of which a device uses. */
 struct dbt_params {
     double capacity_gb;
-    /* hdd */
-    double rpm, seek_track_ms, seek_avg_read_ms, seek_avg_write_ms, seek_full_ms;
-    double outer_mb_s, inner_mb_s, controller_overhead_ms, cache_hit_overhead_us, interface_mb_s;
-    double cache_mib, cache_segments, write_cache, write_cache_mib, cylinders, write_cache_protected;
-    double seek_knee_cyl, seek_a_ms, seek_b_ms, seek_c_ms, seek_e_ms, write_overhead_us, readahead_kib, readahead_includes_request, read_watermark, head_switch_ms;
-    double readahead_track, readahead_on_hit;
-    double span_scale, queue_depth;
-    /* ssd (interface_mb_s shared) */
-    double channels, read_latency_us, write_latency_us, channel_read_mb_s, channel_write_mb_s;
-    double page_kib, flush_ms;
-    /* ram */
-    double latency_us;
-    /* cloud (read_latency_us, write_latency_us, interface_mb_s and flush_ms shared) */
-    double iops, burst_iops, burst_credits, mb_s, burst_mb_s, burst_mb, io_unit_kib;
-    /* every kind: an array of identical members, striped */
-    double members, stripe_kib;
+    double members, stripe_kib; /* an array of identical members, striped */
+    union {
+        struct dbt_hdd_params hdd;
+        struct dbt_flash_params flash;
+        struct dbt_ram_params ram;
+        struct dbt_cloud_params cloud;
+    } k;
 };
 
 /* One row of the option table: the single declaration of a device parameter. */
@@ -50,89 +58,17 @@ struct dbt_param_def {
     const char *help;
 };
 
-#define DBT_MAX_CHANNELS 64
 #define DBT_MAX_MEMBERS 16
-#define DBT_HDD_MAX_SEGMENTS 32
-#define DBT_HDD_WB_EXTENTS 512
-/* readahead_track: how a drive's read-ahead relates to its tracks */
-#define DBT_RA_AMOUNT 0      /* readahead_kib on, whatever the tracks */
-#define DBT_RA_TRACK_END 1   /* that, but no further than the end of the track (no head switch) */
-#define DBT_RA_NEXT_TRACK 2  /* to the end of the track after the request, whatever readahead_kib says */
 #define DBT_MAX_QUEUE_DEPTH 64
 
-struct dbt_hdd_seg {
-    uint64_t start, end; /* bytes [start, end) held, as of fill_t for the active segment */
-    uint64_t last_use;
-};
-
-/* Derived constants, computed once from the parameters. */
-struct dbt_derived {
-    double bytes_per_ns_iface, hit_overhead_ns, ctrl_overhead_ns, rot_ns, wack_overhead_ns, wthrough_overhead_ns;
-    double seek_a_r, seek_b_r, seek_c_r, seek_e_r; /* read curve: a + b sqrt(d) to knee, c + e d after */
-    double seek_a_w, seek_b_w, seek_c_w, seek_e_w;
-    double knee, cyl, cap_bytes, r_in; /* r_in: inner radius as a fraction of outer */
-    double span, span_from; /* span_scale, beyond a segment's reach (cylinders) */
-    double outer_bytes_per_ns, seg_bytes, wc_bytes, ra_bytes;
-    int ra_from_start, ra_track, ra_on_hit; /* ra_track: readahead_track, one of DBT_RA_* */
-    double watermark, head_switch_ns;
-    int wc_protected;
-    int nseg, nchan, queue_depth;
-    double rd_lat_ns, wr_lat_ns, ch_rd_bpns, ch_wr_bpns, page_bytes, flush_ns, lat_ns;
-    /* cloud: the IOPS and byte limiters (per ns), their credit buckets, the I/O accounting unit */
-    double iops_base, iops_peak, iops_cap, bytes_base, bytes_peak, bytes_cap, io_unit_bytes;
-};
-
-/* A dirty extent in the drive's write-back buffer: bytes [start, end), acknowledged at ready. */
-struct dbt_hdd_extent {
-    uint64_t start, end, ready;
-};
-
-struct dbt_hdd_state {
-    uint64_t busy_until;     /* the host command in progress ends (one command at a time) */
-    uint64_t act_free;       /* the actuator's last media operation ends */
-    double head_cyl;         /* where that operation left the head */
-    uint64_t head_pos;       /* the byte after it */
-    struct dbt_hdd_seg seg[DBT_HDD_MAX_SEGMENTS];
-    int active;              /* segment the head is reading ahead into, or -1 */
-    uint64_t fill_t;         /* time at which seg[active].end was on the buffer */
-    uint64_t fill_limit;     /* read-ahead stops here */
-    double fill_bpns;
-    uint64_t use_clock;
-    /* write-back: dirty extents sorted by address, and the one being destaged */
-    uint32_t wb_count;
-    uint64_t wb_dirty;       /* bytes in wb[] */
-    uint64_t inflight_start, inflight_end, inflight_done;
-    uint64_t destage_ops;
-    struct dbt_hdd_extent wb[DBT_HDD_WB_EXTENTS];
-};
-
-struct dbt_flash_state {
-    uint64_t chan_busy[DBT_MAX_CHANNELS];
-    uint64_t iface_busy;
-};
-
-/* A token bucket with a peak rate: tokens refill at the base rate up to the bucket's capacity; a
- * request takes its tokens (waiting for them if short) and no two are admitted closer than the peak
- * rate allows. A capacity of 0 is a plain rate limit at the base rate. */
-struct dbt_bucket {
-    double tokens;
-    uint64_t t_last;    /* tokens counted up to here */
-    uint64_t next_peak; /* earliest admission the peak rate allows */
-};
-
-struct dbt_cloud_state {
-    struct dbt_bucket iops, bytes;
-    uint64_t iface_busy;
-};
-
-/* One drive's model. */
+/* One drive's model: its kind's derived constants and state. */
 struct dbt_drive {
     int kind;
-    struct dbt_derived d;
     union {
-        struct dbt_hdd_state hdd;
-        struct dbt_flash_state flash;
-        struct dbt_cloud_state cloud;
+        struct dbt_hdd_drive hdd;
+        struct dbt_flash_drive flash;
+        struct dbt_ram_drive ram;
+        struct dbt_cloud_drive cloud;
     } u;
 };
 
@@ -172,16 +108,32 @@ struct dbt_result {
     uint32_t flags;
 };
 
-/* A device kind, fio-engine style: a versioned table of hooks and its option table. */
+/* What a kind can do: the emulation core asks these, never which kind a device is. */
+#define DBT_CAP_HOST_TIME 0x1u /* no model: a request takes what the host's own call took (real) */
+#define DBT_CAP_ADDRESSED 0x2u /* its requests carry device byte addresses from the file layout (geometry) */
+#define DBT_CAP_REORDERS 0x4u  /* it may hold several commands and choose among them (queue hooks set) */
+
+/* A device kind, fio-engine style: a versioned table of hooks, its capabilities, its option table
+ * and the size of its own option struct. */
 struct dbt_device_ops {
     const char *name;
     int version;
     int kind;
+    unsigned caps;
     const struct dbt_param_def *params;
     int nparams;
+    size_t params_size; /* its member of struct dbt_params' union (0: none of its own) */
     const char *help;
     void (*init)(struct dbt_drive *st, const struct dbt_params *p);
     void (*submit)(struct dbt_drive *st, const struct dbt_request *rq, struct dbt_result *out);
+    /* The drive's state as init and submit leave it (counts within their arrays): for a state in a
+     * file that someone else could have written. NULL: nothing of its own to check. */
+    int (*check)(const struct dbt_drive *st, int member, char *err, size_t errlen);
+    /* DBT_CAP_REORDERS: commands the drive holds; when it is done with its command; how long rq
+     * would take begun at t, without changing the drive. */
+    int (*queue_depth)(const struct dbt_drive *st);
+    uint64_t (*free_at)(const struct dbt_drive *st);
+    uint64_t (*estimate)(const struct dbt_drive *st, const struct dbt_request *rq, uint64_t t);
 };
 
 const struct dbt_device_ops *dbt_ops_by_kind(int kind);
@@ -189,8 +141,11 @@ const struct dbt_device_ops *dbt_ops_by_name(const char *name);
 
 /* Fills the kind's fields with their declared defaults (shared names differ by kind). */
 void dbt_params_defaults(struct dbt_params *p, int kind);
-/* Sets one parameter by name from text; returns 0, or -1 with a message in err. */
-int dbt_params_set(struct dbt_params *p, int kind, const char *name, const char *value, char *err, size_t errlen);
+/* Sets option i of the kind's option table: a finite number within the option's range (and not
+ * negative, not even -0, where it cannot be). Returns 0, or -1 with a message in err. */
+int dbt_params_set_index(struct dbt_params *p, int kind, int i, double v, char *err, size_t errlen);
+/* The same by the option's name. */
+int dbt_params_set(struct dbt_params *p, int kind, const char *name, double v, char *err, size_t errlen);
 
 /* Every parameter of the kind is a number inside its option table's [min, max]. Returns 0, or -1
  * with a message in err. For parameters read from a file that someone else could have written. */
@@ -214,7 +169,8 @@ void dbt_model_submit(struct dbt_model_state *st, const struct dbt_request *rq, 
  * may be NULL. */
 typedef void (*dbt_started_fn)(void *ctx, const struct dbt_request *rq, const struct dbt_result *res);
 
-/* The drive reorders: an HDD with queue_depth > 1. Otherwise dbt_model_submit answers at once. */
+/* The drive reorders: a kind that can (DBT_CAP_REORDERS) with a queue depth above 1. Otherwise
+ * dbt_model_submit answers at once. */
 int dbt_model_queueing(const struct dbt_model_state *st);
 /* Queues rq; returns its ticket, or 0 when the queue is full (submit it at once instead). */
 uint64_t dbt_model_enqueue(struct dbt_model_state *st, const struct dbt_request *rq);
@@ -229,14 +185,5 @@ int dbt_model_take(struct dbt_model_state *st, uint64_t ticket, struct dbt_resul
  * started that one, choosing among those come so far. `started` hears of rq too. */
 void dbt_model_submit_now(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out,
                           dbt_started_fn started, void *ctx);
-
-/* Exposed for tests: HDD seek time in ns for a distance in cylinders. */
-double dbt_hdd_seek_ns(const struct dbt_derived *d, double dist_cyl, int is_write);
-double dbt_hdd_media_bpns(const struct dbt_derived *d, uint64_t addr);
-double dbt_hdd_cyl_of(const struct dbt_derived *d, uint64_t addr);
-/* One media access: from cylinder `from` at t, controller overhead, seek, rotation to addr, then
- * len bytes at the media rate. Returns when the last byte is off (or on) the media. */
-uint64_t dbt_hdd_media(const struct dbt_derived *d, double from, uint64_t t, uint64_t addr, uint32_t len,
-                       int is_write);
 
 #endif

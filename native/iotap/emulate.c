@@ -44,7 +44,7 @@ static void busy_locked(void *ctx, const struct dbt_request *rq, const struct db
 static void model_request_locked(struct dbt_device_slot *d, int op, uint64_t addr, uint64_t len, uint64_t arrival,
                                  uint64_t host_end, struct dbt_result *res) {
     struct dbt_request rq = {arrival, addr, (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len), (uint8_t)op};
-    if (d->kind == DBT_KIND_REAL) {
+    if (d->caps & DBT_CAP_HOST_TIME) {
         res->start_ns = arrival;
         res->complete_ns = host_end;
         res->flags = 0;
@@ -85,7 +85,7 @@ static inline __attribute__((always_inline)) uint64_t
 issue(struct core *k, int devno, int64_t file, int op, uint64_t off, uint64_t len, uint64_t arrival,
       uint64_t host_end, uint8_t flags, int locked) {
     struct dbt_device_slot *d = &k->s->dev[devno];
-    uint64_t addr = (d->kind == DBT_KIND_HDD && op != DBT_OP_FLUSH) ? dbt_state_addr(k->s, devno, file, off) : off;
+    uint64_t addr = ((d->caps & DBT_CAP_ADDRESSED) && op != DBT_OP_FLUSH) ? dbt_state_addr(k->s, devno, file, off) : off;
     struct dbt_result res;
     if (!locked) dbt_dev_lock(d);
     model_request_locked(d, op, addr, len, arrival, host_end, &res);
@@ -187,7 +187,7 @@ static uint64_t pc_device_io(void *ctx, int op, int64_t file, uint64_t off, uint
     struct core *k = ctx;
     int devno = dbt_state_file_device(k->s, file); /* the file came from a page key in shared memory */
     if (devno < 0) return arrival;
-    if (async && op == DBT_OP_WRITE && k->s->dev[devno].kind != DBT_KIND_REAL) {
+    if (async && op == DBT_OP_WRITE && !(k->s->dev[devno].caps & DBT_CAP_HOST_TIME)) {
         pending_queue(k, devno, file, off, len, arrival);
         return arrival;
     }
@@ -259,7 +259,7 @@ static int collect(struct core *k, const struct dbt_call *c, struct dbt_outcome 
  * asks at their times), so the drive sees what a real one would have. */
 static int queued(struct core *k, const struct dbt_call *c, struct dbt_outcome *out) {
     struct dbt_device_slot *d = &k->s->dev[c->dev];
-    if (d->kind != DBT_KIND_HDD || !dbt_model_queueing(&d->model) || c->file < 0 ||
+    if (!(d->caps & DBT_CAP_REORDERS) || !dbt_model_queueing(&d->model) || c->file < 0 ||
         (c->op != DBT_TOP_READ && c->op != DBT_TOP_WRITE) || (c->flags & DBT_TF_DSYNC))
         return 0;
     if (waiting(k, c->dev)) (void)pending_send(k, c->dev, c->t0);
@@ -287,7 +287,7 @@ static void direct(struct core *k, const struct dbt_call *c, struct dbt_outcome 
     if (c->op == DBT_TOP_WRITE && (c->flags & DBT_TF_DSYNC)) /* O_DSYNC: the write carries a flush */
         complete = device_request(k, c->dev, c->file, DBT_OP_FLUSH, 0, 0, complete, complete, c->flags);
     out->complete = complete;
-    out->wait = d->kind != DBT_KIND_REAL; /* a real device's wait was the host call itself */
+    out->wait = !(d->caps & DBT_CAP_HOST_TIME); /* a real device's wait was the host call itself */
 }
 
 void dbt_emulate_resume(struct dbt_state *s, const struct dbt_call *c, const struct dbt_emulate_hooks *hooks,
@@ -306,7 +306,7 @@ static void other(struct core *k, struct dbt_pc *pc, const struct dbt_call *c, s
     struct dbt_device_slot *d = &k->s->dev[c->dev];
     struct dbt_pc_stats st = {0, 0, 0, 0};
     uint64_t done = c->t0;
-    if (pc && c->file >= 0 && d->kind != DBT_KIND_REAL) {
+    if (pc && c->file >= 0 && !(d->caps & DBT_CAP_HOST_TIME)) {
         if (c->op == DBT_TOP_TRUNCATE) {
             dbt_pc_drop(pc, c->file, c->off, 0, 1);
         } else if (c->op == DBT_TOP_ADVISE && c->aux == POSIX_FADV_DONTNEED) {
@@ -334,7 +334,7 @@ void dbt_emulate(struct dbt_state *s, const struct dbt_call *c, const struct dbt
     *out = (struct dbt_outcome){c->t0, 0, 0, 0, 0};
     /* A file gets its device space where the program first touches it, paused or not, so that the
      * measured part finds the layout the preparation left. */
-    if (d->kind == DBT_KIND_HDD && transfer) (void)dbt_state_addr(s, c->dev, c->file, c->off);
+    if ((d->caps & DBT_CAP_ADDRESSED) && transfer) (void)dbt_state_addr(s, c->dev, c->file, c->off);
     if (atomic_load_explicit(&s->paused, memory_order_relaxed)) return;
     out->charged = 1;
     struct dbt_pc *pc = dbt_state_pc(s);
@@ -342,7 +342,7 @@ void dbt_emulate(struct dbt_state *s, const struct dbt_call *c, const struct dbt
         other(&k, pc, c, out);
         return;
     }
-    if (pc && c->file >= 0 && d->kind != DBT_KIND_REAL) {
+    if (pc && c->file >= 0 && !(d->caps & DBT_CAP_HOST_TIME)) {
         if (!(c->flags & DBT_TF_DIRECT)) {
             buffered(&k, pc, c, out);
             return;

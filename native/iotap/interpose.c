@@ -44,7 +44,7 @@
 
 /* ---- real symbols ------------------------------------------------------------------------- */
 
-#define CALL(ret, name, params) static ret(*real_##name) params;
+#define CALL(category, ret, name, params, ...) static ret(*real_##name) params;
 #include "calls.def"
 #undef CALL
 
@@ -507,7 +507,7 @@ static void account(int fd, uint64_t e, int op, uint64_t off, uint64_t len, uint
     uint64_t end = host_end;
     if (o.wait)
         end = wait_and_record(d, o.complete, host_end);
-    else if (moves && d->kind == DBT_KIND_REAL) /* the host call was the I/O: on time by definition */
+    else if (moves && (d->caps & DBT_CAP_HOST_TIME)) /* the host call was the I/O: on time by definition */
         atomic_fetch_add_explicit(&d->c.late[0], 1, memory_order_relaxed);
     else if (!moves)
         end = now_ns();
@@ -533,8 +533,8 @@ static int has_mode(int flags) { return (flags & O_CREAT) || (flags & __O_TMPFIL
     } while (0)
 
 /* open and openat take a mode only with O_CREAT or O_TMPFILE; read it only then. */
-#define WRAP_OPEN_VA(name, params, args)                                                           \
-    EXPORT int name params {                                                                       \
+#define WRAP_OPEN_VA(ret, name, params, args)                                                      \
+    EXPORT ret name params {                                                                       \
         ENSURE(name, -1);                                                                          \
         mode_t mode = 0;                                                                           \
         if (has_mode(flags)) {                                                                     \
@@ -543,39 +543,24 @@ static int has_mode(int flags) { return (flags & O_CREAT) || (flags & __O_TMPFIL
             mode = (mode_t)va_arg(ap, int);                                                        \
             va_end(ap);                                                                            \
         }                                                                                          \
-        int r = real_##name args;                                                                  \
+        ret r = real_##name args;                                                                  \
         int saved = errno;                                                                         \
         AFTER_OPEN(r);                                                                             \
         errno = saved;                                                                             \
         return r;                                                                                  \
     }
-WRAP_OPEN_VA(open, (const char *path, int flags, ...), (path, flags, mode))
-WRAP_OPEN_VA(open64, (const char *path, int flags, ...), (path, flags, mode))
-WRAP_OPEN_VA(openat, (int dirfd, const char *path, int flags, ...), (dirfd, path, flags, mode))
-WRAP_OPEN_VA(openat64, (int dirfd, const char *path, int flags, ...), (dirfd, path, flags, mode))
 
-#define WRAP_FD_RESULT(name, params, args, ...)                                                    \
-    EXPORT int name params {                                                                       \
+#define WRAP_FD_RESULT(ret, name, params, args, ...)                                               \
+    EXPORT ret name params {                                                                       \
         ENSURE(name, -1);                                                                          \
-        int r = real_##name args;                                                                  \
+        ret r = real_##name args;                                                                  \
         int saved = errno;                                                                         \
         __VA_ARGS__;                                                                               \
         errno = saved;                                                                             \
         return r;                                                                                  \
     }
-WRAP_FD_RESULT(__open_2, (const char *path, int flags), (path, flags), AFTER_OPEN(r))
-WRAP_FD_RESULT(__open64_2, (const char *path, int flags), (path, flags), AFTER_OPEN(r))
-WRAP_FD_RESULT(__openat_2, (int dirfd, const char *path, int flags), (dirfd, path, flags), AFTER_OPEN(r))
-WRAP_FD_RESULT(__openat64_2, (int dirfd, const char *path, int flags), (dirfd, path, flags), AFTER_OPEN(r))
-WRAP_FD_RESULT(creat, (const char *path, mode_t mode), (path, mode), AFTER_OPEN(r))
-WRAP_FD_RESULT(creat64, (const char *path, mode_t mode), (path, mode), AFTER_OPEN(r))
 
 /* ---- wrappers: fd lifetime ---------------------------------------------------------------- */
-
-WRAP_FD_RESULT(close, (int fd), (fd), if (r == 0 || errno != EBADF) fd_forget(fd))
-WRAP_FD_RESULT(dup, (int fd), (fd), AFTER_OPEN(r))
-WRAP_FD_RESULT(dup2, (int fd, int fd2), (fd, fd2), AFTER_OPEN(r))
-WRAP_FD_RESULT(dup3, (int fd, int fd2, int flags), (fd, fd2, flags), AFTER_OPEN(r))
 
 EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
     ENSURE(close_range, -1);
@@ -645,14 +630,14 @@ EXPORT int closedir(DIR *dir) {
 /* ---- wrappers: data transfer -------------------------------------------------------------- */
 
 /* Positional: the offset is an argument (-1 in the v2 calls means "at the file position"). */
-#define WRAP_XFER_AT(name, params, args, op, offexpr)                                              \
-    EXPORT ssize_t name params {                                                                   \
+#define WRAP_XFER_AT(ret, name, params, args, op, offexpr)                                         \
+    EXPORT ret name params {                                                                       \
         ENSURE(name, -1);                                                                          \
         uint64_t e;                                                                                \
         if (LIKELY(!tracked(fd, &e))) return real_##name args;                                     \
         tl_guard++;                                                                                \
         uint64_t t0 = now_ns();                                                                    \
-        ssize_t r = real_##name args;                                                              \
+        ret r = real_##name args;                                                                  \
         int saved = errno;                                                                         \
         if (r > 0) account(fd, e, op, (offexpr) == -1 ? current_pos_minus(fd, r) : (uint64_t)(offexpr), (uint64_t)r, t0, 0); \
         tl_guard--;                                                                                \
@@ -661,50 +646,22 @@ EXPORT int closedir(DIR *dir) {
     }
 
 /* Streaming: the offset is where the file position was; read it back after the call. */
-#define WRAP_XFER_POS(name, params, args, op) WRAP_XFER_AT(name, params, args, op, (off_t)-1)
-
-WRAP_XFER_POS(read, (int fd, void *buf, size_t n), (fd, buf, n), DBT_OP_READ)
-WRAP_XFER_POS(__read_chk, (int fd, void *buf, size_t n, size_t buflen), (fd, buf, n, buflen), DBT_OP_READ)
-WRAP_XFER_POS(readv, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), DBT_OP_READ)
-WRAP_XFER_AT(pread, (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off), DBT_OP_READ, off)
-WRAP_XFER_AT(pread64, (int fd, void *buf, size_t n, off64_t off), (fd, buf, n, off), DBT_OP_READ, off)
-WRAP_XFER_AT(__pread_chk, (int fd, void *buf, size_t n, off_t off, size_t buflen), (fd, buf, n, off, buflen),
-             DBT_OP_READ, off)
-WRAP_XFER_AT(__pread64_chk, (int fd, void *buf, size_t n, off64_t off, size_t buflen), (fd, buf, n, off, buflen),
-             DBT_OP_READ, off)
-WRAP_XFER_AT(preadv, (int fd, const struct iovec *iov, int cnt, off_t off), (fd, iov, cnt, off), DBT_OP_READ, off)
-WRAP_XFER_AT(preadv64, (int fd, const struct iovec *iov, int cnt, off64_t off), (fd, iov, cnt, off), DBT_OP_READ,
-             off)
-WRAP_XFER_AT(preadv2, (int fd, const struct iovec *iov, int cnt, off_t off, int flags), (fd, iov, cnt, off, flags),
-             DBT_OP_READ, off)
-WRAP_XFER_AT(preadv64v2, (int fd, const struct iovec *iov, int cnt, off64_t off, int flags),
-             (fd, iov, cnt, off, flags), DBT_OP_READ, off)
-WRAP_XFER_POS(write, (int fd, const void *buf, size_t n), (fd, buf, n), DBT_OP_WRITE)
-WRAP_XFER_POS(writev, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), DBT_OP_WRITE)
-WRAP_XFER_AT(pwrite, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off), DBT_OP_WRITE, off)
-WRAP_XFER_AT(pwrite64, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off), DBT_OP_WRITE, off)
-WRAP_XFER_AT(pwritev, (int fd, const struct iovec *iov, int cnt, off_t off), (fd, iov, cnt, off), DBT_OP_WRITE, off)
-WRAP_XFER_AT(pwritev64, (int fd, const struct iovec *iov, int cnt, off64_t off), (fd, iov, cnt, off), DBT_OP_WRITE,
-             off)
-WRAP_XFER_AT(pwritev2, (int fd, const struct iovec *iov, int cnt, off_t off, int flags), (fd, iov, cnt, off, flags),
-             DBT_OP_WRITE, off)
-WRAP_XFER_AT(pwritev64v2, (int fd, const struct iovec *iov, int cnt, off64_t off, int flags),
-             (fd, iov, cnt, off, flags), DBT_OP_WRITE, off)
+#define WRAP_XFER_POS(ret, name, params, args, op) WRAP_XFER_AT(ret, name, params, args, op, (off_t)-1)
 
 /* stdio: libc buffers the stream and moves data with its own internal read and write, which are
  * not interposable. What reached the file is what moved the fd's offset during the call: that span
  * is accounted, once per libc buffer fill or flush (4 KiB), not per fread or fwrite call. */
-#define WRAP_STDIO(name, bufp, op)                                                                 \
-    EXPORT size_t name(bufp buf, size_t size, size_t n, FILE *fp) {                               \
+#define WRAP_STDIO(ret, name, params, args, op)                                                    \
+    EXPORT ret name params {                                                                       \
         ENSURE(name, 0);                                                                           \
         uint64_t e;                                                                                \
         FILE *volatile check = fp; /* declared nonnull; keep libc's own answer to NULL */          \
         int fd = check ? fileno(fp) : -1;                                                          \
-        if (LIKELY(fd < 0 || !tracked(fd, &e))) return real_##name(buf, size, n, fp);              \
+        if (LIKELY(fd < 0 || !tracked(fd, &e))) return real_##name args;                           \
         tl_guard++;                                                                                \
         off_t k0 = lseek(fd, 0, SEEK_CUR);                                                         \
         uint64_t t0 = now_ns();                                                                    \
-        size_t r = real_##name(buf, size, n, fp);                                                  \
+        ret r = real_##name args;                                                                  \
         int saved = errno;                                                                         \
         off_t k1 = k0 >= 0 ? lseek(fd, 0, SEEK_CUR) : -1;                                          \
         if (k1 > k0) account(fd, e, op, (uint64_t)k0, (uint64_t)(k1 - k0), t0, 0);                \
@@ -712,8 +669,6 @@ WRAP_XFER_AT(pwritev64v2, (int fd, const struct iovec *iov, int cnt, off64_t off
         errno = saved;                                                                             \
         return r;                                                                                  \
     }
-WRAP_STDIO(fread, void *, DBT_OP_READ)
-WRAP_STDIO(fwrite, const void *, DBT_OP_WRITE)
 
 EXPORT ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t *off_out, size_t n,
                                unsigned int flags) {
@@ -736,28 +691,25 @@ EXPORT ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t *
 
 /* ---- wrappers: durability ----------------------------------------------------------------- */
 
-#define WRAP_FLUSH(name)                                                                           \
-    EXPORT int name(int fd) {                                                                      \
+#define WRAP_FLUSH(ret, name, params, args)                                                         \
+    EXPORT ret name params {                                                                       \
         ENSURE(name, -1);                                                                          \
         uint64_t e;                                                                                \
-        if (LIKELY(!tracked(fd, &e))) return real_##name(fd);                                      \
+        if (LIKELY(!tracked(fd, &e))) return real_##name args;                                     \
         tl_guard++;                                                                                \
         uint64_t t0 = now_ns();                                                                    \
-        int r = real_##name(fd);                                                                   \
+        ret r = real_##name args;                                                                  \
         int saved = errno;                                                                         \
         if (r == 0) account(fd, e, DBT_OP_FLUSH, 0, 0, t0, 0);                                         \
         tl_guard--;                                                                                \
         errno = saved;                                                                             \
         return r;                                                                                  \
     }
-WRAP_FLUSH(fsync)
-WRAP_FLUSH(fdatasync)
-WRAP_FLUSH(syncfs)
 
 /* ---- wrappers: counted, no transfer ------------------------------------------------------- */
 
 /* ok: the success test on r; posix_* return an error number instead of setting errno. */
-#define WRAP_OTHER(name, ret, params, args, top, offexpr, lenexpr, ok, aux)                        \
+#define WRAP_OTHER(ret, name, params, args, top, offexpr, lenexpr, ok, aux)                        \
     EXPORT ret name params {                                                                       \
         ENSURE(name, (ret)-1);                                                                     \
         uint64_t e;                                                                                \
@@ -773,29 +725,13 @@ WRAP_FLUSH(syncfs)
         errno = saved;                                                                             \
         return r;                                                                                  \
     }
-WRAP_OTHER(sync_file_range, int, (int fd, off64_t off, off64_t n, unsigned int flags), (fd, off, n, flags),
-           DBT_TOP_SYNC_RANGE, off, n, r == 0, flags)
-WRAP_OTHER(fallocate, int, (int fd, int mode, off_t off, off_t len), (fd, mode, off, len), DBT_TOP_ALLOCATE, off, len,
-           r == 0, 0)
-WRAP_OTHER(fallocate64, int, (int fd, int mode, off64_t off, off64_t len), (fd, mode, off, len), DBT_TOP_ALLOCATE,
-           off, len, r == 0, 0)
-WRAP_OTHER(posix_fallocate, int, (int fd, off_t off, off_t len), (fd, off, len), DBT_TOP_ALLOCATE, off, len, r == 0,
-           0)
-WRAP_OTHER(posix_fallocate64, int, (int fd, off64_t off, off64_t len), (fd, off, len), DBT_TOP_ALLOCATE, off, len,
-           r == 0, 0)
-WRAP_OTHER(posix_fadvise, int, (int fd, off_t off, off_t len, int advice), (fd, off, len, advice), DBT_TOP_ADVISE,
-           off, len, r == 0, advice)
-WRAP_OTHER(posix_fadvise64, int, (int fd, off64_t off, off64_t len, int advice), (fd, off, len, advice),
-           DBT_TOP_ADVISE, off, len, r == 0, advice)
-WRAP_OTHER(ftruncate, int, (int fd, off_t len), (fd, len), DBT_TOP_TRUNCATE, len, 0, r == 0, 0)
-WRAP_OTHER(ftruncate64, int, (int fd, off64_t len), (fd, len), DBT_TOP_TRUNCATE, len, 0, r == 0, 0)
 
 /* By path: the file is found from the path (relative to the cwd), before the call changes it. */
-#define WRAP_TRUNCATE_PATH(name, offt)                                                             \
-    EXPORT int name(const char *path, offt len) {                                                  \
+#define WRAP_TRUNCATE_PATH(ret, name, params, args)                                                \
+    EXPORT ret name params {                                                                       \
         ENSURE(name, -1);                                                                          \
         const char *volatile check = path;                                                         \
-        if (LIKELY(!g_state || tl_guard || !check)) return real_##name(path, len);                 \
+        if (LIKELY(!g_state || tl_guard || !check)) return real_##name args;                       \
         tl_guard++;                                                                                \
         char resolved[PATH_MAX];                                                                   \
         int dev = realpath(path, resolved) ? dbt_state_device_for_path(g_state, resolved) : -1;    \
@@ -805,7 +741,7 @@ WRAP_OTHER(ftruncate64, int, (int fd, off64_t len), (fd, len), DBT_TOP_TRUNCATE,
                                                   resolved, (uint64_t)st.st_size)                  \
                            : -1;                                                                   \
         uint64_t t0 = now_ns();                                                                    \
-        int r = real_##name(path, len);                                                            \
+        ret r = real_##name args;                                                                  \
         int saved = errno;                                                                         \
         if (r == 0 && dev >= 0) {                                                                  \
             uint64_t e = FD_RESOLVED | ((uint64_t)dev << 32) | (uint64_t)(file + 1);                \
@@ -815,8 +751,6 @@ WRAP_OTHER(ftruncate64, int, (int fd, off64_t len), (fd, len), DBT_TOP_TRUNCATE,
         errno = saved;                                                                             \
         return r;                                                                                  \
     }
-WRAP_TRUNCATE_PATH(truncate, off_t)
-WRAP_TRUNCATE_PATH(truncate64, off64_t)
 
 /* ---- wrappers: waking and sleeping (traced only) ------------------------------------------- */
 
@@ -852,19 +786,17 @@ static void trace_sync(int op, uint8_t flags, uint64_t target, uint32_t aux, uin
 
 /* kill (SetLatch's SIGURG) and sem_post (an LWLock released): a wake aimed at `target`. A process
  * signalling itself, or a process group, wakes nobody else. */
-#define WRAP_WAKE(name, params, args, skip, flags, target, aux)                                    \
-    EXPORT int name params {                                                                       \
+#define WRAP_WAKE(ret, name, params, args, skip, flags, target, aux)                               \
+    EXPORT ret name params {                                                                       \
         ENSURE(name, -1);                                                                          \
         if (LIKELY((skip) || !sync_traced())) return real_##name args;                             \
         uint64_t t0 = now_ns();                                                                    \
-        int r = real_##name args;                                                                  \
+        ret r = real_##name args;                                                                  \
         int saved = errno;                                                                         \
         if (r == 0) trace_sync(DBT_SYNC_WAKE, flags, (uint64_t)(target), (uint32_t)(aux), t0, now_ns(), 0); \
         errno = saved;                                                                             \
         return r;                                                                                  \
     }
-WRAP_WAKE(kill, (pid_t pid, int sig), (pid, sig), pid <= 0 || (uint32_t)pid == g_pid, DBT_SF_KILL, pid, sig)
-WRAP_WAKE(sem_post, (sem_t *sem), (sem), 0, DBT_SF_SEM, (uintptr_t)sem, 0)
 
 EXPORT int sem_wait(sem_t *sem) {
     ENSURE(sem_wait, -1);
@@ -878,38 +810,25 @@ EXPORT int sem_wait(sem_t *sem) {
 }
 
 /* epoll_wait and epoll_pwait: a sleep, with the events it returned (0: it timed out). */
-#define WRAP_EPOLL(name, params, args)                                                             \
-    EXPORT int name params {                                                                       \
+#define WRAP_EPOLL(ret, name, params, args)                                                        \
+    EXPORT ret name params {                                                                       \
         ENSURE(name, -1);                                                                          \
         if (LIKELY(!sleep_traceable())) return real_##name args;                                   \
         uint64_t t0 = now_ns();                                                                    \
-        int r = real_##name args;                                                                  \
+        ret r = real_##name args;                                                                  \
         int saved = errno;                                                                         \
         if (sync_traced()) trace_sync(DBT_SYNC_SLEEP, DBT_SF_EPOLL, 0, 0, t0, now_ns(), r);        \
         errno = saved;                                                                             \
         return r;                                                                                  \
     }
-WRAP_EPOLL(epoll_wait, (int epfd, struct epoll_event *events, int maxevents, int timeout),
-           (epfd, events, maxevents, timeout))
-WRAP_EPOLL(epoll_pwait, (int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *sigmask),
-           (epfd, events, maxevents, timeout, sigmask))
 
 /* ---- wrappers: messages (ENSURE charges a slower CPU's time before the message leaves) ------ */
 
-EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags) {
-    ENSURE(send, -1);
-    return real_send(fd, buf, n, flags);
-}
-
-EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr, socklen_t addrlen) {
-    ENSURE(sendto, -1);
-    return real_sendto(fd, buf, n, flags, addr, addrlen);
-}
-
-EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
-    ENSURE(sendmsg, -1);
-    return real_sendmsg(fd, msg, flags);
-}
+#define WRAP_CHARGE(ret, name, params, args)                                                       \
+    EXPORT ret name params {                                                                       \
+        ENSURE(name, -1);                                                                          \
+        return real_##name args;                                                                   \
+    }
 
 /* ---- wrappers: I/O the emulation cannot see ----------------------------------------------- */
 
@@ -950,14 +869,12 @@ __attribute__((noinline)) static void mapped(int fd) {
 }
 
 /* Hot (PostgreSQL maps its shared memory; malloc maps large blocks): anonymous maps cost a branch. */
-#define WRAP_MMAP(name, offt)                                                                      \
-    EXPORT void *name(void *addr, size_t len, int prot, int flags, int fd, offt off) {             \
-        void *r = CALL_MMAP(name, (addr, len, prot, flags, fd, off));                              \
+#define WRAP_MMAP(ret, name, params, args)                                                         \
+    EXPORT ret name params {                                                                       \
+        ret r = CALL_MMAP(name, args);                                                             \
         if (UNLIKELY(!(flags & MAP_ANONYMOUS) && g_state != NULL) && r != MAP_FAILED) mapped(fd);   \
         return r;                                                                                  \
     }
-WRAP_MMAP(mmap, off_t)
-WRAP_MMAP(mmap64, off64_t)
 
 /* iocbs the kernel accepted: one on a device file makes the call a bypass. */
 static void submitted(struct iocb **iocbs, long n) {
@@ -1008,25 +925,19 @@ EXPORT int io_submit(void *ctx, long nr, struct iocb **iocbs) {
 }
 
 /* POSIX AIO: glibc's helper threads do the reads and writes inside libc. */
-#define WRAP_AIO(name, params, args, cb)                                                           \
-    EXPORT int name params {                                                                       \
+#define WRAP_AIO(ret, name, params, args, cb)                                                      \
+    EXPORT ret name params {                                                                       \
         ENSURE(name, -1);                                                                          \
-        int r = real_##name args;                                                                  \
+        ret r = real_##name args;                                                                  \
         if (r == 0 && g_state && on_device((cb)->aio_fildes)) note_bypass(DBT_BYPASS_POSIX_AIO, NULL, (cb)->aio_fildes); \
         return r;                                                                                  \
     }
-WRAP_AIO(aio_read, (struct aiocb *cb), (cb), cb)
-WRAP_AIO(aio_read64, (struct aiocb64 *cb), (cb), cb)
-WRAP_AIO(aio_write, (struct aiocb *cb), (cb), cb)
-WRAP_AIO(aio_write64, (struct aiocb64 *cb), (cb), cb)
-WRAP_AIO(aio_fsync, (int op, struct aiocb *cb), (op, cb), cb)
-WRAP_AIO(aio_fsync64, (int op, struct aiocb64 *cb), (op, cb), cb)
 
 /* lio_listio: EIO says some of the list failed, not that none was queued. */
-#define WRAP_LIO(name, cbtype)                                                                     \
-    EXPORT int name(int mode, cbtype *const list[], int nent, struct sigevent *sig) {              \
+#define WRAP_LIO(ret, name, params, args)                                                          \
+    EXPORT ret name params {                                                                       \
         ENSURE(name, -1);                                                                          \
-        int r = real_##name(mode, list, nent, sig);                                                \
+        ret r = real_##name args;                                                                  \
         int saved = errno;                                                                         \
         for (int i = 0; g_state && (r == 0 || saved == EIO) && i < nent; i++) {                    \
             if (list[i] && list[i]->aio_lio_opcode != LIO_NOP && on_device(list[i]->aio_fildes)) { \
@@ -1037,14 +948,12 @@ WRAP_AIO(aio_fsync64, (int op, struct aiocb64 *cb), (op, cb), cb)
         errno = saved;                                                                             \
         return r;                                                                                  \
     }
-WRAP_LIO(lio_listio, struct aiocb)
-WRAP_LIO(lio_listio64, struct aiocb64)
 
 /* splice and sendfile move a file's data inside the kernel (copy_file_range is accounted instead). */
-#define WRAP_KERNEL_COPY(name, params, args, kind, fd_a, fd_b)                                     \
-    EXPORT ssize_t name params {                                                                   \
+#define WRAP_KERNEL_COPY(ret, name, params, args, kind, fd_a, fd_b)                                \
+    EXPORT ret name params {                                                                       \
         ENSURE(name, -1);                                                                          \
-        ssize_t r = real_##name args;                                                              \
+        ret r = real_##name args;                                                                  \
         if (r > 0 && g_state) {                                                                    \
             int saved = errno;                                                                     \
             int fd = on_device(fd_a) ? (fd_a) : on_device(fd_b) ? (fd_b) : -1;                     \
@@ -1053,12 +962,6 @@ WRAP_LIO(lio_listio64, struct aiocb64)
         }                                                                                          \
         return r;                                                                                  \
     }
-WRAP_KERNEL_COPY(splice, (int fd_in, off64_t *off_in, int fd_out, off64_t *off_out, size_t len, unsigned int flags),
-                 (fd_in, off_in, fd_out, off_out, len, flags), DBT_BYPASS_SPLICE, fd_in, fd_out)
-WRAP_KERNEL_COPY(sendfile, (int out_fd, int in_fd, off_t *offset, size_t count), (out_fd, in_fd, offset, count),
-                 DBT_BYPASS_SENDFILE, in_fd, out_fd)
-WRAP_KERNEL_COPY(sendfile64, (int out_fd, int in_fd, off64_t *offset, size_t count), (out_fd, in_fd, offset, count),
-                 DBT_BYPASS_SENDFILE, in_fd, out_fd)
 
 /* ---- wrappers: starting programs ---------------------------------------------------------- */
 
@@ -1301,6 +1204,13 @@ EXPORT int execlp(const char *file, const char *arg, ...) {
     return execvp(file, argv);
 }
 
+/* ---- the wrappers: one for each line of calls.def, from its category's macro above ---------- */
+
+#define WRAP_CUSTOM(...) /* written out above */
+#define CALL(category, ret, name, params, ...) WRAP_##category(ret, name, params, __VA_ARGS__)
+#include "calls.def"
+#undef CALL
+
 /* ---- process life ------------------------------------------------------------------------- */
 
 static void after_fork_child(void) {
@@ -1356,7 +1266,7 @@ static void remember_self(const char *state_path) {
 
 __attribute__((constructor(101))) static void iotap_init(void) {
     tl_guard++;
-#define CALL(ret, name, params) resolve((void **)&real_##name, #name);
+#define CALL(category, ret, name, ...) resolve((void **)&real_##name, #name);
 #include "calls.def"
 #undef CALL
     g_pid = (uint32_t)getpid();

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "devmodel.h"
+#include "mix.h"
 #include "shmlock.h"
 
 #define PC_REF 0x1u   /* referenced since the clock hand last passed */
@@ -15,21 +16,13 @@
 #define PC_MARK 0x4u  /* reaching it starts the next read-ahead window */
 #define MAX_WRITEBACK_PAGES 256u /* one writeback request covers at most 1 MiB */
 
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 static inline uint32_t *buckets(struct dbt_pc *pc) { return (uint32_t *)((char *)pc + pc->off_buckets); }
 static inline struct dbt_pc_page *pages(struct dbt_pc *pc) { return (struct dbt_pc_page *)((char *)pc + pc->off_pages); }
 static inline struct dbt_pc_file *files(struct dbt_pc *pc) { return (struct dbt_pc_file *)((char *)pc + pc->off_files); }
 static inline uint64_t key_of(int64_t file, uint64_t page) { return ((uint64_t)(file + 1) << 44) | page; }
 static inline int64_t file_of(uint64_t key) { return (int64_t)(key >> 44) - 1; }
 static inline uint64_t page_of(uint64_t key) { return key & ((1ull << 44) - 1); }
-static inline uint32_t bucket_of(struct dbt_pc *pc, uint64_t key) { return (uint32_t)(mix64(key) & (pc->nbuckets - 1)); }
+static inline uint32_t bucket_of(struct dbt_pc *pc, uint64_t key) { return (uint32_t)(dbt_mix64(key) & (pc->nbuckets - 1)); }
 
 static uint32_t pow2_at_least(uint64_t n) {
     uint32_t p = 1;

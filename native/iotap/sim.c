@@ -1,6 +1,7 @@
-/* The offline face of the device models, for Python (ctypes): the option table, a model on the
- * heap to submit requests to, QD1 patterns, and the state file's creation and dump. The same
- * devmodel.c serves the interposer; nothing here has physics of its own. */
+/* The offline face of the device models, for Python (ctypes): a model on the heap to submit
+ * requests to, QD1 patterns, the state file's creation and dump, the replay. The same devmodel.c
+ * serves the interposer; nothing here has physics of its own. What the library describes to Python
+ * (the option table, the shared layouts) is border.c's. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sys/mman.h>
@@ -12,100 +13,38 @@
 
 #include "devmodel.h"
 #include "emulate.h"
-#include "state.h"
+#include "mix.h"
+#include "statefile.h"
 #include "replay.h"
 #include "trace.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
 /* The library and the Python package must agree on the device ops, the state file and the trace's
- * record layout: a handshake, checked when Python loads the library. */
+ * record layout: a handshake, checked when Python loads the library. (The layouts themselves Python
+ * reads from dbt_layout_json, border.c.) */
 EXPORT int dbt_abi_version(void) { return DBT_OPS_VERSION * 1000000 + DBT_STATE_VERSION * 1000 + DBT_TRACE_FORMAT; }
 
-/* The trace record layout this build writes and reads (trace.h). */
-EXPORT int dbt_trace_format(void) { return DBT_TRACE_FORMAT; }
-
-/* A JSON string: the table's texts are ours, but one quote in a help text must not break the document. */
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
-/* {"hdd": {"help": ..., "params": [{"name","unit","default","min","max","help"}...]}, ...}; written
- * to a stream that grows as needed (a fixed buffer would cut the document, or worse, as it grows). */
-EXPORT char *dbt_param_table_json(void) {
-    char *b = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&b, &len);
-    if (!f) return NULL;
-    fputc('{', f);
-    for (int k = 0; k < DBT_KIND_COUNT; k++) {
-        const struct dbt_device_ops *o = dbt_ops_by_kind(k);
-        fprintf(f, "%s", k ? "," : "");
-        json_str(f, o->name);
-        fprintf(f, ":{\"help\":");
-        json_str(f, o->help);
-        fprintf(f, ",\"params\":[");
-        for (int i = 0; i < o->nparams; i++) {
-            const struct dbt_param_def *p = &o->params[i];
-            fprintf(f, "%s{\"name\":", i ? "," : "");
-            json_str(f, p->name);
-            fprintf(f, ",\"unit\":");
-            json_str(f, p->unit);
-            fprintf(f, ",\"default\":%.17g,\"min\":%.17g,\"max\":%.17g,\"help\":", p->def, p->min, p->max);
-            json_str(f, p->help);
-            fputc('}', f);
-        }
-        fprintf(f, "]}");
-    }
-    fputc('}', f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        free(b);
-        return NULL;
-    }
-    return b;
-}
 
 EXPORT void dbt_free(void *p) { free(p); }
 
-/* params: "key=value key=value". Returns NULL with a message in err. */
-EXPORT struct dbt_model_state *dbt_sim_new(const char *kind, const char *params, char *err, size_t errlen) {
-    const struct dbt_device_ops *ops = dbt_ops_by_name(kind);
-    if (!ops) {
-        snprintf(err, errlen, "unknown device kind '%s'", kind);
+/* A model on the heap for one device spec (its name and directory are not a model's). Returns NULL
+ * with a message in err. */
+EXPORT struct dbt_model_state *dbt_sim_new(uint32_t spec_version, const struct dbt_device_spec *spec, char *err,
+                                           size_t errlen) {
+    if (spec_version != DBT_SPEC_VERSION) {
+        snprintf(err, errlen, "a device spec of version %u; this library takes version %d", spec_version,
+                 DBT_SPEC_VERSION);
         return NULL;
     }
     struct dbt_params p;
-    dbt_params_defaults(&p, ops->kind);
-    char *copy = strdup(params ? params : "");
-    char *save = NULL;
-    for (char *kv = strtok_r(copy, " ", &save); kv; kv = strtok_r(NULL, " ", &save)) {
-        char *eq = strchr(kv, '=');
-        if (!eq) {
-            snprintf(err, errlen, "'%s' is not key=value", kv);
-            free(copy);
-            return NULL;
-        }
-        *eq = '\0';
-        if (dbt_params_set(&p, ops->kind, kv, eq + 1, err, errlen) != 0) {
-            free(copy);
-            return NULL;
-        }
-    }
-    free(copy);
+    if (dbt_spec_params(spec, &p, err, errlen) != 0) return NULL;
     struct dbt_model_state *st = calloc(1, sizeof *st);
     if (!st) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    dbt_model_init(st, ops->kind, &p);
+    dbt_model_init(st, spec->kind, &p);
     return st;
 }
 
@@ -125,13 +64,7 @@ EXPORT uint64_t dbt_sim_submit(struct dbt_model_state *st, uint64_t arrival, int
  * splitmix64 from seed) or sequential from 0. One generator for the simulator and the live tests. */
 /* The k-th offset of a pattern: random blocks from a splitmix64 sequence at state *x, or in order. */
 static uint64_t pattern_next(uint64_t *x, int random, uint64_t blocks, uint32_t block, uint64_t k) {
-    if (!random) return (k % blocks) * block;
-    *x += 0x9e3779b97f4a7c15ull;
-    uint64_t z = *x;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (z % blocks) * block;
+    return (random ? dbt_splitmix64(x) % blocks : k % blocks) * block;
 }
 
 EXPORT void dbt_pattern_offsets(uint64_t seed, int random, uint64_t span, uint32_t block, uint64_t n, uint64_t *out) {
@@ -307,8 +240,20 @@ EXPORT uint64_t dbt_state_bytes(uint64_t pc_bytes) {
     return layout.size;
 }
 
-EXPORT int dbt_create_state(const char *map_path, const char *state_path, char *err, size_t errlen) {
-    return dbt_state_create(map_path, state_path, err, errlen);
+EXPORT int dbt_create_state(const char *state_path, uint32_t spec_version, const struct dbt_device_spec *devs,
+                            uint32_t n, const struct dbt_pc_config *pc, char *err, size_t errlen) {
+    return dbt_state_create(state_path, spec_version, devs, n, pc, err, errlen);
+}
+
+/* For C callers that build specs by name (the tests, through dlopen). */
+EXPORT int dbt_device_spec_init(struct dbt_device_spec *spec, const char *name, const char *kind, const char *dir,
+                                char *err, size_t errlen) {
+    return dbt_spec_init(spec, name, kind, dir, err, errlen);
+}
+
+EXPORT int dbt_device_spec_set(struct dbt_device_spec *spec, const char *param, double value, char *err,
+                               size_t errlen) {
+    return dbt_spec_set(spec, param, value, err, errlen);
 }
 
 EXPORT int dbt_set_paused(const char *state_path, int paused, char *err, size_t errlen) {
@@ -319,8 +264,8 @@ EXPORT int dbt_clear_page_cache(const char *state_path, char *err, size_t errlen
     return dbt_state_clear_page_cache(state_path, err, errlen);
 }
 
+/* Also in the layout document's constants; kept as a call for the callers that ask it so. */
 EXPORT int dbt_max_devices(void) { return DBT_MAX_DEVICES; }
-EXPORT uint64_t dbt_chunk_bytes(void) { return DBT_CHUNK_BYTES; }
 
 EXPORT int64_t dbt_chunk_map(const char *state_path, uint64_t *out, uint64_t cap, uint64_t *cursors, char *err,
                              size_t errlen) {
@@ -347,16 +292,7 @@ EXPORT int64_t dbt_bench_loop(int fd, int reading, void *buf, uint64_t bs, uint6
     uint64_t start = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, now = start;
     uint64_t n = 0, moved = 0, x = seed;
     while (now - start < runtime_ns && n < cap) {
-        uint64_t block;
-        if (random) {
-            x += 0x9e3779b97f4a7c15ull;
-            uint64_t z = x;
-            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-            z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-            block = (z ^ (z >> 31)) % blocks;
-        } else {
-            block = n % blocks;
-        }
+        uint64_t block = random ? dbt_splitmix64(&x) % blocks : n % blocks;
         uint64_t t = now;
         ssize_t r = reading ? pread(fd, buf, bs, (off_t)(block * bs)) : pwrite(fd, buf, bs, (off_t)(block * bs));
         if (r < 0) return -errno;
@@ -396,10 +332,9 @@ EXPORT int dbt_replay_layout(struct dbt_state *s, const uint64_t *files, uint64_
     return 0;
 }
 
-EXPORT int dbt_dsync_scope(const char *path) { return dbt_path_in_dsync_scope(path); }
+/* PostgreSQL's file-name grammar (pgpath.c), for Python's attribution and the replay's dsync rule. */
+EXPORT void dbt_pg_path(const char *path, struct dbt_pg_path *out) { dbt_pg_path_classify(path, out); }
 
-EXPORT uint64_t dbt_replay_event_size(void) { return sizeof(struct dbt_replay_event); }
-EXPORT uint64_t dbt_replay_request_size(void) { return sizeof(struct dbt_replay_request); }
 
 /* cancel: an int the caller's other thread sets to stop the replay (it returns -2 then). */
 EXPORT int dbt_replay_run(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t n, uint64_t recorded_from,

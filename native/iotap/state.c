@@ -1,137 +1,21 @@
-/* Shared state of one emulation run. See state.h. */
+/* Shared state of one emulation run, what a live process needs of it: attach and its checks, the
+ * file and chunk tables, device addresses, the device locks, bypass records. See state.h. Building a
+ * state, dumping it and reading its layout are statefile.c's (the simulator library's alone). */
 #define _GNU_SOURCE
 #include "state.h"
+#include "mix.h"
 #include "shmlock.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-static uint64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t mix64(uint64_t x) { /* splitmix64 finaliser */
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-/* Each device owns an equal slice of the file and chunk tables, so inserts need only its lock. */
-static uint32_t files_per_dev(const struct dbt_state *s) { return DBT_FILE_CAP / (s->ndev ? s->ndev : 1); }
-static uint32_t chunks_per_dev(const struct dbt_state *s) { return DBT_CHUNK_CAP / (s->ndev ? s->ndev : 1); }
-
-struct pc_config {
-    uint64_t bytes;
-    uint32_t readahead_kb, dirty_bg_pct, dirty_pct, dsync_data;
-};
-
-/* A whole number of digits alone: strtoull would take "-1" (wrapped to 2^64 - 1), leading blanks or
- * a sign, and saturate on overflow. */
-static int parse_count(const char *text, unsigned long long *out) {
-    if (!isdigit((unsigned char)text[0])) return -1;
-    char *end;
-    errno = 0;
-    *out = strtoull(text, &end, 10);
-    return *end || errno == ERANGE ? -1 : 0;
-}
-
-/* Names and directories go into messages, paths and the JSON dump: no control characters. */
-static int has_control(const char *s) {
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f) return 1;
-    return 0;
-}
-
-static int parse_pagecache(char *line, struct pc_config *pc, char *err, size_t errlen, int lineno) {
-    char *save = NULL;
-    strtok_r(line, "\t ", &save); /* "@pagecache" */
-    for (char *tok = strtok_r(NULL, "\t ", &save); tok; tok = strtok_r(NULL, "\t ", &save)) {
-        char *eq = strchr(tok, '=');
-        unsigned long long v = 0;
-        if (!eq || parse_count(eq + 1, &v) != 0) {
-            snprintf(err, errlen, "device map line %d: expected key=number (digits only), got '%s'", lineno, tok);
-            return -1;
-        }
-        *eq = '\0';
-        if (!strcmp(tok, "bytes")) pc->bytes = v;
-        else if (!strcmp(tok, "readahead_kb") && v >= DBT_PC_READAHEAD_KB_MIN && v <= DBT_PC_READAHEAD_KB_MAX)
-            pc->readahead_kb = (uint32_t)v;
-        else if (!strcmp(tok, "dirty_background_pct") && v >= 1 && v <= 100) pc->dirty_bg_pct = (uint32_t)v;
-        else if (!strcmp(tok, "dirty_pct") && v >= 1 && v <= 100) pc->dirty_pct = (uint32_t)v;
-        else if (!strcmp(tok, "dsync_data") && v <= 1) pc->dsync_data = (uint32_t)v;
-        else {
-            snprintf(err, errlen, "device map line %d: bad page cache setting '%s=%llu'", lineno, tok, v);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static int parse_line(char *line, struct dbt_device_slot *d, char *err, size_t errlen, int lineno) {
-    char *fields[5] = {0};
-    int n = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(line, "\t", &save); tok && n < 5; tok = strtok_r(NULL, "\t", &save))
-        fields[n++] = tok;
-    if (n < 3 || n > 4) {
-        snprintf(err, errlen, "device map line %d: expected NAME<TAB>KIND<TAB>DIR[<TAB>key=value ...]", lineno);
-        return -1;
-    }
-    if (strlen(fields[0]) >= DBT_NAME_MAX || strlen(fields[2]) >= DBT_DIR_MAX) {
-        snprintf(err, errlen, "device map line %d: name or directory too long", lineno);
-        return -1;
-    }
-    if (has_control(fields[0]) || has_control(fields[2]) || (n == 4 && has_control(fields[3]))) {
-        snprintf(err, errlen, "device map line %d: a control character in the name, directory or parameters", lineno);
-        return -1;
-    }
-    const struct dbt_device_ops *ops = dbt_ops_by_name(fields[1]);
-    if (!ops) {
-        snprintf(err, errlen, "device map line %d: unknown device kind '%s'", lineno, fields[1]);
-        return -1;
-    }
-    if (fields[2][0] != '/') {
-        snprintf(err, errlen, "device map line %d: directory '%s' is not absolute", lineno, fields[2]);
-        return -1;
-    }
-    strcpy(d->name, fields[0]);
-    strcpy(d->dir, fields[2]);
-    d->dirlen = (uint32_t)strlen(d->dir);
-    while (d->dirlen > 1 && d->dir[d->dirlen - 1] == '/') d->dir[--d->dirlen] = '\0';
-    d->kind = ops->kind;
-    dbt_params_defaults(&d->params, ops->kind);
-    if (n == 4) {
-        char *psave = NULL;
-        for (char *kv = strtok_r(fields[3], " ", &psave); kv; kv = strtok_r(NULL, " ", &psave)) {
-            char *eq = strchr(kv, '=');
-            if (!eq) {
-                snprintf(err, errlen, "device map line %d: '%s' is not key=value", lineno, kv);
-                return -1;
-            }
-            *eq = '\0';
-            char perr[256];
-            if (dbt_params_set(&d->params, ops->kind, kv, eq + 1, perr, sizeof perr) != 0) {
-                snprintf(err, errlen, "device map line %d: %s", lineno, perr);
-                return -1;
-            }
-        }
-    }
-    return 0;
-}
 
 void dbt_state_layout(uint64_t pc_bytes, struct dbt_state_layout *out) {
     out->off_files = (sizeof(struct dbt_state) + 4095) & ~4095ull;
@@ -143,164 +27,6 @@ void dbt_state_layout(uint64_t pc_bytes, struct dbt_state_layout *out) {
         out->off_pc = (out->size + 4095) & ~4095ull;
         out->size = out->off_pc + ((dbt_pc_region_size(pc_bytes) + 4095) & ~4095ull);
     }
-}
-
-/* Creates the temporary file the state is built in: new (O_EXCL: never an existing file, nor a
- * symlink planted in its place) and private to its owner (the launcher hands it to a server's user
- * with chown when needed). A name left by a crashed earlier creator with the same pid is skipped. */
-static int create_private(const char *state_path, char *tmp, size_t tmplen) {
-    int fd = -1;
-    for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        int n = snprintf(tmp, tmplen, "%s.tmp%d.%u", state_path, (int)getpid(), attempt);
-        if (n < 0 || (size_t)n >= tmplen) { /* cut short, the name would be another file's */
-            errno = ENAMETOOLONG;
-            break;
-        }
-        fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd >= 0 && fchmod(fd, 0600) != 0) { /* 0600 exactly, whatever the umask took away */
-        int saved = errno;
-        close(fd);
-        unlink(tmp);
-        errno = saved;
-        return -1;
-    }
-    return fd;
-}
-
-/* The host's wake-up delay: 20 timed sleeps of 100 us to an absolute time, the 90th percentile of how
- * late they woke (a few us on bare metal, 20-60 us on some VMs). About 3 ms. Measured with the timer
- * slack the interposed processes run with (1 ns), this process's own restored after. */
-uint64_t dbt_host_wake_p90_ns(void) {
-    enum { N = 20 };
-    uint64_t late[N];
-    int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    for (int i = 0; i < N; i++) {
-        uint64_t wake = mono_ns() + 100000;
-        struct timespec ts = {(time_t)(wake / 1000000000ull), (long)(wake % 1000000000ull)};
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-        }
-        uint64_t now = mono_ns();
-        late[i] = now > wake ? now - wake : 0;
-    }
-    if (slack > 0) prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
-    for (int i = 1; i < N; i++) /* insertion sort: twenty values */
-        for (int j = i; j > 0 && late[j - 1] > late[j]; j--) {
-            uint64_t t = late[j];
-            late[j] = late[j - 1];
-            late[j - 1] = t;
-        }
-    return late[N * 9 / 10];
-}
-
-int dbt_state_create(const char *map_path, const char *state_path, char *err, size_t errlen) {
-    FILE *f = fopen(map_path, "r");
-    if (!f) {
-        snprintf(err, errlen, "cannot read device map %s: %s", map_path, strerror(errno));
-        return -1;
-    }
-    struct dbt_state *hdr = calloc(1, sizeof *hdr);
-    if (!hdr) {
-        fclose(f);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    char line[8192];
-    int lineno = 0, rc = 0;
-    struct pc_config pcc = {0, 128, 10, 20, 0}; /* Linux's defaults: read_ahead_kb, dirty ratios */
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        /* Only the line's end is cut: a CR or LF inside a field would otherwise end the line early
-         * and drop what follows (a directory cut short, its parameters lost) without a word. */
-        size_t len = strlen(line);
-        if (len && line[len - 1] == '\n') line[--len] = '\0';
-        else if (!feof(f)) {
-            snprintf(err, errlen, "device map line %d: longer than %zu bytes", lineno, sizeof line - 2);
-            rc = -1;
-            break;
-        }
-        if (len && line[len - 1] == '\r') line[--len] = '\0';
-        if (line[0] == '\0' || line[0] == '#') continue;
-        if (line[0] == '@') {
-            if (strncmp(line, "@pagecache", 10) != 0) {
-                snprintf(err, errlen, "device map line %d: unknown setting line", lineno);
-                rc = -1;
-                break;
-            }
-            if (parse_pagecache(line, &pcc, err, errlen, lineno) != 0) {
-                rc = -1;
-                break;
-            }
-            continue;
-        }
-        if (hdr->ndev == DBT_MAX_DEVICES) {
-            snprintf(err, errlen, "device map: more than %d devices", DBT_MAX_DEVICES);
-            rc = -1;
-            break;
-        }
-        if (parse_line(line, &hdr->dev[hdr->ndev], err, errlen, lineno) != 0) {
-            rc = -1;
-            break;
-        }
-        hdr->ndev++;
-    }
-    fclose(f);
-    if (rc) {
-        free(hdr);
-        return -1;
-    }
-    hdr->magic = DBT_STATE_MAGIC;
-    hdr->version = DBT_STATE_VERSION;
-    hdr->epoch_ns = mono_ns();
-    atomic_store(&hdr->wake_p90_ns, dbt_host_wake_p90_ns());
-    struct dbt_state_layout lay;
-    dbt_state_layout(pcc.bytes, &lay);
-    hdr->off_files = lay.off_files;
-    hdr->off_chunks = lay.off_chunks;
-    hdr->off_arena = lay.off_arena;
-    hdr->off_pc = lay.off_pc;
-    hdr->pc_bytes = pcc.bytes;
-    hdr->size = lay.size;
-    hdr->dsync_data = pcc.dsync_data;
-    atomic_store(&hdr->arena_used, 1); /* offset 0 means "no path" */
-    uint64_t size = hdr->size;
-
-    /* Written under a temporary name and renamed: an attaching process never sees half a state. */
-    char tmp[4200];
-    int fd = create_private(state_path, tmp, sizeof tmp);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
-        free(hdr);
-        return -1;
-    }
-    struct dbt_state *s = MAP_FAILED;
-    if (ftruncate(fd, (off_t)size) == 0) s = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    int saved = errno;
-    close(fd);
-    if (s == MAP_FAILED) {
-        snprintf(err, errlen, "cannot size or map %s: %s", tmp, strerror(saved));
-        unlink(tmp);
-        free(hdr);
-        return -1;
-    }
-    memcpy(s, hdr, sizeof *hdr);
-    free(hdr);
-    for (uint32_t i = 0; i < s->ndev; i++) {
-        struct dbt_device_slot *d = &s->dev[i];
-        dbt_shmlock_init(&d->lock);
-        dbt_model_init(&d->model, d->kind, &d->params);
-    }
-    if (s->pc_bytes) dbt_pc_init(dbt_state_pc(s), s->pc_bytes, pcc.readahead_kb, pcc.dirty_bg_pct, pcc.dirty_pct);
-    msync(s, size, MS_SYNC);
-    munmap(s, size);
-    if (rename(tmp, state_path) != 0) {
-        snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, state_path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
 }
 
 /* Why a state file is refused: the message, and errno for the caller. */
@@ -335,11 +61,16 @@ static int check_device(const struct dbt_device_slot *d, char *why, size_t whyle
         snprintf(why, whylen, "its directory is not absolute");
         return -1;
     }
-    if (!dbt_ops_by_kind(d->kind)) {
+    const struct dbt_device_ops *ops = dbt_ops_by_kind(d->kind);
+    if (!ops) {
         snprintf(why, whylen, "its kind %d is unknown", d->kind);
         return -1;
     }
     if (dbt_params_check(&d->params, d->kind, why, whylen) != 0) return -1;
+    if (d->caps != ops->caps) {
+        snprintf(why, whylen, "its capabilities 0x%x are not its kind's (0x%x)", d->caps, ops->caps);
+        return -1;
+    }
     if (d->pend_head >= DBT_PENDING_WRITES || d->pend_count > DBT_PENDING_WRITES) {
         snprintf(why, whylen, "its writeback queue (head %u, %u entries) exceeds its %u entries", d->pend_head,
                  d->pend_count, DBT_PENDING_WRITES);
@@ -410,6 +141,9 @@ struct dbt_state *dbt_state_attach(const char *path, char *err, size_t errlen) {
         if (t[i].device >= s->ndev || t[i].path_off >= DBT_ARENA_BYTES)
             REFUSE("state %s is damaged: file %u has device %u of %u and path offset %u of %u", path, i,
                    t[i].device, s->ndev, t[i].path_off, DBT_ARENA_BYTES);
+        if (t[i].dsync_scope > 1 || t[i].pg_class >= DBT_PG_CLASSES)
+            REFUSE("state %s is damaged: file %u has dsync scope %u and class %u of %d", path, i, t[i].dsync_scope,
+                   t[i].pg_class, DBT_PG_CLASSES);
     }
 #undef REFUSE
     return s;
@@ -457,17 +191,6 @@ void dbt_state_note_bypass(struct dbt_state *s, int kind, const char *path, int 
     errno = saved;
 }
 
-/* A file's path from the arena, and its length: never read past the arena's end. */
-static const char *file_path(struct dbt_state *s, uint32_t path_off, size_t *len) {
-    if (!path_off || path_off >= DBT_ARENA_BYTES) {
-        *len = 0;
-        return "";
-    }
-    const char *p = dbt_arena(s) + path_off;
-    *len = strnlen(p, DBT_ARENA_BYTES - path_off);
-    return p;
-}
-
 int dbt_state_device_for_path(const struct dbt_state *s, const char *path) {
     int best = -1;
     uint32_t best_len = 0;
@@ -493,7 +216,7 @@ void dbt_dev_lock(struct dbt_device_slot *d) {
 void dbt_dev_unlock(struct dbt_device_slot *d) { pthread_mutex_unlock(&d->lock); }
 
 static int64_t file_probe(struct dbt_state *s, int dev, uint64_t key, int64_t *empty) {
-    uint32_t per = files_per_dev(s), base = (uint32_t)dev * per;
+    uint32_t per = dbt_state_files_per_dev(s), base = (uint32_t)dev * per;
     struct dbt_file_entry *t = dbt_files(s);
     *empty = -1;
     for (uint32_t i = 0; i < per; i++) {
@@ -509,9 +232,9 @@ static int64_t file_probe(struct dbt_state *s, int dev, uint64_t key, int64_t *e
 }
 
 static int64_t chunk_probe(struct dbt_state *s, int dev, uint64_t key, int64_t *empty) {
-    uint32_t per = chunks_per_dev(s), base = (uint32_t)dev * per;
+    uint32_t per = dbt_state_chunks_per_dev(s), base = (uint32_t)dev * per;
     struct dbt_chunk_entry *t = dbt_chunks(s);
-    uint64_t h = mix64(key);
+    uint64_t h = dbt_mix64(key);
     *empty = -1;
     for (uint32_t i = 0; i < per; i++) {
         uint32_t slot = base + (uint32_t)((h + i) % per);
@@ -542,7 +265,7 @@ static uint64_t chunk_insert_locked(struct dbt_state *s, int dev, uint64_t key) 
 
 int64_t dbt_state_file_index(struct dbt_state *s, int dev, uint64_t st_dev, uint64_t st_ino, const char *path,
                              uint64_t size) {
-    uint64_t key = mix64(st_ino ^ mix64(st_dev)) | 1;
+    uint64_t key = dbt_mix64(st_ino ^ dbt_mix64(st_dev)) | 1;
     int64_t empty, found = file_probe(s, dev, key, &empty);
     if (found >= 0) return found;
     struct dbt_device_slot *d = &s->dev[dev];
@@ -553,7 +276,10 @@ int64_t dbt_state_file_index(struct dbt_state *s, int dev, uint64_t st_dev, uint
         e->st_dev = st_dev;
         e->st_ino = st_ino;
         e->device = (uint32_t)dev;
-        e->dsync_scope = (uint32_t)dbt_path_in_dsync_scope(path);
+        struct dbt_pg_path pg;
+        dbt_pg_path_classify(path, &pg);
+        e->dsync_scope = pg.dsync;
+        e->pg_class = pg.cls;
         /* The arena is shared by every device (each under its own lock): a slot is claimed with a
          * compare-and-swap, and arena_used never passes the arena's end (a full arena: no path). */
         size_t n = strlen(path) + 1;
@@ -578,7 +304,7 @@ int64_t dbt_state_file_index(struct dbt_state *s, int dev, uint64_t st_dev, uint
 
 uint64_t dbt_state_addr(struct dbt_state *s, int dev, int64_t file, uint64_t off) {
     uint64_t chunk = off / DBT_CHUNK_BYTES, within = off % DBT_CHUNK_BYTES;
-    if (file < 0) return mix64(chunk) % (1ull << 40) / DBT_CHUNK_BYTES * DBT_CHUNK_BYTES + within;
+    if (file < 0) return dbt_mix64(chunk) % (1ull << 40) / DBT_CHUNK_BYTES * DBT_CHUNK_BYTES + within;
     uint64_t key = ((uint64_t)(file + 1) << 32) | (chunk & 0xffffffffu);
     int64_t empty, found = chunk_probe(s, dev, key, &empty);
     if (found >= 0) return dbt_chunks(s)[found].addr + within;
@@ -603,219 +329,13 @@ uint64_t dbt_lat_bucket_floor(int b) {
     return (uint64_t)(8 + sub) << (e - 3);
 }
 
-/* ---- JSON dump ---------------------------------------------------------------------------- */
-
-struct sbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-};
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) {
-    if (b->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = 1;
-            return;
-        }
-        if ((size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t ncap = (b->cap + (size_t)n + 1) * 2;
-        char *np = realloc(b->p, ncap);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = ncap;
-    }
-}
-
-/* A JSON string of at most n bytes of s (shared memory: a string in it is read with a bound). */
-static void sb_strn(struct sbuf *b, const char *s, size_t n) {
-    sb_printf(b, "\"");
-    for (const char *end = s + n; s < end && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') sb_printf(b, "\\%c", c);
-        else if (c < 0x20) sb_printf(b, "\\u%04x", c);
-        else sb_printf(b, "%c", c);
-    }
-    sb_printf(b, "\"");
-}
-
-#define LD(x) ((unsigned long long)atomic_load(&(x)))
-
-int dbt_state_set_paused(const char *state_path, int paused, char *err, size_t errlen) {
-    struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
-    if (!s) return -1;
-    atomic_store(&s->paused, paused ? 1u : 0u);
-    munmap(s, s->size);
-    return 0;
-}
-
-int dbt_state_clear_page_cache(const char *state_path, char *err, size_t errlen) {
-    struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
-    if (!s) return -1;
-    if (dbt_state_pc(s)) dbt_pc_clear(dbt_state_pc(s));
-    munmap(s, s->size);
-    return 0;
-}
-
-char *dbt_state_json(const char *state_path, char *err, size_t errlen) {
-    struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
-    if (!s) return NULL;
-    struct sbuf b = {malloc(65536), 0, 65536, 0};
-    if (!b.p) b.oom = 1;
-    uint64_t pc_present = 0, pc_dirty = 0;
-    if (dbt_state_pc(s)) dbt_pc_usage(dbt_state_pc(s), &pc_present, &pc_dirty);
-    sb_printf(&b,
-              "{\"version\":%u,\"epoch_ns\":%llu,\"attached\":%u,\"paused\":%u,\"untracked_calls\":%llu,"
-              "\"trace_failures\":%llu,\"cpu_dilation_ns\":%llu,\"page_cache\":{\"bytes\":%llu,\"present_pages\":%llu,\"dirty_pages\":%llu,"
-              "\"dsync_data\":%u},\"devices\":[",
-              s->version, (unsigned long long)s->epoch_ns, atomic_load(&s->attached), atomic_load(&s->paused),
-              LD(s->untracked_calls), LD(s->trace_failures), LD(s->cpu_dilation_ns), (unsigned long long)s->pc_bytes,
-              (unsigned long long)pc_present, (unsigned long long)pc_dirty, s->dsync_data);
-    for (uint32_t i = 0; i < s->ndev && i < DBT_MAX_DEVICES; i++) {
-        struct dbt_device_slot *d = &s->dev[i];
-        const struct dbt_device_ops *ops = dbt_ops_by_kind(d->kind); /* checked by attach; read again here */
-        dbt_dev_lock(d);
-        uint64_t busy = d->busy_ns, first = d->first_ns, last = d->last_ns;
-        dbt_dev_unlock(d);
-        sb_printf(&b, "%s{\"name\":", i ? "," : "");
-        sb_strn(&b, d->name, sizeof d->name);
-        sb_printf(&b, ",\"kind\":\"%s\",\"dir\":", ops ? ops->name : "?");
-        sb_strn(&b, d->dir, sizeof d->dir);
-        sb_printf(&b, ",\"params\":{");
-        for (int k = 0; ops && k < ops->nparams; k++)
-            sb_printf(&b, "%s\"%s\":%.17g", k ? "," : "", ops->params[k].name,
-                      *(const double *)((const char *)&d->params + ops->params[k].offset));
-        const struct dbt_counters *c = &d->c;
-        sb_printf(&b,
-                  "},\"busy_ns\":%llu,\"first_ns\":%llu,\"last_ns\":%llu,\"reads\":%llu,\"writes\":%llu,"
-                  "\"flushes\":%llu,\"read_bytes\":%llu,\"write_bytes\":%llu,\"read_ns\":%llu,\"write_ns\":%llu,"
-                  "\"flush_ns\":%llu,\"queue_ns\":%llu,\"cache_hits\":%llu,\"streams\":%llu,\"reordered\":%llu,\"other_ops\":%llu,"
-                  "\"host_ns\":%llu,\"overruns\":%llu,\"late_sum_ns\":%llu,\"late_max_ns\":%llu,\"spin_ns\":%llu,"
-                  "\"pc_hit_pages\":%llu,\"pc_miss_pages\":%llu,\"pc_readahead_bytes\":%llu,"
-                  "\"pc_writeback_bytes\":%llu,\"lateness\":[",
-                  (unsigned long long)busy, (unsigned long long)first, (unsigned long long)last, LD(c->reads),
-                  LD(c->writes), LD(c->flushes), LD(c->read_bytes), LD(c->write_bytes), LD(c->read_ns),
-                  LD(c->write_ns), LD(c->flush_ns), LD(c->queue_ns), LD(c->cache_hits), LD(c->streams), LD(c->reordered),
-                  LD(c->other_ops), LD(c->host_ns), LD(c->overruns), LD(c->late_sum_ns), LD(c->late_max_ns),
-                  LD(c->spin_ns), LD(c->pc_hit_pages), LD(c->pc_miss_pages), LD(c->pc_readahead_bytes),
-                  LD(c->pc_writeback_bytes));
-        int firstb = 1;
-        for (int k = 0; k < DBT_LAT_BUCKETS; k++) {
-            unsigned long long n = LD(c->late[k]);
-            if (!n) continue;
-            sb_printf(&b, "%s[%llu,%llu]", firstb ? "" : ",", (unsigned long long)dbt_lat_bucket_floor(k), n);
-            firstb = 0;
-        }
-        sb_printf(&b, "]}");
-    }
-    uint32_t first = atomic_load(&s->first_bypass); /* checked by attach; read again here */
-    sb_printf(&b, "],\"first_bypass\":");
-    if (first && first <= DBT_BYPASS_KINDS) sb_printf(&b, "\"%s\"", dbt_bypass_names[first - 1]);
-    else sb_printf(&b, "null");
-    sb_printf(&b, ",\"bypasses\":{");
-    for (int k = 0; k < DBT_BYPASS_KINDS; k++) {
-        struct dbt_bypass *bp = &s->bypass[k];
-        sb_printf(&b, "%s\"%s\":{\"count\":%llu", k ? "," : "", dbt_bypass_names[k], LD(bp->count));
-        if (atomic_load_explicit(&bp->claim, memory_order_acquire) == 2) {
-            sb_printf(&b, ",\"pid\":%u,\"program\":", bp->pid);
-            sb_strn(&b, bp->program, sizeof bp->program);
-            sb_printf(&b, ",\"path\":");
-            sb_strn(&b, bp->path, sizeof bp->path);
-        }
-        sb_printf(&b, "}");
-    }
-    /* files: [index, device, path, st_dev, st_ino], so that a file can be matched by its inode */
-    sb_printf(&b, "},\"file_cap_per_device\":%u,\"files\":[", files_per_dev(s));
-    struct dbt_file_entry *t = dbt_files(s);
-    int firstf = 1;
-    for (uint32_t i = 0; i < DBT_FILE_CAP; i++) {
-        if (!atomic_load_explicit(&t[i].key, memory_order_acquire)) continue;
-        size_t len;
-        const char *p = file_path(s, t[i].path_off, &len);
-        sb_printf(&b, "%s[%u,%u,", firstf ? "" : ",", i, t[i].device);
-        sb_strn(&b, p, len);
-        sb_printf(&b, ",%llu,%llu]", (unsigned long long)t[i].st_dev, (unsigned long long)t[i].st_ino);
-        firstf = 0;
-    }
-    sb_printf(&b, "]}");
-    munmap(s, s->size);
-    if (b.oom) {
-        free(b.p);
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    return b.p;
-}
-
-int64_t dbt_state_chunk_map(const char *state_path, uint64_t *out, uint64_t cap, uint64_t *cursors, char *err,
-                            size_t errlen) {
-    struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
-    if (!s) return -1;
-    struct dbt_chunk_entry *t = dbt_chunks(s);
-    uint64_t n = 0;
-    for (uint32_t i = 0; i < DBT_CHUNK_CAP; i++) {
-        uint64_t key = atomic_load_explicit(&t[i].key, memory_order_acquire);
-        if (!key) continue;
-        if (n < cap) {
-            out[3 * n] = (key >> 32) - 1; /* the file's index */
-            out[3 * n + 1] = key & 0xffffffffu;
-            out[3 * n + 2] = t[i].addr;
-        }
-        n++;
-    }
-    for (uint32_t i = 0; i < DBT_MAX_DEVICES; i++) {
-        if (i < s->ndev) {
-            dbt_dev_lock(&s->dev[i]);
-            cursors[i] = s->dev[i].alloc_cursor;
-            dbt_dev_unlock(&s->dev[i]);
-        } else {
-            cursors[i] = 0;
-        }
-    }
-    munmap(s, s->size);
-    return (int64_t)n;
-}
-
-int dbt_path_in_dsync_scope(const char *path) {
-    /* a sort's or hash's temp files, named like segments inside a shared file set's folder
-     * (pgsql_tmp/pgsql_tmp1234.0.fileset/1.0), are temp files all the same */
-    if (strstr(path, "/pgsql_tmp")) return 0;
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    const char *p = base;
-    while (isxdigit((unsigned char)*p)) p++;
-    if (p == base) return 0;
-    if (*p == '_') {
-        p++;
-        if (!strncmp(p, "fsm", 3) || !strncmp(p, "init", 4)) p += (*p == 'f') ? 3 : 4;
-        else if (!strncmp(p, "vm", 2)) p += 2;
-        else return 0;
-    }
-    if (*p == '.') {
-        const char *q = ++p;
-        while (isdigit((unsigned char)*p)) p++;
-        if (p == q) return 0;
-    }
-    return *p == '\0';
-}
-
 void dbt_state_put_file(struct dbt_state *s, int64_t file, int dev, int dsync_scope) {
     if (file < 0 || file >= (int64_t)DBT_FILE_CAP || dev < 0 || (uint32_t)dev >= s->ndev) return;
     struct dbt_file_entry *e = &dbt_files(s)[file];
     e->device = (uint32_t)dev;
     e->dsync_scope = dsync_scope ? 1u : 0u;
     if (!atomic_load(&e->key)) {
-        atomic_store_explicit(&e->key, mix64((uint64_t)file + 1) | 1, memory_order_release);
+        atomic_store_explicit(&e->key, dbt_mix64((uint64_t)file + 1) | 1, memory_order_release);
         atomic_fetch_add(&s->nfiles, 1);
     }
 }

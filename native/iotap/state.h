@@ -13,9 +13,13 @@
 
 #include "devmodel.h"
 #include "pagecache.h"
+#include "pgpath.h"
 
 #define DBT_STATE_MAGIC 0x7061746f69746264ULL /* "dbtiotap" */
-#define DBT_STATE_VERSION 11
+/* Moves whenever anything in the file changes layout or meaning (this header, the page cache's
+ * region, a kind's params, derived constants or drive state): attach refuses a state of another
+ * version, and Python's handshake (dbt_abi_version) carries it. */
+#define DBT_STATE_VERSION 12
 #define DBT_MAX_DEVICES 16
 #define DBT_NAME_MAX 64
 #define DBT_DIR_MAX 1024
@@ -59,6 +63,7 @@ struct dbt_device_slot {
     char dir[DBT_DIR_MAX];
     uint32_t dirlen;
     int32_t kind;
+    uint32_t caps; /* its kind's DBT_CAP_* (checked against the kind by attach): what the core asks */
     struct dbt_params params;
     pthread_mutex_t lock;
     /* under lock */
@@ -79,8 +84,9 @@ struct dbt_file_entry {
     uint64_t st_dev, st_ino;
     uint32_t device;
     uint32_t path_off;
-    uint32_t dsync_scope; /* a database file (dbt_path_in_dsync_scope): written through on dsync devices */
-    uint32_t pad_;
+    uint32_t dsync_scope; /* a database file (pgpath.h): written through on dsync devices */
+    uint8_t pg_class;     /* enum dbt_pg_class, from its path when first touched (0 when a replay laid it out) */
+    uint8_t pad_[3];
 };
 
 struct dbt_chunk_entry {
@@ -165,6 +171,14 @@ static inline struct dbt_pc *dbt_state_pc(struct dbt_state *s) {
     return s->pc_bytes ? (struct dbt_pc *)((char *)s + s->off_pc) : NULL;
 }
 
+/* Each device owns an equal slice of the file and chunk tables, so inserts need only its lock. */
+static inline uint32_t dbt_state_files_per_dev(const struct dbt_state *s) {
+    return DBT_FILE_CAP / (s->ndev ? s->ndev : 1);
+}
+static inline uint32_t dbt_state_chunks_per_dev(const struct dbt_state *s) {
+    return DBT_CHUNK_CAP / (s->ndev ? s->ndev : 1);
+}
+
 /* The device a registered file belongs to, or -1. The file table lives in the shared file, so an
  * index read from it is checked before it indexes anything (a cheap check on a hot path). */
 static inline int dbt_state_file_device(struct dbt_state *s, int64_t file) {
@@ -179,16 +193,6 @@ struct dbt_state_layout {
     uint64_t off_files, off_chunks, off_arena, off_pc, size;
 };
 void dbt_state_layout(uint64_t pc_bytes, struct dbt_state_layout *out);
-
-/* The host's wake-up delay after a timed sleep, its 90th percentile (ns), measured in about 3 ms. */
-uint64_t dbt_host_wake_p90_ns(void);
-
-/* Builds a state file from a device map: one line per device,
- *   NAME <TAB> KIND <TAB> DIR [<TAB> key=value key=value ...]
- * '#' starts a comment line. One optional line configures the emulated page cache:
- *   @pagecache <TAB> bytes=N readahead_kb=128 dirty_background_pct=10 dirty_pct=20 dsync_data=0
- * Returns 0, or -1 with a message in err. */
-int dbt_state_create(const char *map_path, const char *state_path, char *err, size_t errlen);
 
 /* Maps an existing state file read-write, after checking that everything in it that is later used
  * as an offset, index or length is consistent (a damaged or forged file is refused, not trusted).
@@ -212,27 +216,10 @@ void dbt_dev_unlock(struct dbt_device_slot *d);
 int dbt_lat_bucket(uint64_t ns);
 uint64_t dbt_lat_bucket_floor(int b);
 
-/* Pauses (1) or resumes (0) the emulation of every process attached to the state. */
-int dbt_state_set_paused(const char *state_path, int paused, char *err, size_t errlen);
-
-/* Empties the emulated page cache (if the state has one): a cold start. */
-int dbt_state_clear_page_cache(const char *state_path, char *err, size_t errlen);
-
-/* The file layout a replay needs: each chunk as (file index, chunk number, device byte address) in
- * out (3 x cap), and each device's allocation cursor in cursors (DBT_MAX_DEVICES). Returns the
- * number of chunks (more than cap: call again with room), or -1 with err set. */
-int64_t dbt_state_chunk_map(const char *state_path, uint64_t *out, uint64_t cap, uint64_t *cursors, char *err,
-                            size_t errlen);
-
 /* For a replay, which lays files out as the recorded run did: the file's device (the placement's),
  * and one chunk at a given address (the device's allocation cursor moves past it). put_chunk
  * returns -1 if the device's slice of the chunk table is full. */
 void dbt_state_put_file(struct dbt_state *s, int64_t file, int dev, int dsync_scope);
-
-/* A database file, what a dsync device holds: a relation's fork or segment (16384, 16384_fsm,
- * 16384.1), a WAL segment or an SLRU page file (hex names). Not temp files, the relation cache's
- * init file, or anything else a server writes: ASE's dsync is a property of database devices. */
-int dbt_path_in_dsync_scope(const char *path);
 
 /* The file is written through when the state's dsync_data is set. */
 static inline int dbt_state_file_dsync(struct dbt_state *s, int64_t file) {
@@ -245,8 +232,5 @@ int dbt_state_put_chunk(struct dbt_state *s, int dev, int64_t file, uint64_t chu
  * `path`; with path NULL and fd >= 0, the fd's file. Lock-free and async-signal-safe (execve may be
  * called from a signal handler or a vfork child): atomics, prctl and readlink only. */
 void dbt_state_note_bypass(struct dbt_state *s, int kind, const char *path, int fd);
-
-/* Whole-state dump as JSON, malloc'd (caller frees). NULL on error with err set. */
-char *dbt_state_json(const char *state_path, char *err, size_t errlen);
 
 #endif

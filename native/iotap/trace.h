@@ -12,11 +12,16 @@
 
 /* The record layout's version: a reader refuses a trace of another one. Format 2: every program
  * call is recorded (kind CALL) beside the device requests it caused (kind REQUEST, written before
- * the call's own record by the same thread). */
+ * the call's own record by the same thread). Python takes the record's fields, op codes, kinds and
+ * flags from the library's description (dbt_layout_json, border.c), never a copy: a change to any of
+ * them here moves this number, since traces already recorded keep the old meaning. */
 #define DBT_TRACE_FORMAT 2
 
 #define DBT_TRACE_SEG_RECS 65536u
 #define DBT_TRACE_MAX_SEGS 4096u
+
+/* A record's op byte until the record is committed: readers skip it. */
+#define DBT_TRACE_OP_UNCOMMITTED 0
 
 /* op codes in the trace: 1-3 are enum dbt_op; the rest are counted calls without a transfer */
 enum dbt_trace_op {
@@ -50,6 +55,13 @@ enum dbt_sync_op { DBT_SYNC_WAKE = 1, DBT_SYNC_SLEEP = 2 };
  * In it, start_ns is the request's service start and aux the host call's time in ns; the reader
  * expands it into the request and the call. */
 #define DBT_TF_WITH_REQUEST 0x40u
+/* Reserved: never written by the interposer. The predictor marks with it the wake and sleep it adds
+ * between a client's connections that came one after another (predict/events.py), so its own records
+ * can never be taken for recorded ones. */
+#define DBT_TF_RESERVED_CLIENT 0x80u
+_Static_assert(((DBT_TF_DIRECT | DBT_TF_DSYNC | DBT_TF_CACHE_HIT | DBT_TF_STREAM | DBT_TF_PAGE_CACHE | DBT_TF_ASYNC |
+                 DBT_TF_WITH_REQUEST) & DBT_TF_RESERVED_CLIENT) == 0,
+               "the reserved trace flag is no recorded flag");
 
 struct dbt_trace_rec {
     uint64_t submit_ns;   /* call: the program called; request: issued to the device (CLOCK_MONOTONIC) */
@@ -67,9 +79,10 @@ struct dbt_trace_rec {
 };
 
 #define DBT_TRACE_SIZE_UNKNOWN 0xffffffffu
+#define DBT_TRACE_SIZE_PAGE 4096u /* the unit of a read call's file size in aux */
 static inline uint32_t dbt_trace_size_pages(uint64_t bytes) {
     if (bytes == UINT64_MAX) return DBT_TRACE_SIZE_UNKNOWN;
-    uint64_t pages = (bytes + 4095) / 4096;
+    uint64_t pages = (bytes + DBT_TRACE_SIZE_PAGE - 1) / DBT_TRACE_SIZE_PAGE;
     return pages >= DBT_TRACE_SIZE_UNKNOWN ? DBT_TRACE_SIZE_UNKNOWN - 1 : (uint32_t)pages;
 }
 

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "build_state.h"
 #include "check.h"
 #include "state.h"
 
@@ -150,17 +151,15 @@ int main(int argc, char **argv) {
     if (!mkdtemp(work)) return perror("mkdtemp"), 2;
     chmod(work, 0755); /* the unprivileged child must reach the state to be refused by its mode */
 
-    char map[300], state[300], corrupt[300], missing[300], why[1024];
-    snprintf(map, sizeof map, "%s/devices.map", work);
+    char dir[300], state[300], corrupt[300], missing[300], why[1024];
+    snprintf(dir, sizeof dir, "%s/a", work);
     snprintf(state, sizeof state, "%s/state", work);
     snprintf(corrupt, sizeof corrupt, "%s/corrupt", work);
     snprintf(missing, sizeof missing, "%s/missing", work);
-    FILE *f = fopen(map, "w");
-    fprintf(f, "a\tram\t%s/a\n", work);
-    fclose(f);
+    const struct test_device dev = {"a", "ram", dir, {{0}}};
     char err[512];
-    CHECK(dbt_state_create(map, state, err, sizeof err) == 0, "create: %s", err);
-    f = fopen(corrupt, "w");
+    CHECK(build_state(state, &dev, 1, NULL, err, sizeof err) == 0, "create: %s", err);
+    FILE *f = fopen(corrupt, "w");
     fwrite("dbtiotap", 1, 8, f); /* the 8 bytes that once made a process die of SIGSEGV */
     fclose(f);
     struct outcome o;
@@ -183,7 +182,7 @@ int main(int argc, char **argv) {
     } else {
         char unreadable[300];
         snprintf(unreadable, sizeof unreadable, "%s/unreadable", work);
-        CHECK(dbt_state_create(map, unreadable, err, sizeof err) == 0, "create: %s", err);
+        CHECK(build_state(unreadable, &dev, 1, NULL, err, sizeof err) == 0, "create: %s", err);
         chmod(unreadable, 0);
         if (access(unreadable, R_OK) != 0) {
             run(unreadable, ERRFD_PIPE, 0, &o);
@@ -215,7 +214,6 @@ int main(int argc, char **argv) {
 
     unlink(state);
     unlink(corrupt);
-    unlink(map);
     rmdir(work);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -10,7 +10,7 @@
 
 static int near(double a, double b, double rel) { return fabs(a - b) <= rel * fabs(b) + 1.0; }
 
-static void set(struct dbt_params *p, int kind, const char *k, const char *v) {
+static void set(struct dbt_params *p, int kind, const char *k, double v) {
     char err[256];
     if (dbt_params_set(p, kind, k, v, err, sizeof err) != 0) printf("setup: %s\n", err);
 }
@@ -44,10 +44,10 @@ static void test_sequential_streams_at_media_rate(void) {
     double expect = 199.0 * len / (125e6 / 1e9);
     CHECK(near((double)(done - first_done), expect, 0.01), "streamed %llu ns, expected %.0f",
           (unsigned long long)(done - first_done), expect);
-    CHECK(near(dbt_hdd_media_bpns(&st.drive[0].d, 0), 0.125, 1e-9), "outer rate %.6f B/ns", dbt_hdd_media_bpns(&st.drive[0].d, 0));
+    CHECK(near(dbt_hdd_media_bpns(&st.drive[0].u.hdd.d, 0), 0.125, 1e-9), "outer rate %.6f B/ns", dbt_hdd_media_bpns(&st.drive[0].u.hdd.d, 0));
     uint64_t inner = (uint64_t)(p.capacity_gb * 1e9) - 1;
-    CHECK(near(dbt_hdd_media_bpns(&st.drive[0].d, inner), 0.065, 1e-3), "inner rate %.6f B/ns",
-          dbt_hdd_media_bpns(&st.drive[0].d, inner));
+    CHECK(near(dbt_hdd_media_bpns(&st.drive[0].u.hdd.d, inner), 0.065, 1e-3), "inner rate %.6f B/ns",
+          dbt_hdd_media_bpns(&st.drive[0].u.hdd.d, inner));
 }
 
 /* The fitted seek curve passes through the profile's three figures. */
@@ -56,18 +56,18 @@ static void test_seek_curve_points(void) {
     hdd_defaults(&p);
     struct dbt_model_state st;
     dbt_model_init(&st, DBT_KIND_HDD, &p);
-    double D = p.cylinders;
-    CHECK(near(dbt_hdd_seek_ns(&st.drive[0].d, 1, 0), 0.8e6, 1e-9), "track-to-track %.0f", dbt_hdd_seek_ns(&st.drive[0].d, 1, 0));
-    CHECK(near(dbt_hdd_seek_ns(&st.drive[0].d, D / 3, 0), 8.5e6, 1e-9), "one-third %.0f", dbt_hdd_seek_ns(&st.drive[0].d, D / 3, 0));
-    CHECK(near(dbt_hdd_seek_ns(&st.drive[0].d, D, 0), 17e6, 1e-9), "full stroke %.0f", dbt_hdd_seek_ns(&st.drive[0].d, D, 0));
-    CHECK(near(dbt_hdd_seek_ns(&st.drive[0].d, D, 1), 18e6, 1e-9), "full stroke write +1 ms settle %.0f",
-          dbt_hdd_seek_ns(&st.drive[0].d, D, 1));
-    CHECK(dbt_hdd_seek_ns(&st.drive[0].d, 0.5, 0) == 0, "same cylinder costs no seek");
+    double D = p.k.hdd.cylinders;
+    CHECK(near(dbt_hdd_seek_ns(&st.drive[0].u.hdd.d, 1, 0), 0.8e6, 1e-9), "track-to-track %.0f", dbt_hdd_seek_ns(&st.drive[0].u.hdd.d, 1, 0));
+    CHECK(near(dbt_hdd_seek_ns(&st.drive[0].u.hdd.d, D / 3, 0), 8.5e6, 1e-9), "one-third %.0f", dbt_hdd_seek_ns(&st.drive[0].u.hdd.d, D / 3, 0));
+    CHECK(near(dbt_hdd_seek_ns(&st.drive[0].u.hdd.d, D, 0), 17e6, 1e-9), "full stroke %.0f", dbt_hdd_seek_ns(&st.drive[0].u.hdd.d, D, 0));
+    CHECK(near(dbt_hdd_seek_ns(&st.drive[0].u.hdd.d, D, 1), 18e6, 1e-9), "full stroke write +1 ms settle %.0f",
+          dbt_hdd_seek_ns(&st.drive[0].u.hdd.d, D, 1));
+    CHECK(dbt_hdd_seek_ns(&st.drive[0].u.hdd.d, 0.5, 0) == 0, "same cylinder costs no seek");
     /* Monotonic */
     double prev = 0;
     int mono = 1;
     for (double d = 1; d <= D; d *= 1.3) {
-        double s = dbt_hdd_seek_ns(&st.drive[0].d, d, 0);
+        double s = dbt_hdd_seek_ns(&st.drive[0].u.hdd.d, d, 0);
         if (s < prev) mono = 0;
         prev = s;
     }
@@ -81,16 +81,16 @@ static void test_span_scale(void) {
     hdd_defaults(&p);
     struct dbt_model_state plain, st;
     dbt_model_init(&plain, DBT_KIND_HDD, &p);
-    p.span_scale = 100;
+    p.k.hdd.span_scale = 100;
     dbt_model_init(&st, DBT_KIND_HDD, &p);
-    const struct dbt_derived *d = &st.drive[0].d, *d0 = &plain.drive[0].d;
-    double reach = p.cache_mib * 1048576.0 / p.cache_segments / (p.capacity_gb * 1e9 / p.cylinders);
+    const struct dbt_hdd_derived *d = &st.drive[0].u.hdd.d, *d0 = &plain.drive[0].u.hdd.d;
+    double reach = p.k.hdd.cache_mib * 1048576.0 / p.k.hdd.cache_segments / (p.capacity_gb * 1e9 / p.k.hdd.cylinders);
     CHECK(reach > 0 && reach < 1, "a segment's reach is %.3f cylinders", reach);
     CHECK(dbt_hdd_seek_ns(d, reach, 0) == 0, "a stream's step within reach: no seek");
     CHECK(near(dbt_hdd_seek_ns(d, 0.5, 0), dbt_hdd_seek_ns(d0, reach + (0.5 - reach) * 100, 0), 1e-12),
           "half a cylinder jumps as %.1f", reach + (0.5 - reach) * 100);
     CHECK(near(dbt_hdd_seek_ns(d, 5, 0), dbt_hdd_seek_ns(d0, reach + (5 - reach) * 100, 0), 1e-12), "5 cylinders");
-    CHECK(near(dbt_hdd_seek_ns(d, p.cylinders / 2, 1), dbt_hdd_seek_ns(d0, p.cylinders, 1), 1e-12),
+    CHECK(near(dbt_hdd_seek_ns(d, p.k.hdd.cylinders / 2, 1), dbt_hdd_seek_ns(d0, p.k.hdd.cylinders, 1), 1e-12),
           "no farther than the full stroke");
 }
 
@@ -105,11 +105,11 @@ static void test_full_stroke_access(void) {
     uint64_t inner = (uint64_t)(p.capacity_gb * 1e9) - len;
     uint64_t t = a.complete_ns + 1000000;
     struct dbt_result b = submit(&st, t, DBT_OP_READ, inner, len);
-    double fixed = 0.3e6 + dbt_hdd_seek_ns(&st.drive[0].d, dbt_hdd_cyl_of(&st.drive[0].d, inner), 0) + len / dbt_hdd_media_bpns(&st.drive[0].d, inner);
+    double fixed = 0.3e6 + dbt_hdd_seek_ns(&st.drive[0].u.hdd.d, dbt_hdd_cyl_of(&st.drive[0].u.hdd.d, inner), 0) + len / dbt_hdd_media_bpns(&st.drive[0].u.hdd.d, inner);
     double lat = (double)(b.complete_ns - t);
     double rot = 60e9 / 7200;
     CHECK(lat >= fixed - 2 && lat < fixed + rot, "full stroke latency %.0f not in [%.0f, %.0f)", lat, fixed, fixed + rot);
-    CHECK(near(dbt_hdd_cyl_of(&st.drive[0].d, inner), p.cylinders, 1e-3), "innermost address at the last cylinder");
+    CHECK(near(dbt_hdd_cyl_of(&st.drive[0].u.hdd.d, inner), p.k.hdd.cylinders, 1e-3), "innermost address at the last cylinder");
     CHECK(fixed > 17e6, "the full stroke is in it");
 }
 
@@ -146,7 +146,7 @@ static void test_forward_skip_rides_the_readahead(void) {
 }
 
 /* Where the track holding addr ends, as the model lays tracks out (a revolution of the media rate). */
-static uint64_t track_end_at(const struct dbt_derived *d, uint64_t addr) {
+static uint64_t track_end_at(const struct dbt_hdd_derived *d, uint64_t addr) {
     double track = dbt_hdd_media_bpns(d, addr) * d->rot_ns;
     return (uint64_t)((floor((double)addr / track) + 1.0) * track);
 }
@@ -164,10 +164,10 @@ static void test_readahead_stops_at_the_track_end(void) {
     hdd_defaults(&p);
     const uint64_t a = 512 << 10;
     for (int scheme = 0; scheme <= 1; scheme++) {
-        set(&p, DBT_KIND_HDD, "readahead_track", scheme ? "1" : "0");
+        set(&p, DBT_KIND_HDD, "readahead_track", scheme ? 1 : 0);
         struct dbt_model_state st;
         dbt_model_init(&st, DBT_KIND_HDD, &p);
-        uint64_t end = track_end_at(&st.drive[0].d, a);
+        uint64_t end = track_end_at(&st.drive[0].u.hdd.d, a);
         CHECK(end > 1000000 && end < 1050000, "the first track ends at %llu", (unsigned long long)end);
         uint64_t t = submit(&st, 0, DBT_OP_READ, a, 8192).complete_ns + 20000000;
         CHECK(hit_after(&st, t, end - 16384), "scheme %d: the track's last pages were read ahead", scheme);
@@ -181,8 +181,8 @@ static void test_readahead_stops_at_the_track_end(void) {
 /* The defaults with 16 segments of 64 KiB, reading 32 KiB ahead. */
 static void small_segments(struct dbt_params *p) {
     hdd_defaults(p);
-    set(p, DBT_KIND_HDD, "cache_mib", "1");
-    set(p, DBT_KIND_HDD, "readahead_kib", "32");
+    set(p, DBT_KIND_HDD, "cache_mib", 1);
+    set(p, DBT_KIND_HDD, "readahead_kib", 32);
 }
 
 /* readahead_track 2 (DEC's scheme): the read-ahead runs to the end of the track whatever
@@ -194,10 +194,10 @@ static void test_readahead_to_the_track_end_keeps_its_last_part(void) {
     small_segments(&p);
     const uint64_t a = 256 << 10;
     for (int scheme = 0; scheme <= 2; scheme += 2) {
-        set(&p, DBT_KIND_HDD, "readahead_track", scheme ? "2" : "0");
+        set(&p, DBT_KIND_HDD, "readahead_track", scheme ? 2 : 0);
         struct dbt_model_state st;
         dbt_model_init(&st, DBT_KIND_HDD, &p);
-        uint64_t end = track_end_at(&st.drive[0].d, a + 8192);
+        uint64_t end = track_end_at(&st.drive[0].u.hdd.d, a + 8192);
         uint64_t t = submit(&st, 0, DBT_OP_READ, a, 8192).complete_ns + 20000000;
         int next = hit_after(&st, t, a + 8192);
         CHECK(next == !scheme, "scheme %d: the next pages %s", scheme, next ? "hit" : "miss");
@@ -218,10 +218,10 @@ static void test_readahead_carried_on_by_a_hit(void) {
     small_segments(&p);
     const uint64_t a = 256 << 10;
     for (int on = 0; on <= 1; on++) {
-        set(&p, DBT_KIND_HDD, "readahead_on_hit", on ? "1" : "0");
+        set(&p, DBT_KIND_HDD, "readahead_on_hit", on ? 1 : 0);
         struct dbt_model_state st;
         dbt_model_init(&st, DBT_KIND_HDD, &p);
-        const struct dbt_derived *d = &st.drive[0].d;
+        const struct dbt_hdd_derived *d = &st.drive[0].u.hdd.d;
         struct dbt_result r1 = submit(&st, 0, DBT_OP_READ, a, 8192);
         uint64_t t2 = r1.complete_ns + 20000000;
         struct dbt_result r2 = submit(&st, t2, DBT_OP_READ, a + 8192, 8192);
@@ -243,7 +243,7 @@ static void test_readahead_carried_on_by_a_hit(void) {
     /* Asked for 20 ms after the hit, those 8 KiB are in the buffer with on_hit 1 (50 us + 8 KiB at
      * 300 MB/s), and a media access with 0 (the 0.3 ms command overhead at least). */
     for (int on = 0; on <= 1; on++) {
-        set(&p, DBT_KIND_HDD, "readahead_on_hit", on ? "1" : "0");
+        set(&p, DBT_KIND_HDD, "readahead_on_hit", on ? 1 : 0);
         struct dbt_model_state st;
         dbt_model_init(&st, DBT_KIND_HDD, &p);
         struct dbt_result r1 = submit(&st, 0, DBT_OP_READ, a, 8192);
@@ -263,11 +263,11 @@ static void test_readahead_carried_on_by_a_hit(void) {
 static void test_raid0_stripes_over_members(void) {
     struct dbt_params p;
     hdd_defaults(&p);
-    set(&p, DBT_KIND_HDD, "members", "4");
-    set(&p, DBT_KIND_HDD, "stripe_kib", "64");
+    set(&p, DBT_KIND_HDD, "members", 4);
+    set(&p, DBT_KIND_HDD, "stripe_kib", 64);
     struct dbt_model_state arr, one;
     dbt_model_init(&arr, DBT_KIND_HDD, &p);
-    set(&p, DBT_KIND_HDD, "members", "1");
+    set(&p, DBT_KIND_HDD, "members", 1);
     dbt_model_init(&one, DBT_KIND_HDD, &p);
     CHECK(arr.members == 4 && arr.stripe_bytes == 65536, "4 members, 64 KiB stripe");
     /* 4 x 64 KiB from address 0: each member reads 64 KiB at its own address 0, in parallel. */
@@ -277,9 +277,9 @@ static void test_raid0_stripes_over_members(void) {
           (unsigned long long)a.complete_ns, (unsigned long long)b.complete_ns);
     /* 8 x 64 KiB: each member gets two consecutive rows as one contiguous 128 KiB request. */
     struct dbt_model_state arr2, one2;
-    set(&p, DBT_KIND_HDD, "members", "4");
+    set(&p, DBT_KIND_HDD, "members", 4);
     dbt_model_init(&arr2, DBT_KIND_HDD, &p);
-    set(&p, DBT_KIND_HDD, "members", "1");
+    set(&p, DBT_KIND_HDD, "members", 1);
     dbt_model_init(&one2, DBT_KIND_HDD, &p);
     struct dbt_result c = submit(&arr2, 0, DBT_OP_READ, 0, 8 * 65536);
     struct dbt_result e = submit(&one2, 0, DBT_OP_READ, 0, 2 * 65536);
@@ -299,7 +299,7 @@ static void test_raid0_stripes_over_members(void) {
 static void test_protected_write_cache_flush(void) {
     struct dbt_params p;
     hdd_defaults(&p);
-    set(&p, DBT_KIND_HDD, "write_cache_protected", "1");
+    set(&p, DBT_KIND_HDD, "write_cache_protected", 1);
     struct dbt_model_state st;
     dbt_model_init(&st, DBT_KIND_HDD, &p);
     struct dbt_result w = submit(&st, 0, DBT_OP_WRITE, 500ull << 20, 8192);
@@ -329,7 +329,7 @@ static void test_write_back_and_flush(void) {
     double media_min = ack + 0.3e6 + 8192 / 0.125 * 0.9;
     CHECK((double)f.complete_ns > media_min, "flush waited for the destage (%llu)", (unsigned long long)f.complete_ns);
     /* Without the write cache the write itself pays the positioning. */
-    set(&p, DBT_KIND_HDD, "write_cache", "0");
+    set(&p, DBT_KIND_HDD, "write_cache", 0);
     dbt_model_init(&st, DBT_KIND_HDD, &p);
     struct dbt_result wt = submit(&st, 0, DBT_OP_WRITE, 100 << 20, 8192);
     CHECK((double)wt.complete_ns > 0.3e6 + 8192 / 0.125 * 0.9, "write-through pays the media (%llu)",
@@ -347,7 +347,7 @@ static void test_write_back_and_flush(void) {
 static void wb_drive(struct dbt_model_state *st) {
     struct dbt_params p;
     hdd_defaults(&p);
-    set(&p, DBT_KIND_HDD, "cache_mib", "0");
+    set(&p, DBT_KIND_HDD, "cache_mib", 0);
     dbt_model_init(st, DBT_KIND_HDD, &p);
 }
 
@@ -359,8 +359,8 @@ static uint64_t ack_after(uint64_t start, uint32_t len) { return start + (uint64
 static void test_destage_is_sorted(void) {
     struct dbt_model_state st;
     wb_drive(&st);
-    const struct dbt_derived *d = &st.drive[0].d;
-    const struct dbt_hdd_state *h = &st.drive[0].u.hdd;
+    const struct dbt_hdd_derived *d = &st.drive[0].u.hdd.d;
+    const struct dbt_hdd_state *h = &st.drive[0].u.hdd.s;
     const uint64_t addr[4] = {500 * MB, 300 * MB, 100 * MB, 200 * MB};
     uint64_t t = 0, acks[4];
     for (int i = 0; i < 4; i++) {
@@ -391,8 +391,8 @@ static void test_destage_is_sorted(void) {
 static void test_destage_merges_and_absorbs(void) {
     struct dbt_model_state st;
     wb_drive(&st);
-    const struct dbt_derived *d = &st.drive[0].d;
-    const struct dbt_hdd_state *h = &st.drive[0].u.hdd;
+    const struct dbt_hdd_derived *d = &st.drive[0].u.hdd.d;
+    const struct dbt_hdd_state *h = &st.drive[0].u.hdd.s;
     const uint64_t X = 700 * MB;
     uint64_t t = 0;
     const uint64_t at[4] = {X, X + 8192, X + 16384, X + 4096};
@@ -415,8 +415,8 @@ static void test_destage_merges_and_absorbs(void) {
 static void test_read_goes_before_waiting_destage(void) {
     struct dbt_model_state st;
     wb_drive(&st);
-    const struct dbt_derived *d = &st.drive[0].d;
-    const struct dbt_hdd_state *h = &st.drive[0].u.hdd;
+    const struct dbt_hdd_derived *d = &st.drive[0].u.hdd.d;
+    const struct dbt_hdd_state *h = &st.drive[0].u.hdd.s;
     struct dbt_result w0 = submit(&st, 0, DBT_OP_WRITE, 600 * MB, 8192);
     struct dbt_result w1 = submit(&st, w0.complete_ns, DBT_OP_WRITE, 200 * MB, 8192); /* W0 destages from w0's ack */
     struct dbt_result w2 = submit(&st, w1.complete_ns, DBT_OP_WRITE, 400 * MB, 8192);
@@ -438,11 +438,11 @@ static void test_read_goes_before_waiting_destage(void) {
 static void test_full_buffer_destages_at_once(void) {
     struct dbt_params p;
     hdd_defaults(&p);
-    set(&p, DBT_KIND_HDD, "cache_mib", "0");
-    set(&p, DBT_KIND_HDD, "write_cache_mib", "0.015625"); /* 16 KiB: two 8 KiB extents */
+    set(&p, DBT_KIND_HDD, "cache_mib", 0);
+    set(&p, DBT_KIND_HDD, "write_cache_mib", 0.015625); /* 16 KiB: two 8 KiB extents */
     struct dbt_model_state st;
     dbt_model_init(&st, DBT_KIND_HDD, &p);
-    const struct dbt_derived *d = &st.drive[0].d;
+    const struct dbt_hdd_derived *d = &st.drive[0].u.hdd.d;
     struct dbt_result w0 = submit(&st, 0, DBT_OP_WRITE, 100 * MB, 8192);
     struct dbt_result w1 = submit(&st, w0.complete_ns, DBT_OP_WRITE, 300 * MB, 8192); /* W0 destaging */
     uint64_t d0 = dbt_hdd_media(d, 0.0, w0.complete_ns, 100 * MB, 8192, 1);
@@ -468,8 +468,8 @@ static void test_interleaved_streams_destage_in_sweeps(void) {
     for (int i = 0; i < n; i++) t = submit(&st, t, DBT_OP_WRITE, base[i % 3] + (uint64_t)(i / 3) * 8192, 8192).complete_ns;
     uint64_t done = submit(&st, t, DBT_OP_FLUSH, 0, 0).complete_ns;
     double rate = (double)n * 8192 / (double)done * 1e3; /* MB/s */
-    double cache = p.write_cache_mib * 1048576.0;
-    double sweep_ns = cache / (p.inner_mb_s * 1e-3) + 3 * (p.seek_full_ms * 1e6 + 60e9 / p.rpm + p.controller_overhead_ms * 1e6);
+    double cache = p.k.hdd.write_cache_mib * 1048576.0;
+    double sweep_ns = cache / (p.k.hdd.inner_mb_s * 1e-3) + 3 * (p.k.hdd.seek_full_ms * 1e6 + 60e9 / p.k.hdd.rpm + p.k.hdd.controller_overhead_ms * 1e6);
     double bound = cache / sweep_ns * 1e3;
     CHECK(rate >= bound, "three streams at %.1f MB/s, the sweep bound is %.1f MB/s", rate, bound);
 }
@@ -480,13 +480,13 @@ static void test_interleaved_streams_destage_in_sweeps(void) {
 static void test_slow_bus_and_write_overhead(void) {
     struct dbt_params p;
     hdd_defaults(&p);
-    set(&p, DBT_KIND_HDD, "interface_mb_s", "3");
-    set(&p, DBT_KIND_HDD, "read_watermark", "0.75");
-    set(&p, DBT_KIND_HDD, "write_cache", "0");
-    set(&p, DBT_KIND_HDD, "write_overhead_us", "800");
+    set(&p, DBT_KIND_HDD, "interface_mb_s", 3);
+    set(&p, DBT_KIND_HDD, "read_watermark", 0.75);
+    set(&p, DBT_KIND_HDD, "write_cache", 0);
+    set(&p, DBT_KIND_HDD, "write_overhead_us", 800);
     struct dbt_model_state st;
     dbt_model_init(&st, DBT_KIND_HDD, &p);
-    const struct dbt_derived *d = &st.drive[0].d;
+    const struct dbt_hdd_derived *d = &st.drive[0].u.hdd.d;
     const uint64_t a = 300 * MB;
     struct dbt_result r = submit(&st, 0, DBT_OP_READ, a, 8192);
     uint64_t media_done = dbt_hdd_media(d, 0.0, 0, a, 8192, 0);
@@ -512,12 +512,12 @@ static void test_slow_bus_and_write_overhead(void) {
 static void test_head_switch_per_track_crossed(void) {
     struct dbt_params p;
     hdd_defaults(&p);
-    set(&p, DBT_KIND_HDD, "cache_mib", "0");
+    set(&p, DBT_KIND_HDD, "cache_mib", 0);
     struct dbt_model_state plain, sw;
     dbt_model_init(&plain, DBT_KIND_HDD, &p);
-    set(&p, DBT_KIND_HDD, "head_switch_ms", "1");
+    set(&p, DBT_KIND_HDD, "head_switch_ms", 1);
     dbt_model_init(&sw, DBT_KIND_HDD, &p);
-    const struct dbt_derived *d = &plain.drive[0].d;
+    const struct dbt_hdd_derived *d = &plain.drive[0].u.hdd.d;
     double track = dbt_hdd_media_bpns(d, 0) * 60e9 / 7200; /* bytes on the outermost track */
     uint32_t len = (uint32_t)(2.5 * track);                  /* from the track's start: crosses 2 boundaries */
     uint64_t t0 = dbt_hdd_media(d, 0.0, 0, 0, len, 0);
@@ -532,10 +532,10 @@ static void test_head_switch_per_track_crossed(void) {
 static void test_channels_in_parallel(void) {
     struct dbt_params p;
     dbt_params_defaults(&p, DBT_KIND_SSD);
-    set(&p, DBT_KIND_SSD, "channels", "4");
-    set(&p, DBT_KIND_SSD, "read_latency_us", "100");
-    set(&p, DBT_KIND_SSD, "channel_read_mb_s", "100");
-    set(&p, DBT_KIND_SSD, "interface_mb_s", "100000");
+    set(&p, DBT_KIND_SSD, "channels", 4);
+    set(&p, DBT_KIND_SSD, "read_latency_us", 100);
+    set(&p, DBT_KIND_SSD, "channel_read_mb_s", 100);
+    set(&p, DBT_KIND_SSD, "interface_mb_s", 100000);
     struct dbt_model_state st;
     dbt_model_init(&st, DBT_KIND_SSD, &p);
     double one = 100e3 + 8192 / 0.1; /* 100 us + 8 KiB at 100 MB/s = 181.92 us */
@@ -559,12 +559,12 @@ static void test_channels_in_parallel(void) {
 static void test_flash_flush_and_plp(void) {
     struct dbt_params p;
     dbt_params_defaults(&p, DBT_KIND_SSD);
-    set(&p, DBT_KIND_SSD, "flush_ms", "2");
+    set(&p, DBT_KIND_SSD, "flush_ms", 2);
     struct dbt_model_state st;
     dbt_model_init(&st, DBT_KIND_SSD, &p);
     struct dbt_result f = submit(&st, 1000, DBT_OP_FLUSH, 0, 0);
     CHECK(f.complete_ns == 1000 + 2000000, "flush costs flush_ms (%llu)", (unsigned long long)f.complete_ns);
-    set(&p, DBT_KIND_SSD, "flush_ms", "0");
+    set(&p, DBT_KIND_SSD, "flush_ms", 0);
     dbt_model_init(&st, DBT_KIND_SSD, &p);
     f = submit(&st, 1000, DBT_OP_FLUSH, 0, 0);
     CHECK(f.complete_ns == 1000, "power-loss protected flush is free");
@@ -609,13 +609,37 @@ static void test_option_table(void) {
     struct dbt_params p;
     char err[256];
     dbt_params_defaults(&p, DBT_KIND_HDD);
-    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "rpm", "15000", err, sizeof err) == 0 && p.rpm == 15000, "set rpm");
-    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "rpm", "99", err, sizeof err) != 0 && strstr(err, "outside"), "range: %s", err);
-    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "channels", "4", err, sizeof err) != 0 && strstr(err, "no parameter"),
+    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "rpm", 15000, err, sizeof err) == 0 && p.k.hdd.rpm == 15000, "set rpm");
+    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "rpm", 99, err, sizeof err) != 0 && strstr(err, "outside"), "range: %s", err);
+    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "channels", 4, err, sizeof err) != 0 && strstr(err, "no parameter"),
           "kind's own names only: %s", err);
-    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "rpm", "12x", err, sizeof err) != 0, "not a number: %s", err);
+    CHECK(dbt_params_set(&p, DBT_KIND_HDD, "rpm", NAN, err, sizeof err) != 0, "not a number: %s", err);
     dbt_params_defaults(&p, DBT_KIND_SSD);
-    CHECK(p.capacity_gb == 240 && p.interface_mb_s == 550, "defaults are per kind");
+    CHECK(p.capacity_gb == 240 && p.k.flash.interface_mb_s == 550, "defaults are per kind");
+}
+
+/* Each kind's ops: its own index and version, the hooks its capabilities promise, and an option table
+ * whose every row lies in the options all kinds share or in the kind's own struct (a row pointing into
+ * another kind's struct would read that kind's values). */
+static void test_kinds_table(void) {
+    for (int k = 0; k < DBT_KIND_COUNT; k++) {
+        const struct dbt_device_ops *o = dbt_ops_by_kind(k);
+        CHECK(o && o->kind == k && o->version == DBT_OPS_VERSION && o->init && o->submit, "kind %d's ops", k);
+        if (!o) continue;
+        CHECK(dbt_ops_by_name(o->name) == o, "%s is found by its name", o->name);
+        if (o->caps & DBT_CAP_REORDERS)
+            CHECK(o->queue_depth && o->free_at && o->estimate, "%s reorders without its queue hooks", o->name);
+        CHECK(o->nparams <= DBT_MAX_PARAMS, "%s has %d options, a spec holds %d", o->name, o->nparams, DBT_MAX_PARAMS);
+        size_t own = offsetof(struct dbt_params, k);
+        for (int i = 0; i < o->nparams; i++) {
+            size_t at = o->params[i].offset;
+            int shared = at == offsetof(struct dbt_params, capacity_gb) || at == offsetof(struct dbt_params, members) ||
+                         at == offsetof(struct dbt_params, stripe_kib);
+            CHECK(shared || (at >= own && at + sizeof(double) <= own + o->params_size),
+                  "%s option %s lies outside its own struct", o->name, o->params[i].name);
+        }
+    }
+    CHECK(!dbt_ops_by_kind(-1) && !dbt_ops_by_kind(DBT_KIND_COUNT) && !dbt_ops_by_name("tape"), "no other kinds");
 }
 
 static void test_lateness_buckets(void) {
@@ -654,6 +678,7 @@ int main(void) {
     test_ram_latency_and_cap();
     test_deterministic();
     test_option_table();
+    test_kinds_table();
     test_lateness_buckets();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "build_state.h"
 #include "check.h"
 #include "devmodel.h"
 #include "emulate.h"
@@ -30,15 +31,13 @@
 #include "state.h"
 
 static char work[512];
+static const struct test_device RAM = {"ram", "ram", "/nonexistent/ram", {{0}}};
 
-static struct dbt_state *make_state(const char *name, const char *map_text) {
-    char map[700], state[700], err[512];
-    snprintf(map, sizeof map, "%s/%s.map", work, name);
+/* A state of one device (and a page cache, if pc is given). */
+static struct dbt_state *make_state(const char *name, struct test_device dev, const struct dbt_pc_config *pc) {
+    char state[700], err[512];
     snprintf(state, sizeof state, "%s/%s.state", work, name);
-    FILE *f = fopen(map, "w");
-    fputs(map_text, f);
-    fclose(f);
-    if (dbt_state_create(map, state, err, sizeof err) != 0) {
+    if (build_state(state, &dev, 1, pc, err, sizeof err) != 0) {
         printf("cannot create %s: %s\n", state, err);
         exit(1);
     }
@@ -63,8 +62,9 @@ static void collect(void *ctx, const struct dbt_request_event *ev) {
 #define NCALLS 400
 
 static void same_requests_live_and_offline(void) {
-    const char *map = "disk\thdd\t/nonexistent/disk\n@pagecache\tbytes=1048576 readahead_kb=128\n";
-    struct dbt_state *live = make_state("live", map);
+    const struct test_device disk = {"disk", "hdd", "/nonexistent/disk", {{0}}};
+    const struct dbt_pc_config pc = {1048576, 128, 10, 20, 0};
+    struct dbt_state *live = make_state("live", disk, &pc);
     int64_t files[2];
     files[0] = dbt_state_file_index(live, 0, 1, 100, "/nonexistent/disk/base/5/16384", 4 << 20);
     files[1] = dbt_state_file_index(live, 0, 1, 101, "/nonexistent/disk/pg_wal/000000010000000000000001", 0);
@@ -104,7 +104,7 @@ static void same_requests_live_and_offline(void) {
     }
 
     /* offline: a fresh state, the files laid out where the live run put them */
-    struct dbt_state *off = make_state("offline", map);
+    struct dbt_state *off = make_state("offline", disk, &pc);
     for (int f = 0; f < 2; f++) {
         dbt_state_put_file(off, files[f], 0, dbt_files(live)[files[f]].dsync_scope);
         for (uint64_t c = 0; c < 4; c++)
@@ -143,7 +143,7 @@ static void same_requests_live_and_offline(void) {
 static uint64_t ram_read_ns(double latency_us) {
     struct dbt_params p;
     dbt_params_defaults(&p, DBT_KIND_RAM);
-    p.latency_us = latency_us;
+    p.k.ram.latency_us = latency_us;
     struct dbt_model_state m;
     dbt_model_init(&m, DBT_KIND_RAM, &p);
     struct dbt_request rq = {0, 0, 8192, DBT_OP_READ};
@@ -153,9 +153,8 @@ static uint64_t ram_read_ns(double latency_us) {
 }
 
 static uint64_t b_finishes(double latency_us) {
-    char map[128];
-    snprintf(map, sizeof map, "ram\tram\t/nonexistent/ram\tlatency_us=%g\n", latency_us);
-    struct dbt_state *s = make_state(latency_us < 200 ? "ram1" : "ram2", map);
+    struct test_device ram = {"ram", "ram", "/nonexistent/ram", {{"latency_us", latency_us}}};
+    struct dbt_state *s = make_state(latency_us < 200 ? "ram1" : "ram2", ram, NULL);
     dbt_state_put_file(s, 0, 0, 0);
     const uint64_t T = 5000000; /* recorded: A reads 100 us, wakes B 10 us later; B wakes 30 us after that */
     struct dbt_replay_event ev[4] = {
@@ -192,7 +191,7 @@ static void hand_computed(void) {
 }
 
 static void refuses_bad_events(void) {
-    struct dbt_state *s = make_state("bad", "ram\tram\t/nonexistent/ram\n");
+    struct dbt_state *s = make_state("bad", RAM, NULL);
     struct dbt_replay_event ev[2] = {
         {0, 10, 0, 0, 0, 0, 0, -1, 1, -1, 0, 0, DBT_TK_SYNC, DBT_SYNC_SLEEP, 0, DBT_SF_EPOLL, 0},
         {0, 10, 0, 0, 0, 0, 0, -1, -1, -1, 1, 0, DBT_TK_SYNC, DBT_SYNC_SLEEP, 0, DBT_SF_EPOLL, 0},
@@ -210,7 +209,7 @@ static void refuses_bad_events(void) {
 }
 
 static void refuses_unbounded_events(void) {
-    struct dbt_state *s = make_state("bounds", "ram\tram\t/nonexistent/ram\n");
+    struct dbt_state *s = make_state("bounds", RAM, NULL);
     dbt_state_put_file(s, 0, 0, 0);
     struct dbt_replay_event ok = {0, 10, 0, 0, 0, 8192, UINT64_MAX, 0, -1, -1, 0, 0, DBT_TK_CALL, DBT_TOP_READ, 0,
                                   DBT_TF_DIRECT, 0};
@@ -253,7 +252,7 @@ static void refuses_unbounded_events(void) {
  * events replay whole. */
 static void cancel_stops_a_replay(void) {
     enum { N = 100000 };
-    struct dbt_state *s = make_state("cancel", "ram\tram\t/nonexistent/ram\n");
+    struct dbt_state *s = make_state("cancel", RAM, NULL);
     dbt_state_put_file(s, 0, 0, 0);
     static struct dbt_replay_event ev[N];
     static uint64_t start[N], end[N];
@@ -283,9 +282,9 @@ static void cancel_stops_a_replay(void) {
  *    waits only for the first one's transfer; the two merged requests follow it, each sent when the
  *    one before completed. Sent all at once, unpaced, the read waited for all of them (17 ms). */
 static void writeback_is_paced(void) {
-    const char *map = "ram\tram\t/nonexistent/ram\tlatency_us=100 interface_mb_s=100\n"
-                      "@pagecache\tbytes=4194304 readahead_kb=128 dirty_background_pct=10 dirty_pct=90\n";
-    struct dbt_state *s = make_state("paced", map);
+    const struct test_device ram = {"ram", "ram", "/nonexistent/ram", {{"latency_us", 100}, {"interface_mb_s", 100}}};
+    const struct dbt_pc_config pc = {4194304, 128, 10, 90, 0};
+    struct dbt_state *s = make_state("paced", ram, &pc);
     int64_t data = dbt_state_file_index(s, 0, 1, 200, "/nonexistent/ram/base/5/16385", 0);
     int64_t other = dbt_state_file_index(s, 0, 1, 201, "/nonexistent/ram/base/5/16386", 1 << 20);
     struct reqs *r = calloc(1, sizeof *r);
@@ -335,15 +334,14 @@ static void writeback_is_paced(void) {
  *    rotation, transfer) from where the head was. A flush arriving meanwhile is no queued command:
  *    it completes after both. The same three processes replayed offline get the same completions. */
 static struct dbt_state *ncq_state(const char *name, int depth, int64_t *file) {
-    char map[400];
-    snprintf(map, sizeof map,
-             "disk\thdd\t/nonexistent/ncq\tcapacity_gb=10 cache_mib=0 write_cache=0 queue_depth=%d\n", depth);
-    struct dbt_state *s = make_state(name, map);
+    struct test_device disk = {"disk", "hdd", "/nonexistent/ncq",
+                               {{"capacity_gb", 10}, {"cache_mib", 0}, {"write_cache", 0}, {"queue_depth", depth}}};
+    struct dbt_state *s = make_state(name, disk, NULL);
     *file = dbt_state_file_index(s, 0, 1, 300, "/nonexistent/ncq/base/5/16390", 6000ull << 20);
     return s;
 }
 
-static uint64_t media_from(const struct dbt_derived *d, uint64_t prev_end, uint64_t t, uint64_t addr) {
+static uint64_t media_from(const struct dbt_hdd_derived *d, uint64_t prev_end, uint64_t t, uint64_t addr) {
     return dbt_hdd_media(d, dbt_hdd_cyl_of(d, prev_end), t, addr, 8192, 0);
 }
 
@@ -354,7 +352,7 @@ static void ncq_reorders(void) {
         snprintf(name, sizeof name, "ncq%d", depth);
         int64_t file;
         struct dbt_state *s = ncq_state(name, depth, &file);
-        const struct dbt_derived *d = &s->dev[0].model.drive[0].d;
+        const struct dbt_hdd_derived *d = &s->dev[0].model.drive[0].u.hdd.d;
         uint64_t a0 = dbt_state_addr(s, 0, file, 0), a1 = dbt_state_addr(s, 0, file, FAR),
                  a2 = dbt_state_addr(s, 0, file, NEAR);
         CHECK(a0 == 0 && a1 == FAR && a2 == NEAR, "the file lies in order: %llu %llu %llu", (unsigned long long)a0,
@@ -411,7 +409,7 @@ static void ncq_reorders(void) {
 
         /* a flush while both wait: the drive finishes its queue first */
         s = ncq_state(name, depth, &file);
-        d = &s->dev[0].model.drive[0].d;
+        d = &s->dev[0].model.drive[0].u.hdd.d;
         r->n = 0;
         dbt_emulate(s, &c0, &hooks, &o0);
         dbt_emulate(s, &c1, &hooks, &o1);

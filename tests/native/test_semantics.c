@@ -3,7 +3,8 @@
  * plainly and under the interposer and requires byte-identical logs.
  *
  *   test_semantics run SEED ROOT LOG       the sequence, in ROOT (with subdirs a/ b/ out/)
- *   test_semantics mkstate SIMLIB MAP STATE
+ *   test_semantics mkstate SIMLIB ROOT STATE [pc]   the devices a and b under ROOT (pc: with a small
+ *                                          page cache), built through the simulator library
  *   test_semantics check SIMLIB STATE      the interposer saw reads, writes and flushes on a and b
  *   test_semantics highfd ROOT             I/O on fds above 2000 after raising RLIMIT_NOFILE (below)
  *   test_semantics counts SIMLIB STATE KEY=N...   the state's dump has these counters (devN.key: device N's)
@@ -36,6 +37,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "mix.h"
+#include "statefile.h" /* the device specs a state is built from */
+
 #define WORKERS_PER_PROC 2
 #define PROCS 2
 #define STEPS 700
@@ -52,12 +56,7 @@ struct worker {
     char path[NFILES][64];
 };
 
-static uint64_t next(struct worker *w) {
-    uint64_t z = (w->rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t next(struct worker *w) { return dbt_splitmix64(&w->rng); }
 
 static uint32_t crc32(const unsigned char *p, size_t n) {
     uint32_t c = 0xffffffffu;
@@ -694,14 +693,44 @@ static void *sim(const char *lib, const char *sym) {
     return dlsym(h, sym);
 }
 
+/* Two emulated devices under root (a RAM device at a/, an SSD at b/), as Python builds them: specs
+ * of the kinds' defaults, a few parameters set by name; with_pc: a page cache of 64 pages, so that
+ * eviction and writeback run often. */
+static int mkstate(const char *lib, const char *root, const char *state, int with_pc) {
+    int (*init)(struct dbt_device_spec *, const char *, const char *, const char *, char *, size_t) =
+        sim(lib, "dbt_device_spec_init");
+    int (*set)(struct dbt_device_spec *, const char *, double, char *, size_t) = sim(lib, "dbt_device_spec_set");
+    int (*create)(const char *, uint32_t, const struct dbt_device_spec *, uint32_t, const struct dbt_pc_config *,
+                  char *, size_t) = sim(lib, "dbt_create_state");
+    static const struct {
+        const char *name, *kind;
+        struct {
+            const char *name;
+            double value;
+        } params[4];
+    } devs[2] = {
+        {"a", "ram", {{"latency_us", 20}, {"interface_mb_s", 2000}}},
+        {"b", "ssd", {{"read_latency_us", 15}, {"write_latency_us", 5}, {"channels", 2}, {"flush_ms", 0.05}}},
+    };
+    struct dbt_device_spec specs[2];
+    char dir[4096], err[512];
+    for (int i = 0; i < 2; i++) {
+        snprintf(dir, sizeof dir, "%s/%s", root, devs[i].name);
+        if (init(&specs[i], devs[i].name, devs[i].kind, dir, err, sizeof err) != 0)
+            return fprintf(stderr, "%s\n", err), 2;
+        for (int k = 0; k < 4 && devs[i].params[k].name; k++)
+            if (set(&specs[i], devs[i].params[k].name, devs[i].params[k].value, err, sizeof err) != 0)
+                return fprintf(stderr, "%s\n", err), 2;
+    }
+    const struct dbt_pc_config pc = {262144, 32, 10, 20, 0};
+    if (create(state, DBT_SPEC_VERSION, specs, 2, with_pc ? &pc : NULL, err, sizeof err) != 0)
+        return fprintf(stderr, "%s\n", err), 2;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc == 5 && strcmp(argv[1], "run") == 0) return run(strtoull(argv[2], NULL, 10), argv[3], argv[4]);
-    if (argc == 5 && strcmp(argv[1], "mkstate") == 0) {
-        int (*create)(const char *, const char *, char *, size_t) = sim(argv[2], "dbt_create_state");
-        char err[512];
-        if (create(argv[3], argv[4], err, sizeof err) != 0) return fprintf(stderr, "%s\n", err), 2;
-        return 0;
-    }
+    if ((argc == 5 || argc == 6) && strcmp(argv[1], "mkstate") == 0) return mkstate(argv[2], argv[3], argv[4], argc == 6);
     if (argc == 4 && strcmp(argv[1], "check") == 0) {
         char *(*dump)(const char *, char *, size_t) = sim(argv[2], "dbt_dump_state");
         char err[512];

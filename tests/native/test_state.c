@@ -1,7 +1,7 @@
-/* The state file: created private, and refused by attach when anything later used as an offset,
- * index or length is inconsistent. A valid state is built with dbt_state_create, then damaged in
- * one way at a time (and repaired from an undo log); every damage must be refused with a message
- * naming it, and the repaired state must attach again.
+/* The state file: created private from device specs that are checked field by field, and refused by
+ * attach when anything later used as an offset, index or length is inconsistent. A valid state is
+ * built with dbt_state_create, then damaged in one way at a time (and repaired from an undo log);
+ * every damage must be refused with a message naming it, and the repaired state must attach again.
  *
  *   test_state [WORKDIR]     (default: a fresh folder under /tmp, removed at the end) */
 #define _GNU_SOURCE
@@ -16,10 +16,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "build_state.h"
 #include "check.h"
-#include "state.h"
+#include "statefile.h"
 
-static char work[512], map_path[600], state_path[600];
+static char work[512], mapped_path[600], state_path[600];
+
+/* the valid state: every kind, an array, and a page cache */
+static const struct test_device DEVICES[] = {
+    {"h", "hdd", "/data/h", {{"members", 2}, {"cache_segments", 4}}},
+    {"s", "ssd", "/data/s", {{"channels", 4}}},
+    {"r", "ram", "/data/r", {{0}}},
+    {"x", "real", "/data/x", {{0}}},
+};
+static const struct dbt_pc_config PAGE_CACHE = {1048576, 64, 5, 20, 0};
+
+static int create_valid(char *err, size_t errlen) {
+    return build_state(state_path, DEVICES, 4, &PAGE_CACHE, err, errlen);
+}
 
 /* ---- damage with an undo log -------------------------------------------------------------- */
 
@@ -75,7 +89,7 @@ static struct dbt_state *map_state(const char *path, size_t *size) {
 
 static struct dbt_pc *pc(void) { return dbt_state_pc(S); }
 static struct dbt_device_slot *dev(int i) { return &S->dev[i]; }
-static struct dbt_hdd_state *hdd(int member) { return &S->dev[0].model.drive[member].u.hdd; }
+static struct dbt_hdd_state *hdd(int member) { return &S->dev[0].model.drive[member].u.hdd.s; }
 static int64_t used_file; /* a registered file's index */
 
 /* Attaching must fail with a message containing `want`; then the damage is repaired. */
@@ -128,7 +142,7 @@ static void test_create_private(void) {
     CHECK(symlink(victim, planted) == 0, "cannot plant %s: %s", planted, strerror(errno));
     mode_t old = umask(0); /* a permissive umask must not widen the state */
     char err[512] = "";
-    int rc = dbt_state_create(map_path, state_path, err, sizeof err);
+    int rc = create_valid(err, sizeof err);
     umask(old);
     CHECK(rc == 0, "create: %s", err);
     struct stat st;
@@ -157,7 +171,7 @@ static void populate(void) {
         dbt_model_submit(&s->dev[0].model, &rq, &res);
         dbt_model_submit(&s->dev[1].model, &rq, &res);
     }
-    CHECK(s->dev[0].model.drive[0].u.hdd.wb_count > 0, "the HDD write-back ring stayed empty");
+    CHECK(s->dev[0].model.drive[0].u.hdd.s.wb_count > 0, "the HDD write-back ring stayed empty");
     munmap(s, s->size);
 }
 
@@ -247,12 +261,14 @@ static void test_devices(void) {
     DAMAGE("dir relative", "not absolute", poke_fill(dev(1)->dir, 'x', 1));
     DAMAGE("bad kind 7", "kind 7 is unknown", poke_int(&dev(2)->kind, 7));
     DAMAGE("bad kind -1", "kind -1 is unknown", poke_int(&dev(2)->kind, -1));
-    DAMAGE("hdd param out of range", "rpm", poke_double(&dev(0)->params.rpm, 1e9));
-    DAMAGE("hdd param NaN", "seek_full_ms", poke_double(&dev(0)->params.seek_full_ms, NAN));
-    DAMAGE("ssd channels param 0", "channels", poke_double(&dev(1)->params.channels, 0));
+    DAMAGE("hdd param out of range", "rpm", poke_double(&dev(0)->params.k.hdd.rpm, 1e9));
+    DAMAGE("hdd param NaN", "seek_full_ms", poke_double(&dev(0)->params.k.hdd.seek_full_ms, NAN));
+    DAMAGE("ssd channels param 0", "channels", poke_double(&dev(1)->params.k.flash.channels, 0));
     DAMAGE("members param 99", "members", poke_double(&dev(2)->params.members, 99));
     DAMAGE("kind changed to ssd", "parameter", poke_int(&dev(0)->kind, DBT_KIND_SSD));
     DAMAGE("model kind", "model is of kind", poke_int(&dev(0)->model.kind, DBT_KIND_RAM));
+    DAMAGE("capabilities forged", "capabilities", poke_u32(&dev(3)->caps, DBT_CAP_REORDERS));
+    DAMAGE("capabilities taken away", "capabilities", poke_u32(&dev(0)->caps, 0));
     DAMAGE("members 0", "members", poke_int(&dev(0)->model.members, 0));
     DAMAGE("members 99", "members", poke_int(&dev(0)->model.members, 99));
     DAMAGE("members -3", "members", poke_int(&dev(0)->model.members, -3));
@@ -260,13 +276,13 @@ static void test_devices(void) {
     DAMAGE("member drive kind", "member 1 is of kind", poke_int(&dev(0)->model.drive[1].kind, DBT_KIND_SSD));
     DAMAGE("hdd active 40", "active segment", poke_int(&hdd(0)->active, 40));
     DAMAGE("hdd active -2", "active segment", poke_int(&hdd(1)->active, -2));
-    DAMAGE("hdd active = nseg", "active segment", poke_int(&hdd(0)->active, dev(0)->model.drive[0].d.nseg));
-    DAMAGE("hdd nseg 0", "buffer segments", poke_int(&dev(0)->model.drive[0].d.nseg, 0));
-    DAMAGE("hdd nseg 33", "buffer segments", poke_int(&dev(0)->model.drive[1].d.nseg, DBT_HDD_MAX_SEGMENTS + 1));
+    DAMAGE("hdd active = nseg", "active segment", poke_int(&hdd(0)->active, dev(0)->model.drive[0].u.hdd.d.nseg));
+    DAMAGE("hdd nseg 0", "buffer segments", poke_int(&dev(0)->model.drive[0].u.hdd.d.nseg, 0));
+    DAMAGE("hdd nseg 33", "buffer segments", poke_int(&dev(0)->model.drive[1].u.hdd.d.nseg, DBT_HDD_MAX_SEGMENTS + 1));
     DAMAGE("wb_count 519", "write-back buffer", poke_u32(&hdd(0)->wb_count, DBT_HDD_WB_EXTENTS + 7));
     DAMAGE("wb_count 513", "write-back buffer", poke_u32(&hdd(0)->wb_count, DBT_HDD_WB_EXTENTS + 1));
-    DAMAGE("ssd nchan 0", "channels", poke_int(&dev(1)->model.drive[0].d.nchan, 0));
-    DAMAGE("ssd nchan 65", "channels", poke_int(&dev(1)->model.drive[0].d.nchan, DBT_MAX_CHANNELS + 1));
+    DAMAGE("ssd nchan 0", "channels", poke_int(&dev(1)->model.drive[0].u.flash.d.nchan, 0));
+    DAMAGE("ssd nchan 65", "channels", poke_int(&dev(1)->model.drive[0].u.flash.d.nchan, DBT_MAX_CHANNELS + 1));
 }
 
 static void test_bypass_records(void) {
@@ -312,13 +328,13 @@ static void test_note_bypass(void) {
           b->path);
     CHECK(atomic_load(&s->first_bypass) == DBT_BYPASS_SPLICE + 1, "the first bypass is not the splice");
     /* an fd's file names itself */
-    int fd = open(map_path, O_RDONLY);
+    int fd = open(mapped_path, O_RDONLY);
     errno = 1234;
     dbt_state_note_bypass(s, DBT_BYPASS_MMAP, NULL, fd);
     CHECK(errno == 1234, "noting a bypass changed errno");
     close(fd);
-    CHECK(!strcmp(s->bypass[DBT_BYPASS_MMAP].path, map_path), "the mapped file is '%s', not %s",
-          s->bypass[DBT_BYPASS_MMAP].path, map_path);
+    CHECK(!strcmp(s->bypass[DBT_BYPASS_MMAP].path, mapped_path), "the mapped file is '%s', not %s",
+          s->bypass[DBT_BYPASS_MMAP].path, mapped_path);
     CHECK(atomic_load(&s->first_bypass) == DBT_BYPASS_SPLICE + 1, "a later bypass became the first");
     munmap(s, s->size);
     char *json = dbt_state_json(state_path, err, sizeof err);
@@ -336,6 +352,8 @@ static void test_files(void) {
     DAMAGE("file device huge", "file", poke_u32(&e->device, 0xffffffffu));
     DAMAGE("file path_off = arena", "path offset", poke_u32(&e->path_off, DBT_ARENA_BYTES));
     DAMAGE("file path_off huge", "path offset", poke_u32(&e->path_off, 0xfffffff0u));
+    DAMAGE("file dsync scope 2", "dsync scope", poke_u32(&e->dsync_scope, 2));
+    DAMAGE("file class beyond", "class", poke(&e->pg_class, &(uint8_t){DBT_PG_CLASSES}, 1));
     struct dbt_file_entry *free_slot = &dbt_files(S)[DBT_FILE_CAP - 1];
     DAMAGE("forged entry", "file", poke_u64(&free_slot->key, 12345), poke_u32(&free_slot->device, 99));
 }
@@ -366,11 +384,10 @@ static void test_hot_path_bounds(void) {
  * read with a bound (unbounded, the dump would read past the mapping). And the arena never reports
  * more than it holds, however many paths are registered. */
 static void test_arena(void) {
-    char plain_map[700], plain_state[700], err[512];
-    snprintf(plain_map, sizeof plain_map, "%s/plain.map", work);
+    char plain_state[700], err[512];
     snprintf(plain_state, sizeof plain_state, "%s/plain.state", work);
-    write_file(plain_map, "one\tram\t/data/one\n");
-    CHECK(dbt_state_create(plain_map, plain_state, err, sizeof err) == 0, "create: %s", err);
+    const struct test_device one = {"one", "ram", "/data/one", {{0}}};
+    CHECK(build_state(plain_state, &one, 1, NULL, err, sizeof err) == 0, "create: %s", err);
     struct dbt_state *s = dbt_state_attach(plain_state, err, sizeof err);
     CHECK(s != NULL, "attach: %s", err);
     if (!s) return;
@@ -400,66 +417,116 @@ static void test_arena(void) {
     munmap(s, s->size);
     char *json = dbt_state_json(plain_state, err, sizeof err);
     CHECK(json != NULL, "dump: %s", err);
-    CHECK(json && strstr(json, "\"zzzzzzzzzzzzzzzz\",8,1]"), "the unterminated path was not cut at the arena's end");
+    CHECK(json && strstr(json, "\"zzzzzzzzzzzzzzzz\",8,1,\"other\"]"), "the unterminated path was not cut at the arena's end");
     CHECK(json && strstr(json, "\"untracked_calls\":0") && strstr(json, "\"trace_failures\":0"),
           "the dump lacks the untracked and trace failure counters");
     free(json);
     unlink(plain_state);
-    unlink(plain_map);
 }
 
-/* The device map's parser refuses what strtoull and strtod would take quietly: a negative count
- * (wrapped to 2^64 - 1), a sign or blank before a number, an empty value, control characters in a
- * name, folder or parameter, a line cut by a CR inside it, a fifth field, an over-long line. */
-static void test_map_refusals(void) {
-    static const struct {
-        const char *what, *map, *want;
-    } cases[] = {
-        {"page cache bytes -1", "r\tram\t/d\n@pagecache\tbytes=-1\n", "digits only"},
-        {"page cache bytes +5", "r\tram\t/d\n@pagecache\tbytes=+5\n", "digits only"},
-        {"page cache bytes empty", "r\tram\t/d\n@pagecache\tbytes=\n", "digits only"},
-        {"page cache bytes blank", "r\tram\t/d\n@pagecache\tbytes=\v5\n", "digits only"},
-        {"page cache bytes overflow", "r\tram\t/d\n@pagecache\tbytes=99999999999999999999999\n", "digits only"},
-        {"page cache readahead -128", "r\tram\t/d\n@pagecache\treadahead_kb=-128\n", "digits only"},
-        {"param negative", "h\thdd\t/d\trpm=-7200\n", "cannot be negative"},
-        {"param minus zero", "r\tram\t/d\tlatency_us=-0\n", "cannot be negative"},
-        {"param empty", "r\tram\t/d\tlatency_us=\n", "not a number"},
-        {"param blank", "r\tram\t/d\tlatency_us=\f5\n", "control character"},
-        {"param plus", "r\tram\t/d\tlatency_us=+5\n", "not a number"},
-        {"param trailing", "r\tram\t/d\tlatency_us=5x\n", "not a number"},
-        {"name with newline-like char", "r\x01x\tram\t/d\n", "control character"},
-        {"name with escape", "r\x1b[31m\tram\t/d\n", "control character"},
-        {"folder with DEL", "r\tram\t/d\x7f\n", "control character"},
-        {"folder with CR inside", "r\tram\t/d\rx\tlatency_us=5\n", "control character"},
-        {"a fifth field", "r\tram\t/d\tlatency_us=5\tx\n", "expected NAME"},
+/* The device specs are checked as the text map once was: a negative value (-0 too) where none can
+ * be, a value that is no number, one out of range, a name or folder with a control character or a
+ * NUL inside, too long, empty or relative, an unknown kind, a parameter count not the kind's, page
+ * cache settings out of range, too many devices, a spec of another version. Nothing is written. */
+struct spec_case {
+    const char *what, *want;
+    void (*damage)(struct dbt_device_spec *d, struct dbt_pc_config *pc);
+};
+
+static void set_param(struct dbt_device_spec *d, const char *name, double v) {
+    char err[256];
+    if (dbt_spec_set(d, name, v, err, sizeof err) != 0) printf("setup: %s\n", err);
+}
+static void neg_rpm(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)pc, set_param(d, "rpm", -7200); }
+static void neg_zero(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)pc, set_param(d, "cache_mib", -0.0); }
+static void nan_param(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)pc, set_param(d, "rpm", NAN); }
+static void inf_param(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)pc, set_param(d, "rpm", INFINITY); }
+static void big_param(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)pc, set_param(d, "rpm", 99999); }
+static void name_ctrl(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)pc, strcpy(d->name, "h\x01x"); }
+static void name_esc(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)pc, strcpy(d->name, "h\x1b[31m"); }
+static void dir_del(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)pc, strcpy(d->dir, "/d\x7f"); }
+static void dir_cr(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)pc, strcpy(d->dir, "/d\rx"); }
+static void name_nul(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)pc, d->name[3] = 'x'; }
+static void name_long(struct dbt_device_spec *d, struct dbt_pc_config *pc) {
+    (void)pc, memset(d->name, 'n', sizeof d->name);
+}
+static void dir_long(struct dbt_device_spec *d, struct dbt_pc_config *pc) {
+    (void)pc, memset(d->dir, '/', sizeof d->dir);
+}
+static void name_empty(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)pc, d->name[0] = '\0'; }
+static void dir_relative(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)pc, strcpy(d->dir, "d/h"); }
+static void bad_kind(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)pc, d->kind = 9; }
+static void few_params(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)pc, d->nparams--; }
+static void ra_zero(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)d, pc->readahead_kb = 0; }
+static void ra_huge(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)d, pc->readahead_kb = 1u << 20; }
+static void bg_zero(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)d, pc->dirty_background_pct = 0; }
+static void dirty_101(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)d, pc->dirty_pct = 101; }
+static void dsync_2(struct dbt_device_spec *d, struct dbt_pc_config *pc) { (void)d, pc->dsync_data = 2; }
+
+static void test_spec_refusals(void) {
+    static const struct spec_case cases[] = {
+        {"param negative", "cannot be negative", neg_rpm},
+        {"param minus zero", "cannot be negative", neg_zero},
+        {"param NaN", "not a number", nan_param},
+        {"param infinite", "not a number", inf_param},
+        {"param out of range", "outside", big_param},
+        {"name with a control char", "control character", name_ctrl},
+        {"name with an escape", "control character", name_esc},
+        {"folder with DEL", "control character", dir_del},
+        {"folder with CR inside", "control character", dir_cr},
+        {"name with a NUL inside", "after its end", name_nul},
+        {"name unterminated", "longer than 63", name_long},
+        {"folder unterminated", "longer than 1023", dir_long},
+        {"name empty", "no name", name_empty},
+        {"folder relative", "not absolute", dir_relative},
+        {"kind 9", "unknown device kind 9", bad_kind},
+        {"one parameter short", "take 33 parameters, 32 given", few_params},
+        {"page cache readahead 0", "readahead_kb 0", ra_zero},
+        {"page cache readahead huge", "readahead_kb", ra_huge},
+        {"page cache background 0", "dirty_background_pct 0", bg_zero},
+        {"page cache dirty 101", "dirty_pct 101", dirty_101},
+        {"page cache dsync 2", "dsync_data 2", dsync_2},
     };
-    char path[700], out[700], err[512];
-    snprintf(path, sizeof path, "%s/bad.map", work);
+    char out[700], err[512];
     snprintf(out, sizeof out, "%s/bad.state", work);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        write_file(path, cases[i].map);
+        struct dbt_device_spec d[2];
+        struct dbt_pc_config pc = {1048576, 128, 10, 20, 0};
+        CHECK(dbt_spec_init(&d[0], "r", "ram", "/d/r", err, sizeof err) == 0, "setup: %s", err);
+        CHECK(dbt_spec_init(&d[1], "h", "hdd", "/d/h", err, sizeof err) == 0, "setup: %s", err);
+        cases[i].damage(&d[1], &pc);
         err[0] = '\0';
-        int rc = dbt_state_create(path, out, err, sizeof err);
-        CHECK(rc != 0, "%s: the map was accepted", cases[i].what);
+        int rc = dbt_state_create(out, DBT_SPEC_VERSION, d, 2, &pc, err, sizeof err);
+        CHECK(rc != 0, "%s: the spec was accepted", cases[i].what);
         CHECK(strstr(err, cases[i].want) != NULL, "%s: message '%s' does not mention '%s'", cases[i].what, err,
               cases[i].want);
+        CHECK(rc == 0 || !strncmp(err, "device 1: ", 10) || !strncmp(err, "page cache: ", 12),
+              "%s: the message '%s' does not name what it refused", cases[i].what, err);
         CHECK(file_size(out) == 0, "%s: a state was written", cases[i].what);
         printf("refused %-28s %s\n", cases[i].what, err);
     }
-    /* a line longer than the parser's buffer is refused, not read as two */
-    static char longmap[20000];
-    size_t n = (size_t)snprintf(longmap, sizeof longmap, "r\tram\t/d\t");
-    while (n < 9000) n += (size_t)snprintf(longmap + n, sizeof longmap - n, "latency_us=5 ");
-    snprintf(longmap + n, sizeof longmap - n, "\nq\tram\t/q\n");
-    write_file(path, longmap);
-    CHECK(dbt_state_create(path, out, err, sizeof err) != 0 && strstr(err, "longer than"),
-          "an over-long line was not refused: %s", err);
-    /* what is refused above, given rightly, is taken */
-    write_file(path, "h\thdd\t/d\tseek_a_ms=-1.5 rpm=7200\n@pagecache\tbytes=1048576 readahead_kb=128\r\n");
-    CHECK(dbt_state_create(path, out, err, sizeof err) == 0, "a valid map (a negative seek term, CRLF) was refused: %s",
-          err);
+    static struct dbt_device_spec many[DBT_MAX_DEVICES + 1];
+    for (int i = 0; i <= DBT_MAX_DEVICES; i++) dbt_spec_init(&many[i], "r", "ram", "/d", err, sizeof err);
+    CHECK(dbt_state_create(out, DBT_SPEC_VERSION, many, DBT_MAX_DEVICES + 1, NULL, err, sizeof err) != 0 &&
+              strstr(err, "at most 16"),
+          "17 devices were not refused: %s", err);
+    CHECK(dbt_state_create(out, DBT_SPEC_VERSION + 1, many, 1, NULL, err, sizeof err) != 0 && strstr(err, "version"),
+          "a spec of another version was not refused: %s", err);
+    CHECK(file_size(out) == 0, "a state was written");
+    /* what is refused above, given rightly, is taken: a negative seek term where one can be, a
+     * trailing slash, the page cache's edges */
+    struct dbt_device_spec ok;
+    dbt_spec_init(&ok, "h", "hdd", "/d/h//", err, sizeof err);
+    set_param(&ok, "seek_a_ms", -1.5);
+    set_param(&ok, "cache_mib", 0.0);
+    struct dbt_pc_config edges = {1048576, DBT_PC_READAHEAD_KB_MAX, 100, 1, 1};
+    CHECK(dbt_state_create(out, DBT_SPEC_VERSION, &ok, 1, &edges, err, sizeof err) == 0,
+          "a valid spec (a negative seek term) was refused: %s", err);
+    struct dbt_state *s = dbt_state_attach(out, err, sizeof err);
+    CHECK(s && !strcmp(s->dev[0].dir, "/d/h") && s->dev[0].params.k.hdd.seek_a_ms == -1.5 && s->dsync_data == 1,
+          "the state holds what the spec said: %s", s ? s->dev[0].dir : err);
+    if (s) munmap(s, s->size);
     unlink(out);
-    unlink(path);
 }
 
 int main(int argc, char **argv) {
@@ -471,14 +538,10 @@ int main(int argc, char **argv) {
         snprintf(work, sizeof work, "%s", argv[1]);
         mkdir(work, 0700);
     }
-    snprintf(map_path, sizeof map_path, "%s/devices.map", work);
+    snprintf(mapped_path, sizeof mapped_path, "%s/mapped", work);
     snprintf(state_path, sizeof state_path, "%s/state", work);
     unlink(state_path);
-    write_file(map_path, "h\thdd\t/data/h\tmembers=2 cache_segments=4\n"
-                         "s\tssd\t/data/s\tchannels=4\n"
-                         "r\tram\t/data/r\n"
-                         "x\treal\t/data/x\n"
-                         "@pagecache\tbytes=1048576 readahead_kb=64 dirty_background_pct=5\n");
+    write_file(mapped_path, "a file a bypass maps\n");
     test_create_private();
     populate();
     S = map_state(state_path, &S_size);
@@ -497,13 +560,14 @@ int main(int argc, char **argv) {
     expect_valid("after the size cases");
     char err[512];
     char *json = dbt_state_json(state_path, err, sizeof err);
-    CHECK(json && strstr(json, "/data/h/base/1"), "the valid state's dump lacks its file: %s", json ? "" : err);
+    CHECK(json && strstr(json, "\"/data/h/base/1\",1,100,\"other\"]"), "the valid state's dump lacks its file: %s",
+          json ? "" : err);
     free(json);
     munmap(S, S_size);
-    test_map_refusals();
+    test_spec_refusals();
     test_arena();
     unlink(state_path);
-    unlink(map_path);
+    unlink(mapped_path);
     char victim[700];
     snprintf(victim, sizeof victim, "%s/victim", work);
     unlink(victim);

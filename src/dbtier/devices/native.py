@@ -1,6 +1,10 @@
 """The native libraries: where they are, and the simulator library's C API through ctypes.
 
-The device physics is C (native/iotap/devmodel.c); this module only calls it."""
+The device physics is C (native/iotap/devmodel.c and its dev_*.c kinds); this module only calls it.
+Every layout Python shares with C (the trace record, the replay's event and request, the device
+specs a state is built from, a PostgreSQL path's parts, op codes, kinds, flag bits, constants) is
+the library's own description of itself (dbt_layout_json): this module builds its numpy dtypes and
+constants from it when it loads, and declares none by hand."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import math
 import os
 import signal
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,21 +25,9 @@ from dbtier.errors import UserError
 
 IOTAP_LIB = "libdbtier_iotap.so"
 SIM_LIB = "libdbtier_sim.so"
-ABI_VERSION = 2011002  # devmodel ops 2, state file 11, trace format 2: dbt_abi_version's handshake
-
-OP_READ, OP_WRITE, OP_FLUSH = 1, 2, 3
-
-#: struct dbt_replay_event and struct dbt_replay_request (native/iotap/replay.h); their sizes are
-#: checked against the library's when it loads
-REPLAY_EVENT = np.dtype([
-    ("t0", "<u8"), ("t1", "<u8"), ("host_ns", "<u8"), ("late_ns", "<u8"), ("off", "<u8"), ("len", "<u8"),
-    ("file_size", "<u8"), ("file", "<i8"), ("dep", "<i8"), ("guard", "<i8"), ("stream", "<u4"), ("aux", "<u4"), ("kind", "u1"),
-    ("op", "u1"), ("dev", "u1"), ("flags", "u1"), ("pad", "<u4"),
-])
-REPLAY_REQUEST = np.dtype([
-    ("arrival", "<u8"), ("start", "<u8"), ("complete", "<u8"), ("off", "<u8"), ("len", "<u8"), ("file", "<i8"),
-    ("op", "u1"), ("dev", "u1"), ("flags", "u1"), ("pad", "V5"), ("event", "<u8"),
-])
+ABI_VERSION = 3012002  # devmodel ops 3, state file 12, trace format 2: dbt_abi_version's handshake
+LAYOUT_VERSION = 1  # the version of the layout document (dbt_layout_json) this module reads
+SPEC_VERSION = 1  # the version of the device specs (struct dbt_device_spec, dbt_pc_config) this module writes
 
 
 def native_dir() -> Path:
@@ -62,11 +55,11 @@ def lib() -> ctypes.CDLL:
     if sim.dbt_abi_version() != ABI_VERSION:
         raise UserError("dbtier's native library does not match this Python package; reinstall dbtier")
     u64, u32, c_int, vp, cp = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
-    sim.dbt_trace_format.restype = c_int
     sim.dbt_param_table_json.restype = vp
+    sim.dbt_layout_json.restype = vp
     sim.dbt_free.argtypes = [vp]
     sim.dbt_sim_new.restype = vp
-    sim.dbt_sim_new.argtypes = [cp, cp, cp, ctypes.c_size_t]
+    sim.dbt_sim_new.argtypes = [u32, vp, cp, ctypes.c_size_t]
     sim.dbt_sim_free.argtypes = [vp]
     sim.dbt_sim_submit.restype = u64
     sim.dbt_sim_submit.argtypes = [vp, u64, c_int, u64, u32, ctypes.POINTER(u64), ctypes.POINTER(u32)]
@@ -82,7 +75,7 @@ def lib() -> ctypes.CDLL:
     sim.dbt_state_bytes.restype = u64
     sim.dbt_state_bytes.argtypes = [u64]
     sim.dbt_create_state.restype = c_int
-    sim.dbt_create_state.argtypes = [cp, cp, cp, ctypes.c_size_t]
+    sim.dbt_create_state.argtypes = [cp, u32, vp, u32, vp, cp, ctypes.c_size_t]
     sim.dbt_set_paused.restype = c_int
     sim.dbt_set_paused.argtypes = [cp, c_int, cp, ctypes.c_size_t]
     sim.dbt_bench_loop.restype = ctypes.c_int64
@@ -91,32 +84,20 @@ def lib() -> ctypes.CDLL:
     sim.dbt_clear_page_cache.restype = c_int
     sim.dbt_clear_page_cache.argtypes = [cp, cp, ctypes.c_size_t]
     sim.dbt_max_devices.restype = c_int
-    sim.dbt_chunk_bytes.restype = u64
     sim.dbt_chunk_map.restype = ctypes.c_int64
     sim.dbt_chunk_map.argtypes = [cp, vp, u64, vp, cp, ctypes.c_size_t]
     sim.dbt_replay_attach.restype = vp
     sim.dbt_replay_attach.argtypes = [cp, cp, ctypes.c_size_t]
     sim.dbt_replay_detach.argtypes = [vp]
-    sim.dbt_dsync_scope.restype = c_int
-    sim.dbt_dsync_scope.argtypes = [cp]
+    sim.dbt_pg_path.argtypes = [cp, vp]
     sim.dbt_replay_layout.restype = c_int
     sim.dbt_replay_layout.argtypes = [vp, vp, u64, vp, u64, cp, ctypes.c_size_t]
-    sim.dbt_replay_event_size.restype = u64
-    sim.dbt_replay_request_size.restype = u64
     sim.dbt_replay_run.restype = c_int
     sim.dbt_replay_run.argtypes = [vp, vp, u64, u64, u64, ctypes.c_double, ctypes.POINTER(c_int), vp, vp, vp,
                                    ctypes.POINTER(vp), ctypes.POINTER(u64), cp, ctypes.c_size_t]
-    if (sim.dbt_replay_event_size() != REPLAY_EVENT.itemsize
-            or sim.dbt_replay_request_size() != REPLAY_REQUEST.itemsize):
-        raise UserError("dbtier's native library does not match this Python package; reinstall dbtier")
     sim.dbt_dump_state.restype = vp
     sim.dbt_dump_state.argtypes = [cp, cp, ctypes.c_size_t]
     return sim
-
-
-def trace_format() -> int:
-    """The trace record layout this build writes and reads (native/iotap/trace.h)."""
-    return int(lib().dbt_trace_format())
 
 
 def _take_string(ptr: int) -> str:
@@ -135,14 +116,114 @@ def param_table() -> dict:
     return json.loads(_take_string(ptr))
 
 
+#: numpy's code for each element type the layout names: unsigned, signed, IEEE double, byte string
+_NUMPY_TYPE = {"u": "<u", "i": "<i", "f": "<f", "S": "S"}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Every layout the C side shares with Python, as the library describes it (dbt_layout_json,
+    native/iotap/border.c): structs as numpy dtypes with C's offsets, enums, flag bits, the bits of
+    a C-owned byte reserved for Python's own marks, and constants. Nothing of it is declared here."""
+
+    doc: dict
+
+    def dtype(self, struct: str) -> np.dtype:
+        d = self.doc["structs"][struct]
+        formats = []
+        for f in d["fields"]:
+            code = _NUMPY_TYPE[f["type"]]
+            element = f["size"] // f["count"]
+            formats.append(f"S{f['size']}" if code == "S" else
+                           (f"{code}{element}", (f["count"],)) if f["count"] > 1 else f"{code}{element}")
+        return np.dtype({"names": [f["name"] for f in d["fields"]], "formats": formats,
+                         "offsets": [f["offset"] for f in d["fields"]], "itemsize": d["size"]})
+
+    def enum(self, name: str) -> dict[str, int]:
+        return dict(self.doc["enums"][name])
+
+    def flags(self, byte: str) -> dict[str, int]:
+        return dict(self.doc["flags"][byte])
+
+    def reserved(self, byte: str) -> dict[str, int]:
+        return dict(self.doc["reserved"][byte])
+
+    def constant(self, name: str) -> int:
+        return int(self.doc["constants"][name])
+
+
+@functools.cache
+def layout() -> Layout:
+    """The shared layouts, read from the library once."""
+    ptr = lib().dbt_layout_json()
+    if not ptr:
+        raise MemoryError("the native library's layout description could not be written")
+    doc = json.loads(_take_string(ptr))
+    if doc.get("version") != LAYOUT_VERSION:
+        raise UserError("dbtier's native library does not match this Python package; reinstall dbtier")
+    return Layout(doc)
+
+
+def trace_format() -> int:
+    """The trace record layout this build writes and reads (native/iotap/trace.h)."""
+    return layout().constant("trace_format")
+
+
+def max_devices() -> int:
+    """The most devices one emulation has (state.h)."""
+    return layout().constant("max_devices")
+
+
 def state_bytes(page_cache_bytes: int) -> int:
     """The size of a run's shared state file with an emulated page cache of that size (0: none)."""
     return int(lib().dbt_state_bytes(page_cache_bytes))
 
 
-def create_state(map_path: Path, state_path: Path) -> None:
+def _unsigned(value, bits: int, what: str) -> int:
+    """A whole number a C field of `bits` unsigned bits holds as it is (never wrapped, never cut)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 1 << bits:
+        raise UserError(f"{what} must be a whole number from 0 to {(1 << bits) - 1}, not {value!r}")
+    return int(value)
+
+
+def device_specs(devices: list[tuple[str, str, str, dict[str, float]]]) -> np.ndarray:
+    """(name, kind, folder, parameters) per device, as the library's struct dbt_device_spec: the
+    parameters in the kind's option table order, each one the profile does not give at its default.
+    The library checks every field (dbt_spec_device) and refuses what it would not take."""
+    specs = np.zeros(len(devices), dtype=DEVICE_SPEC)
+    for i, (name, kind, folder, params) in enumerate(devices):
+        if kind not in DEVICE_KINDS:
+            raise UserError(f"unknown device kind '{kind}'; one of {', '.join(DEVICE_KINDS)}")
+        table = param_table()[kind]["params"]
+        known = {p["name"] for p in table}
+        for key in params:
+            if key not in known:
+                raise UserError(f"{kind} devices have no parameter '{key}'")
+        specs[i]["name"] = os.fsencode(name)  # one byte too long: no terminator left, and refused
+        specs[i]["dir"] = os.fsencode(str(folder))
+        specs[i]["kind"] = DEVICE_KINDS[kind]
+        specs[i]["nparams"] = len(table)
+        specs[i]["params"][:len(table)] = [float(params.get(p["name"], p["default"])) for p in table]
+    return specs
+
+
+def pc_config(page_cache) -> np.ndarray:
+    """A page cache's settings (devices.pagecache.PageCache) as the library's struct dbt_pc_config."""
+    pc = np.zeros(1, dtype=PC_CONFIG)
+    pc["bytes"] = _unsigned(page_cache.bytes, 64, "the page cache's size")
+    for field in ("readahead_kb", "dirty_background_pct", "dirty_pct"):
+        pc[field] = _unsigned(getattr(page_cache, field), 32, f"the page cache's {field}")
+    pc["dsync_data"] = int(bool(page_cache.dsync_data))
+    return pc
+
+
+def create_state(state_path: Path, devices: list[tuple[str, str, str, dict[str, float]]], page_cache=None) -> None:
+    """Builds a run's shared state for the devices (see device_specs) and a page cache (None: none)."""
+    specs = device_specs(devices)
+    pc = pc_config(page_cache) if page_cache is not None else None
     err = ctypes.create_string_buffer(1024)
-    if lib().dbt_create_state(str(map_path).encode(), str(state_path).encode(), err, len(err)) != 0:
+    if lib().dbt_create_state(str(state_path).encode(), SPEC_VERSION, specs.ctypes.data, len(specs),
+                              pc.ctypes.data if pc is not None else None, err, len(err)) != 0:
         raise UserError(err.value.decode())
 
 
@@ -170,14 +251,14 @@ def dump_state(state_path: Path) -> dict:
 
 def chunk_bytes() -> int:
     """Files get device space in chunks of this many bytes, in order of first touch (state.h)."""
-    return int(lib().dbt_chunk_bytes())
+    return layout().constant("chunk_bytes")
 
 
 def chunk_map(state_path: Path) -> tuple[np.ndarray, list[int]]:
     """Where every file's 1 MiB chunks lie on their device: rows of (file index, chunk, byte address),
     and each device's allocation cursor (what a replay needs to lay the files out the same way)."""
     err = ctypes.create_string_buffer(1024)
-    cursors = np.zeros(lib().dbt_max_devices(), dtype=np.uint64)
+    cursors = np.zeros(max_devices(), dtype=np.uint64)
     cap = 4096
     while True:
         out = np.empty((cap, 3), dtype=np.uint64)
@@ -212,8 +293,8 @@ class Model:
 
     def __init__(self, kind: str, params: dict[str, float]):
         err = ctypes.create_string_buffer(1024)
-        text = " ".join(f"{k}={v!r}" for k, v in params.items())
-        self._h = lib().dbt_sim_new(kind.encode(), text.encode(), err, len(err))
+        spec = device_specs([("model", kind, "/", params)])
+        self._h = lib().dbt_sim_new(SPEC_VERSION, spec.ctypes.data, err, len(err))
         if not self._h:
             raise UserError(err.value.decode())
 
@@ -258,10 +339,31 @@ def _wait_uninterrupted(finished: threading.Event) -> None:
             continue
 
 
+def _pg_path(path: str) -> tuple[np.void, bytes]:
+    raw = os.fsencode(path)
+    out = np.zeros(1, dtype=PG_PATH)
+    lib().dbt_pg_path(raw, out.ctypes.data)
+    return out[0], raw
+
+
+def pg_path(path: str) -> dict:
+    """What a PostgreSQL file is, from its path, by the grammar the interposer uses (pgpath.c):
+    {"class": relation, fsm, vm, wal, temp or other; "tablespace": pg_global, pg_default or a
+    tablespace's location; "database", "relfilenode", "segment": ints, or None}."""
+    p, raw = _pg_path(path)
+    space = _PG_SPACES[int(p["space"])]
+    if space == "location":
+        space = os.fsdecode(raw[:int(p["space_len"])])
+    return {"class": _PG_CLASSES[int(p["cls"])], "tablespace": None if space == "none" else space,
+            "database": None if p["database"] < 0 else int(p["database"]),
+            "relfilenode": None if p["relfilenode"] < 0 else int(p["relfilenode"]),
+            "segment": None if p["segment"] < 0 else int(p["segment"])}
+
+
 def dsync_scope(path: str) -> bool:
     """A database file (relation fork or segment, WAL, SLRU), which a dsync device writes through;
-    the rule is the interposer's own (state.c)."""
-    return bool(lib().dbt_dsync_scope(path.encode()))
+    the rule is the interposer's own (pgpath.c)."""
+    return bool(_pg_path(path)[0]["dsync"])
 
 
 def sim_pattern(model: "Model", op: int, random: bool, block: int, span: int, jobs: int, seed: int,
@@ -356,3 +458,20 @@ class Replay:
             if reqs.value:
                 lib().dbt_free(reqs.value)
         return start, end, flags, out
+
+
+#: the names other modules use, built from the library's description when this module loads
+_LAYOUT = layout()
+_DEVICE_OPS = _LAYOUT.enum("device_op")
+OP_READ, OP_WRITE, OP_FLUSH = _DEVICE_OPS["read"], _DEVICE_OPS["write"], _DEVICE_OPS["flush"]
+#: struct dbt_replay_event and struct dbt_replay_request (native/iotap/replay.h)
+REPLAY_EVENT = _LAYOUT.dtype("replay_event")
+REPLAY_REQUEST = _LAYOUT.dtype("replay_request")
+#: struct dbt_device_spec and struct dbt_pc_config (native/iotap/state.h): what a state is built from
+DEVICE_SPEC = _LAYOUT.dtype("device_spec")
+PC_CONFIG = _LAYOUT.dtype("pc_config")
+DEVICE_KINDS = _LAYOUT.enum("device_kind")
+#: struct dbt_pg_path (native/iotap/pgpath.h) and the names of its values
+PG_PATH = _LAYOUT.dtype("pg_path")
+_PG_CLASSES = {code: name for name, code in _LAYOUT.enum("pg_class").items()}
+_PG_SPACES = {code: name for name, code in _LAYOUT.enum("pg_space").items()}

@@ -1,5 +1,5 @@
-"""The emulated OS page cache of a run (native/iotap/pagecache.c): its settings, as the device map
-carries them to the interposer."""
+"""The emulated OS page cache of a run (native/iotap/pagecache.c): its settings, which the run's state
+is built with (native.pc_config: struct dbt_pc_config)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,6 @@ class PageCache:
     dirty_background_pct: int = 10   # vm.dirty_background_ratio: the flusher starts
     dirty_pct: int = 20              # vm.dirty_ratio: writers are throttled
     dsync_data: bool = False         # every buffered write goes through to the device, as on a dsync device
-
-    def map_line(self) -> str:
-        return (f"@pagecache\tbytes={self.bytes} readahead_kb={self.readahead_kb} "
-                f"dirty_background_pct={self.dirty_background_pct} dirty_pct={self.dirty_pct} "
-                f"dsync_data={int(self.dsync_data)}")
 
     def describe(self) -> dict:
         return {"bytes": self.bytes, "readahead_kb": self.readahead_kb,

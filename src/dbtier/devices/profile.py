@@ -28,10 +28,6 @@ class Profile:
     source: str = ""  # where it was loaded from
     era: str = ""  # when such devices were sold: one of ERAS (empty for a user's own)
 
-    def map_params(self) -> str:
-        """The parameters as the device map's key=value list."""
-        return " ".join(f"{k}={v!r}" for k, v in self.params.items())
-
     def model(self) -> native.Model:
         return native.Model(self.kind, self.params)
 

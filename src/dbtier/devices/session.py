@@ -115,23 +115,18 @@ class Session:
         self.workdir = workdir
         self.trace_dir = trace_dir
         self.page_cache = page_cache
-        self.map_path = workdir / "devices.map"
         self.state_path = workdir / "iotap.state"
 
     def create(self) -> None:
-        for d in self.devices:  # the map is one line per device: a newline or tab would forge another
+        for d in self.devices:  # said here as the command line would say it; the library refuses them too
             for what, text in (("name", d.name), ("folder", str(d.directory))):
                 if any(ord(c) < 0x20 or ord(c) == 0x7f for c in text):
                     raise UserError(f"device {what} {text!r} holds a control character; rename it, or give another "
                                     "folder")
         self.workdir.mkdir(parents=True, exist_ok=True)
-        lines = ["# dbtier device map: NAME<TAB>KIND<TAB>DIR<TAB>key=value ..."]
-        for d in self.devices:
-            lines.append(f"{d.name}\t{d.profile.kind}\t{d.directory}\t{d.profile.map_params()}")
-        if self.page_cache:
-            lines.append(self.page_cache.map_line())
-        self.map_path.write_text("\n".join(lines) + "\n")
-        native.create_state(self.map_path, self.state_path)
+        native.create_state(self.state_path,
+                            [(d.name, d.profile.kind, str(d.directory), d.profile.params) for d in self.devices],
+                            self.page_cache)
         if self.trace_dir:
             self.trace_dir.mkdir(exist_ok=True)  # its mode is whoever made it's: never widened here
 

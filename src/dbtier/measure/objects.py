@@ -10,11 +10,11 @@ from collections import defaultdict
 
 import numpy as np
 
+from dbtier.devices import native
 from dbtier.measure import trace
-from dbtier.pg.paths import classify
 
-READ, WRITE, FLUSH = 1, 2, 3
-PAGE_CACHE, ASYNC = 0x10, 0x20
+READ, WRITE, FLUSH = trace.READ, trace.WRITE, trace.FLUSH
+PAGE_CACHE, ASYNC = trace.FLAGS["page_cache"], trace.FLAGS["async"]
 #: a TOAST relation (and its index) is named after the table that owns it, with this after the name
 TOAST_SUFFIX = " (TOAST)"
 
@@ -107,7 +107,7 @@ def object_io(records: np.ndarray, files: dict[int, str], devices: list[str],
         rec = records[np.asarray(idx)]
         rec = rec[np.argsort(rec["submit_ns"], kind="stable")]
         path = files.get(f, "")
-        name, kind = _name(path, classify(path), names)
+        name, kind = _name(path, native.pg_path(path), names)
         for dev in np.unique(rec["dev"]):
             r = rec[rec["dev"] == dev]
             device = devices[dev] if dev < len(devices) else str(dev)

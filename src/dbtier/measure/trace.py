@@ -14,28 +14,30 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dbtier.devices import native
 from dbtier.errors import UserError
-from dbtier.pg.paths import classify
 
-RECORD = np.dtype([
-    ("submit_ns", "<u8"), ("start_ns", "<u8"), ("complete_ns", "<u8"), ("end_ns", "<u8"),
-    ("offset", "<u8"), ("len", "<u4"), ("file", "<i4"), ("pid", "<u4"), ("aux", "<u4"),
-    ("tid", "<u4"), ("op", "u1"), ("dev", "u1"), ("flags", "u1"), ("kind", "u1"),
-])
-assert RECORD.itemsize == 64
-REQUEST, CALL, SYNC = 1, 2, 3  # enum dbt_trace_kind
-KINDS = {REQUEST: "request", CALL: "call", SYNC: "sync"}
-SYNC_OPS = {1: "wake", 2: "sleep"}  # enum dbt_sync_op
-WAKE, SLEEP = 1, 2
-SYNC_KILL, SYNC_SEM, SYNC_EPOLL = 0x01, 0x02, 0x04  # a sync record's flags: what it was
+_LAYOUT = native.layout()
+#: struct dbt_trace_rec (native/iotap/trace.h), as the library describes it
+RECORD = _LAYOUT.dtype("trace_rec")
+_KIND = _LAYOUT.enum("trace_kind")
+REQUEST, CALL, SYNC = _KIND["request"], _KIND["call"], _KIND["sync"]
+KINDS = {code: name for name, code in _KIND.items()}
+SYNC_OPS = {code: name for name, code in _LAYOUT.enum("sync_op").items()}
+WAKE, SLEEP = _LAYOUT.enum("sync_op")["wake"], _LAYOUT.enum("sync_op")["sleep"]
+_SYNC_FLAGS = _LAYOUT.flags("sync")  # a sync record's flags: what it was
+SYNC_KILL, SYNC_SEM, SYNC_EPOLL = _SYNC_FLAGS["kill"], _SYNC_FLAGS["sem"], _SYNC_FLAGS["epoll"]
 
-OPS = {1: "read", 2: "write", 3: "flush", 4: "sync_file_range", 5: "allocate", 6: "truncate", 7: "fadvise"}
-FLAGS = {"direct": 0x01, "dsync": 0x02, "cache_hit": 0x04, "stream": 0x08, "page_cache": 0x10, "async": 0x20}
-
-
-WITH_REQUEST = 0x40  # a call's record that stands for its one device request too (trace.h)
+OPS = {code: name for name, code in _LAYOUT.enum("trace_op").items()}
+READ, WRITE, FLUSH = (_LAYOUT.enum("trace_op")[op] for op in ("read", "write", "flush"))
+#: a record's flags, each also a column of the Parquet trace; with_request is how a record is written,
+#: not what happened, and is expanded away (expand)
+FLAGS = {name: bit for name, bit in _LAYOUT.flags("trace").items() if name != "with_request"}
+WITH_REQUEST = _LAYOUT.flags("trace")["with_request"]  # a call's record that stands for its one device request too
 _CALL_FLAGS = FLAGS["direct"] | FLAGS["dsync"] | FLAGS["page_cache"]
-SIZE_UNKNOWN = 0xFFFFFFFF
+SIZE_UNKNOWN = _LAYOUT.constant("trace_size_unknown")
+UNCOMMITTED = _LAYOUT.constant("trace_op_uncommitted")  # a record's op until it is written whole
+SIZE_PAGE = _LAYOUT.constant("trace_size_page")  # a read call's file size is in aux, in these units
 
 
 def expand(recs: np.ndarray) -> np.ndarray:
@@ -54,7 +56,7 @@ def expand(recs: np.ndarray) -> np.ndarray:
     out[at[folded] - 1] = req
     call = f.copy()
     call["start_ns"] = f["submit_ns"] + f["aux"]  # the host call's end
-    call["aux"] = np.where(f["op"] == 1, SIZE_UNKNOWN, 0)
+    call["aux"] = np.where(f["op"] == READ, SIZE_UNKNOWN, 0)
     call["flags"] = f["flags"] & np.uint8(_CALL_FLAGS)
     out[at[folded]] = call
     return out
@@ -87,7 +89,7 @@ def read_records(trace_dir: Path, in_order: bool = False) -> np.ndarray:
     files = sorted((p for p in Path(trace_dir).glob("iotap-*.trc") if p.is_file()), key=_segment_order)
     parts = [_read_file(f) for f in files]
     recs = np.concatenate(parts) if parts else np.empty(0, dtype=RECORD)
-    recs = expand(recs[recs["op"] != 0])
+    recs = expand(recs[recs["op"] != UNCOMMITTED])
     return recs if in_order else recs[np.argsort(recs["submit_ns"], kind="stable")]
 
 
@@ -133,8 +135,7 @@ def load_layout(trace_dir: Path) -> dict:
 
 def check_format(found, where) -> None:
     """A trace of another record layout cannot be read as this one: refused, with what to do."""
-    from dbtier.devices.native import trace_format
-    expected = trace_format()
+    expected = native.trace_format()
     if found != expected:
         raise UserError(f"{where}: recorded in trace format {found}, but this dbtier reads format {expected}; "
                         "record the run again with --trace")
@@ -172,7 +173,7 @@ def to_table(trace_dir: Path) -> pa.Table:
     t0 = int(recs["submit_ns"][0]) if len(recs) else 0
     file_idx = recs["file"]
     uniq, which = np.unique(file_idx, return_inverse=True)
-    info = [classify(files.get(int(i), "")) for i in uniq]
+    info = [native.pg_path(files.get(int(i), "")) for i in uniq]
 
     def per_file(values, type_=pa.string()):  # one value per distinct file, spread over the records
         return pa.array(values, type=type_).take(pa.array(which)).dictionary_encode()
@@ -183,9 +184,10 @@ def to_table(trace_dir: Path) -> pa.Table:
 
     is_call, is_sync = recs["kind"] == CALL, recs["kind"] == SYNC
     submit = recs["submit_ns"].astype(np.int64)
-    op_labels = [OPS.get(i, "?") for i in range(8)] + [SYNC_OPS.get(i, "?") for i in range(8)]
-    op_code = (recs["op"].astype(np.int32) & 7) + np.where(is_sync, 8, 0).astype(np.int32)
-    kind_labels = [KINDS.get(i, "?") for i in range(4)]
+    width = max(*OPS, *SYNC_OPS) + 1  # one dictionary for both: a call's op codes, then a sync's
+    op_labels = [OPS.get(i, "?") for i in range(width)] + [SYNC_OPS.get(i, "?") for i in range(width)]
+    op_code = recs["op"].astype(np.int32) + np.where(is_sync, width, 0).astype(np.int32)
+    kind_labels = [KINDS.get(i, "?") for i in range(max(KINDS) + 1)]
     columns = {
         "t_s": (recs["submit_ns"] - t0) / 1e9,
         # a program call, a device request one caused (a call's requests come just before it), or a sync

@@ -12,13 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dbtier.devices import native
 from dbtier.devices.native import REPLAY_EVENT
 from dbtier.measure import trace
 
 WAKE, SLEEP, SEM = trace.WAKE, trace.SLEEP, trace.SYNC_SEM
-CLIENT = 0x80  # not recorded: the client's next connection came after the last one finished (see _client_order)
+#: the bit C reserves in a record's flags for this mark (trace.h): a wake and sleep never recorded,
+#: added because the client's next connection came after the last one finished (see _client_order)
+CLIENT = native.layout().reserved("trace")["client"]
 WAKE_WINDOW_NS = 5_000_000
-PAGE = 4096
 
 
 @dataclass
@@ -67,9 +69,9 @@ def prepare(recs: np.ndarray, foreground: set[int] | None = None) -> Streams:
     host_end = np.maximum(recs["start_ns"], recs["submit_ns"])
     ev["host_ns"] = np.where(is_call, host_end - recs["submit_ns"], 0)
     ev["off"], ev["len"], ev["file"] = recs["offset"], recs["len"], recs["file"]
-    size_known = is_call & (recs["op"] == 1) & (recs["aux"] != trace.SIZE_UNKNOWN)
-    ev["file_size"] = np.where(size_known, recs["aux"].astype(np.uint64) * PAGE, np.uint64(2**64 - 1))
-    ev["aux"] = np.where(is_call & (recs["op"] != 1), recs["aux"], 0)
+    size_known = is_call & (recs["op"] == trace.READ) & (recs["aux"] != trace.SIZE_UNKNOWN)
+    ev["file_size"] = np.where(size_known, recs["aux"].astype(np.uint64) * trace.SIZE_PAGE, np.uint64(2**64 - 1))
+    ev["aux"] = np.where(is_call & (recs["op"] != trace.READ), recs["aux"], 0)
     ev["stream"] = stream
     ev["kind"], ev["op"] = recs["kind"], recs["op"]
     ev["flags"] = np.where(is_call, recs["flags"] & (trace.FLAGS["direct"] | trace.FLAGS["dsync"]), recs["flags"])

@@ -176,8 +176,8 @@ class Predictor:
                 if i < len(scenario.devices) and scenario.devices[i][1].params == p.params
                 and scenario.devices[i][1].kind == p.kind}
         placed = file_devices(rec, scenario, self.recorded_dev, self.identities)
-        # A device's folder is only a name in the replay's device map (nothing is made there): the
-        # recorded one (checked: an absolute path, one line), or one of the claim's for an added device.
+        # A device's folder is only a name in the replay's state (nothing is made there): the recorded
+        # one (checked: an absolute path, one line), or one of the claim's for an added device.
         devices = [Device(n, rec.lab.dirs.get(n, tmp / "devices" / n), p) for n, p in scenario.devices]
         notes: list[str] = []
         session = Session(devices, tmp, page_cache=_page_cache(rec, scenario))
