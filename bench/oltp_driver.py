@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sys
 
-from dbtier.pg import placement
-from dbtier.pg.lab import LabOptions
+from dbtier.engines.postgres import placement
+from dbtier.engines.postgres.lab import LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry
 from dbtier.workloads.base import QuietProgress

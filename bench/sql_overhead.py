@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from dbtier.devices.spec import parse_all
-from dbtier.pg import placement
-from dbtier.pg.lab import Lab, LabOptions
+from dbtier.engines.postgres import placement
+from dbtier.engines.postgres.lab import Lab, LabOptions
 from dbtier.workloads import sqlfile
 from dbtier.workloads.base import QuietProgress
 from dbtier.workloads.user_sql import run_statements

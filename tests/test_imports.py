@@ -77,7 +77,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_the_imports_it_should():
     graph = import_graph()
-    assert "dbtier.pg.lab" in graph["dbtier.experiments.runner"]
+    assert "dbtier.engines.postgres.lab" in graph["dbtier.engines.postgres.engine"]
     assert "dbtier.errors" in graph["dbtier.workspace"]
     assert "dbtier.report.runview" in graph["dbtier.cli.run"]  # imported inside a function: counted too
 

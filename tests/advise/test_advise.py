@@ -17,7 +17,7 @@ import pytest
 from dbtier.advise import search
 from dbtier.advise.budget import Budget
 from dbtier.advise.candidates import Candidate
-from dbtier.pg import placement as placement_mod
+from dbtier.engines.postgres import placement as placement_mod
 from tests.conftest import dbtier
 
 LOOKUPS = 300

@@ -596,14 +596,15 @@ def test_footprints_grow_with_their_parameters():
 
 def test_a_run_that_would_not_fit_in_memory_is_refused(monkeypatch, scratch):
     """The memory check, with this machine made small: nothing is made."""
-    from dbtier.pg import capacity, placement
+    from dbtier.devices import hostfs
+    from dbtier.engines.postgres import placement
     from dbtier.experiments import preflight
     from dbtier.devices.spec import parse_all
-    from dbtier.pg.lab import LabOptions
+    from dbtier.engines.postgres.lab import LabOptions
     from dbtier.workloads import registry
 
     workspace = _open_folder(str(scratch))
-    monkeypatch.setattr(capacity, "mem_available", lambda: 64 << 20)
+    monkeypatch.setattr(hostfs, "mem_available", lambda: 64 << 20)
     requests = parse_all(["a=hdd-sata-7200"])
     options = LabOptions(workspace=workspace)
     work = registry.get("random-index")(rows=16_000)

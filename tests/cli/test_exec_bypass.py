@@ -200,7 +200,7 @@ def test_the_folder_walk_is_bounded_and_says_so(shm_dir, monkeypatch):
 
 
 def test_a_control_character_in_a_device_folder_is_refused(tmp_path):
-    """A newline in a folder's name would start another line of the device map."""
+    """A control character in a folder's name is refused before the state is built."""
     folder = tmp_path / "a\nb\tram\t"
     folder.mkdir()
     proc = dbtier("exec", "-d", f"d=ram-san:{folder}", "--", "true")

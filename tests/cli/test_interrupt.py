@@ -15,7 +15,7 @@ import pytest
 
 from dbtier.devices import native
 from tests.conftest import dbtier
-from tests.pg.test_lifecycle import ipc_leftovers, ipc_left_since, postgres_pids, wait_for
+from tests.engines.postgres.test_lifecycle import ipc_leftovers, ipc_left_since, postgres_pids, wait_for
 
 
 def dbtier_litter() -> set[str]:

@@ -90,7 +90,7 @@ def test_a_small_run_writes_its_run_directory(shm_dir, tmp_path):
 def test_own_folder_and_pg_bin(shm_dir, tmp_path, disk_dir):
     """A device on a folder of the user's, the PostgreSQL named by --pg-bin."""
     from dbtier.devices.hostfs import is_ram
-    from dbtier.pg.binaries import embedded_bin_dir
+    from dbtier.engines.postgres.binaries import embedded_bin_dir
 
     proc = dbtier("run", "random-index", "--rows", "50", "-d", f"fast=nvme-gen4:{disk_dir}", "--pg-bin",
                   str(embedded_bin_dir()), "--workspace", str(shm_dir), "-o", str(tmp_path), check=True)

@@ -10,7 +10,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from dbtier.devices import native

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from dbtier.devices.spec import parse_all
-from dbtier.pg import placement
-from dbtier.pg.lab import Lab, LabOptions
+from dbtier.engines.postgres import placement
+from dbtier.engines.postgres.lab import Lab, LabOptions
 from tests.conftest import dbtier
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from dbtier.devices import native
-from dbtier.pg.paths import classify
+from dbtier.devices.native import pg_path as classify
 
 _REL = re.compile(
     r"^(?P<space>.*)/(?:base|PG_\d+_\d+)/(?P<db>\d+)/(?P<temp>t\d+_)?(?P<node>\d+)"

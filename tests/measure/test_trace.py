@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 
 from dbtier.devices import native
 
-from dbtier.pg.paths import classify
+from dbtier.devices.native import pg_path as classify
 from tests.conftest import dbtier
 
 

@@ -9,7 +9,7 @@ import importlib
 
 import pytest
 
-from dbtier.pg.lab import LabOptions
+from dbtier.engines.postgres.lab import LabOptions
 from dbtier.reproduce import run as run_mod
 from dbtier.reproduce.plan import Article, CpuReference, RunSpec
 from dbtier.workloads.base import QuietProgress

@@ -17,7 +17,7 @@ from dbtier.errors import UserError
 from dbtier.experiments import compare
 from dbtier.report.terminal import fmt
 from tests.conftest import dbtier, dbtier_in_terminal
-from tests.pg.test_lifecycle import ipc_leftovers, ipc_left_since, postgres_pids, wait_for
+from tests.engines.postgres.test_lifecycle import ipc_leftovers, ipc_left_since, postgres_pids, wait_for
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "layouts.toml"
 

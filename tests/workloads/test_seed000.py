@@ -3,8 +3,8 @@ page, unique GUIDs), the same data for the same seed, and the plans the scenario
 
 import pytest
 
-from dbtier.pg import placement
-from dbtier.pg.lab import Lab, LabOptions
+from dbtier.engines.postgres import placement
+from dbtier.engines.postgres.lab import Lab, LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry
 from dbtier.workloads.base import QuietProgress, WorkloadError

@@ -3,8 +3,8 @@ its device, every count checked, and what the cache states leave to read."""
 
 import pytest
 
-from dbtier.pg import placement
-from dbtier.pg.lab import LabOptions
+from dbtier.engines.postgres import placement
+from dbtier.engines.postgres.lab import LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.workloads import census, registry
 from dbtier.errors import UserError

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from dbtier.pg import placement
-from dbtier.pg.lab import LabOptions
+from dbtier.engines.postgres import placement
+from dbtier.engines.postgres.lab import LabOptions
 from dbtier.report import jsonout, schema
 from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry, tpcc_schema
@@ -92,7 +92,7 @@ def test_build_dumps_to_and_restores_from_the_dump_device(module_shm_dir):
 
 def test_consistency_checks_can_fail(module_shm_dir):
     """The conditions are real queries: a broken district shows as a violation."""
-    from dbtier.pg.lab import Lab
+    from dbtier.engines.postgres.lab import Lab
     with Lab(parse_all(["d=ram-san"]), placement.parse([], ["d"]), LabOptions(workspace=module_shm_dir),
              say=lambda _l: None) as lab:
         with lab.connect() as conn:

@@ -4,8 +4,8 @@ read growing as the updates' locality worsens."""
 
 import pytest
 
-from dbtier.pg import placement
-from dbtier.pg.lab import LabOptions
+from dbtier.engines.postgres import placement
+from dbtier.engines.postgres.lab import LabOptions
 from dbtier.units import parse_option_size
 from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry

@@ -4,8 +4,8 @@ leaves the flushing to checkpoints and commits."""
 
 import pytest
 
-from dbtier.pg import placement
-from dbtier.pg.lab import LabOptions
+from dbtier.engines.postgres import placement
+from dbtier.engines.postgres.lab import LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry
 from dbtier.workloads.base import QuietProgress

@@ -11,8 +11,8 @@ import pytest
 
 from dbtier.devices.spec import parse_all
 from dbtier.errors import UserError
-from dbtier.pg import placement
-from dbtier.pg.lab import Lab, LabOptions
+from dbtier.engines.postgres import placement
+from dbtier.engines.postgres.lab import Lab, LabOptions
 from dbtier.workloads import sqlfile
 from tests.conftest import dbtier
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dbtier.measure.objects import owner
-from dbtier.pg.placement import OBJECT_NAME
+from dbtier.engines.postgres.placement import OBJECT_NAME
 from dbtier.predict.recording import Recording
 from dbtier.predict.scenario import file_identities
 

@@ -15,7 +15,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from dbtier.advise.budget import Budget
 from dbtier.advise.candidates import CATALOGS, TEMP, WAL, Candidate
-from dbtier.pg.placement import ROLES, Placement
+from dbtier.engines.postgres.placement import ROLES, Placement
 from dbtier.predict.replay import Predictor
 from dbtier.predict.scenario import Scenario
 

@@ -13,8 +13,8 @@ from dbtier.advise.search import headline
 from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
 from dbtier.experiments import preflight
-from dbtier.pg.lab import LabOptions
-from dbtier.pg.placement import Placement
+from dbtier.engines.postgres.lab import LabOptions
+from dbtier.engines.postgres.placement import Placement
 from dbtier.predict import recording
 from dbtier.predict.recording import Recording
 from dbtier.experiments import compare as compare_mod

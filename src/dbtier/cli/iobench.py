@@ -13,7 +13,7 @@ import click
 from dbtier.report.html import TableData
 
 from dbtier import lifecycle
-from dbtier.devices import hostfs, native
+from dbtier.devices import hostfs, native, pagecache
 from dbtier.devices.bench import engine_fio, engine_model
 from dbtier.devices.bench.jobs import MODES, PATTERNS, Job, parse_size, size_label
 from dbtier.devices.bench.run import run_jobs
@@ -21,7 +21,6 @@ from dbtier.devices.hostfs import FAST_DEVICE_US
 from dbtier.devices.patterns import STANDARD, expected
 from dbtier.devices.session import Device, host_floor_warnings
 from dbtier.errors import UserError
-from dbtier.pg import capacity
 from dbtier.experiments import preflight
 from dbtier import units
 from dbtier.units import fmt_bytes
@@ -68,11 +67,11 @@ def _check_room(req, fast: bool, workspace: Path | None, files: int, pc_bytes: i
             raise UserError(f"iobench would not fit: it needs about {fmt_bytes(p.need)} on {p.describe()}, "
                             f"which has {fmt_bytes(p.free)} free (--jobs x --size is "
                             f"{fmt_bytes(files)}); give a smaller --size or fewer --jobs")
-    available = capacity.mem_available()
+    available = hostfs.mem_available()
     in_ram = sum(p.need for p in places.values() if p.ram)
-    if available is not None and in_ram > capacity.MEMORY_SHARE * available:
+    if available is not None and in_ram > hostfs.MEMORY_SHARE * available:
         raise UserError(f"iobench would not fit in memory: {fmt_bytes(in_ram)} would go to tmpfs and this "
-                        f"machine can give {fmt_bytes(capacity.MEMORY_SHARE * available)}; give a smaller "
+                        f"machine can give {fmt_bytes(hostfs.MEMORY_SHARE * available)}; give a smaller "
                         "--size or fewer --jobs, or a folder on a disk (-d NAME=PROFILE:DIR)")
 
 
@@ -180,7 +179,7 @@ def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, 
     if file_size < max(sizes):
         raise UserError(f"--size {size}: each worker's file must hold at least one block of the largest --bs "
                         f"({size_label(max(sizes))}); give a larger --size or smaller blocks")
-    pc_bytes = capacity.check_page_cache(units.parse_option_size(page_cache, "--page-cache"))
+    pc_bytes = pagecache.check_page_cache(units.parse_option_size(page_cache, "--page-cache"))
     jobs = [Job(r, b, w, m, file_size, runtime) for m, r, b, w in itertools.product(modes, patterns, sizes, workers)]
     if json_path:
         json_path = outputs.check_file(json_path, "--json")

@@ -9,7 +9,7 @@ import click
 
 from dbtier.cli.progress import progress_for
 from dbtier.errors import UserError
-from dbtier.pg.lab import LabOptions
+from dbtier.engines.postgres.lab import LabOptions
 from dbtier.report import html, jsonout, outputs
 from dbtier.report.rundir import run_dir
 from dbtier.report.terminal import console

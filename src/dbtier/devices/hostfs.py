@@ -1,4 +1,5 @@
-"""What the host's own storage under a directory is: its file system type and block device.
+"""What the host's own storage under a directory is (its file system type and block device), and
+the memory the host can give.
 
 Emulation cannot be faster than the host's own I/O path, so fast devices want their data in RAM."""
 
@@ -8,6 +9,9 @@ import os
 from pathlib import Path
 
 RAM_FILESYSTEMS = {"tmpfs", "ramfs"}
+MEMINFO = Path("/proc/meminfo")
+#: share of the memory available a run may plan to use (the host and its other processes keep the rest)
+MEMORY_SHARE = 0.9
 #: Below this modelled latency the host's disk is a floor; keep the data on tmpfs.
 FAST_DEVICE_US = 200.0
 
@@ -47,3 +51,23 @@ def evict_from_page_cache(directory: Path) -> int:
             finally:
                 os.close(fd)
     return n
+
+
+def _meminfo(key: str) -> int | None:
+    try:
+        for line in MEMINFO.read_text().splitlines():
+            name, _, rest = line.partition(":")
+            if name == key:
+                return int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def mem_available() -> int | None:
+    """Memory the kernel can give without swapping (MemAvailable), or None where unknown."""
+    return _meminfo("MemAvailable")
+
+
+def mem_total() -> int | None:
+    return _meminfo("MemTotal")

@@ -21,19 +21,15 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from dbtier.devices.profile import load
+from dbtier import engines
 from dbtier.devices.spec import DeviceSpec, parse_all
+from dbtier.engines.base import SEED_DEVICE
 from dbtier.errors import UserError
-from dbtier.pg import placement as placement_mod
-from dbtier.pg.lab import Lab, LabOptions
-from dbtier.pg.placement import Placement
 
-#: the seed cluster's one device: a name no configuration may use (its tablespace stays in the copies)
-SEED_DEVICE = "dbtier-seed"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,40}$")
 
 
@@ -41,20 +37,20 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,40}$")
 class Config:
     name: str
     devices: list[DeviceSpec]
-    placement: Placement
+    placement: object  # the engine's Placement
 
     def describe(self) -> dict:
         return {"name": self.name, "devices": [{"name": d.name, "profile": d.profile.name} for d in self.devices],
                 "placement": self.placement.describe()}
 
 
-def _config(name: str, devices: list[str], place: list[str], where: str) -> Config:
+def _config(name: str, devices: list[str], place: list[str], where: str, engine: str = "postgres") -> Config:
     if not _NAME.match(name):
         raise UserError(f"{where}: a configuration's name is letters, digits, '.', '-' or '_' (up to 41), not {name!r}")
     specs = parse_all(devices)
     if any(d.name == SEED_DEVICE for d in specs):
         raise UserError(f"{where}: the device name {SEED_DEVICE} is dbtier's own; choose another")
-    return Config(name, specs, placement_mod.parse(place, [d.name for d in specs]))
+    return Config(name, specs, engines.get(engine).parse_placement(place, [d.name for d in specs]))
 
 
 def parse_option(text: str) -> Config:
@@ -118,10 +114,9 @@ def configurations(options: tuple[str, ...], experiment: Path | None) -> list[Co
     return configs
 
 
-def seed_lab(options: LabOptions, say: Callable[[str], None]) -> Lab:
-    """The lab the setup runs in once: one device, every object on it."""
-    device = DeviceSpec(SEED_DEVICE, load("ram-san"), spec="ram-san")
-    return Lab([device], placement_mod.parse([], [SEED_DEVICE]), replace(options, trace=False, keep=False), say)
+def seed_lab(options, say: Callable[[str], None], engine: str = "postgres"):
+    """The lab the setup runs in once: one device, every object on it (the engine's seed lab)."""
+    return engines.get(engine).seed_lab(options, say)
 
 
 def overall(result: dict) -> dict:

@@ -56,7 +56,7 @@ def run_comparison(layouts: list[Experiment], names: list[str], output: Path = P
     name = layouts[0].workload
     results, run_dirs = [], []
     try:
-        with compare_mod.seed_lab(options, say) as seed_lab:
+        with compare_mod.seed_lab(options, say, layouts[0].engine) as seed_lab:
             with progress_for("setup, once: ") as progress:
                 workload.prepare(seed_lab.handle, progress)
             seed = seed_lab.seed()
@@ -64,7 +64,7 @@ def run_comparison(layouts: list[Experiment], names: list[str], output: Path = P
                 with run_dir(output, f"{name}-{label}", ws) as folder:
                     with progress_for(f"{label}: ") as progress:
                         result = runner.run_workload(workload, devices, exp.placement, replace(options, seed=seed),
-                                                     progress, folder.path, say)
+                                                     progress, folder.path, say, engine=exp.engine)
                     result["configuration"] = compare_mod.Config(label, list(exp.devices), exp.placement).describe()
                     write_private(folder.path / EXPERIMENT_FILE, exp.to_toml(), mode=0o644)
                     jsonout.write(folder.path / "result.json", result)

@@ -24,10 +24,8 @@ from typing import Any
 from dbtier import units
 from dbtier.devices.spec import DeviceSpec, parse_all
 from dbtier.errors import UserError
+from dbtier import engines
 from dbtier.experiments.options import EXPERIMENT_KEYS
-from dbtier.pg import placement as placement_mod
-from dbtier.pg import settings
-from dbtier.pg.placement import ROLES, Placement
 from dbtier.workloads import registry
 from dbtier.workloads.base import CACHE_STATES, Workload
 
@@ -46,17 +44,18 @@ def _key(name: str) -> str:
 class Experiment:
     workload: str
     devices: tuple[DeviceSpec, ...]
-    placement: Placement
+    placement: Any                                        # the engine's Placement (its roles, objects)
     params: dict[str, Any] = field(default_factory=dict)  # the workload's own, by key (rows=300)
     cache_bytes: int = DEFAULT_CACHE                      # shared_buffers
     page_cache_bytes: int | None = None                   # the emulated OS page cache; None: 3 x cache
-    io_mode: str = settings.DEFAULT_IO_MODE
+    io_mode: str = "direct"
     cache_state: str = "cold"
     cpu_scale: float = 1.0
     scale_factor: float = 1.0                             # --scale-model F: the sizes above are the system's
     settings: dict[str, str] = field(default_factory=dict)  # --set NAME=VALUE, checked
     pg_bin: Path | None = None
     trace: bool = False
+    engine: str = "postgres"
 
     # -- readers --------------------------------------------------------------------------------
 
@@ -74,21 +73,22 @@ class Experiment:
                 raise UserError(f"{workload} has no option --{_key(key)}" + (f"; did you mean --{_key(hint[0])}?" if hint
                                                                              else "")
                                 + f" (its own: {', '.join('--' + p.name for p in known.values()) or 'none'})")
+        engine = engines.get(given.get("engine", "postgres"))
         devices = _devices(given.get("device", ()), base)
         places = given.get("place", ())
-        if isinstance(places, Placement):
+        if hasattr(places, "roles"):  # a Placement already
             placement = places
         else:
-            placement = placement_mod.parse([places] if isinstance(places, str) else list(places),
-                                            [d.name for d in devices])
+            placement = engine.parse_placement([places] if isinstance(places, str) else list(places),
+                                               [d.name for d in devices])
         sets = given.get("set", {})
-        sets = settings.parse_sets([f"{k}={v}" for k, v in sets.items()] if isinstance(sets, dict)
-                                   else [sets] if isinstance(sets, str) else list(sets))
+        sets = engine.parse_settings([f"{k}={v}" for k, v in sets.items()] if isinstance(sets, dict)
+                                     else [sets] if isinstance(sets, str) else list(sets))
         cache = _size(given.get("cache", DEFAULT_CACHE), "--cache")
         page_cache = _size(given["page_cache"], "--page-cache") if given.get("page_cache") else None
-        io_mode = given.get("io_mode", settings.DEFAULT_IO_MODE)
-        if io_mode not in settings.IO_MODES:
-            raise UserError(f"--io-mode {io_mode}: choose one of {', '.join(settings.IO_MODES)}")
+        io_mode = given.get("io_mode", engine.default_io_mode)
+        if io_mode not in engine.io_modes:
+            raise UserError(f"--io-mode {io_mode}: choose one of {', '.join(engine.io_modes)}")
         cache_state = given.get("cache_state", "cold")
         if cache_state not in CACHE_STATES:
             raise UserError(f"--cache-state {cache_state}: choose one of {', '.join(CACHE_STATES)}")
@@ -98,7 +98,8 @@ class Experiment:
                    cache_bytes=cache, page_cache_bytes=page_cache, io_mode=io_mode, cache_state=cache_state,
                    cpu_scale=_number(given.get("cpu_scale", 1.0), "--cpu-scale"),
                    scale_factor=_number(given.get("scale_model", 1.0), "--scale-model"),
-                   settings=sets, pg_bin=_path(pg_bin, base) if pg_bin else None, trace=bool(given.get("trace")))
+                   settings=sets, pg_bin=_path(pg_bin, base) if pg_bin else None, trace=bool(given.get("trace")),
+                   engine=engine.name)
 
     @classmethod
     def from_dict(cls, doc: dict, where: str, base: Path | None = None) -> "Experiment":
@@ -159,7 +160,7 @@ class Experiment:
 
     def to_toml(self) -> str:
         lines = ["# A dbtier experiment: `dbtier run --experiment FILE` runs it again.",
-                 f"workload = {_toml(self.workload)}",
+                 f"workload = {_toml(self.workload)}", f"engine = {_toml(self.engine)}",
                  f"device = {_toml([_device_text(d) for d in self.devices])}",
                  f"place = {_toml(_placement_text(self.placement))}",
                  f"cache = {_toml(units.size_text(self.cache_bytes))}"]
@@ -291,8 +292,8 @@ def _device_text(d: DeviceSpec) -> str:
     return f"{d.name}={d.spec or d.profile.name}" + (f":{d.directory}" if d.directory is not None else "")
 
 
-def _placement_text(p: Placement) -> str:
-    return ",".join([f"{r}={p.roles[r]}" for r in ROLES] + [f"{k}={v}" for k, v in p.objects.items()])
+def _placement_text(p) -> str:
+    return ",".join([f"{r}={d}" for r, d in p.roles.items()] + [f"{k}={v}" for k, v in p.objects.items()])
 
 
 def _toml_key(name: str) -> str:

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dbtier.engines import ENGINES
+
 GROUPS = ("Devices and placement", "Server", "Emulation", "Output")
 
 
@@ -33,6 +35,8 @@ class Option:
 
 
 OPTIONS = (
+    Option("engine", "Server", "the database the workload runs on (the engines dbtier runs: "
+           f"{', '.join(ENGINES)})", type=tuple(ENGINES), default="postgres"),
     Option("device", "Devices and placement", "a device: a profile from 'dbtier devices' (or a .toml), optionally on "
            "your own folder DIR (repeatable; the first is the default for everything)", multiple=True, short="-d",
            metavar="NAME=PROFILE[:DIR]"),

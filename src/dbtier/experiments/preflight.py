@@ -19,15 +19,14 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dbtier import units
+from dbtier import engines
 from dbtier.devices import hostfs, native
 from dbtier.errors import UserError
-from dbtier.pg import capacity, settings
-from dbtier.pg.capacity import MEMORY_SHARE, MIB, set_size
-from dbtier.pg.placement import Placement
 from dbtier.units import fmt_bytes
 from dbtier.workloads.base import PAGE, Footprint, Workload, check_cache_state
 from dbtier.workspace import Workspace
+
+MIB = 1 << 20
 
 #: the cluster initdb makes, with the lab's own database (each database a copy of template1, ~8 MB)
 CLUSTER_BYTES = 64 * MIB
@@ -77,11 +76,10 @@ def place_of(path: Path) -> Place:
                  hostfs.mount_of(probe)[0])
 
 
-def _wal_kept(sets: dict[str, str], generated: int) -> int:
-    """The WAL on disk at most: what a run generates, but no more than max_wal_size (a soft limit: half
-    again is allowed for) and at least a few segments."""
-    cap = set_size(sets, "max_wal_size", MIB) or units.parse_size(settings.PRESET["max_wal_size"], "max_wal_size")
-    return max(min(generated, int(1.5 * cap)), 0) + 48 * MIB
+def check_engine(workload: Workload, engine: str) -> None:
+    if engine not in workload.engines:
+        raise UserError(f"{workload.name} runs on {', '.join(workload.engines)}, not {engine}: its SQL is "
+                        f"{'theirs' if len(workload.engines) > 1 else 'its'}")
 
 
 def _options_hint(workload: Workload) -> str:
@@ -91,16 +89,17 @@ def _options_hint(workload: Workload) -> str:
     return "lower " + (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1])
 
 
-def check_run(workload: Workload, requests, placement: Placement, options, cache_state: str = "cold") -> Footprint:
+def check_run(workload: Workload, requests, placement, options, cache_state: str = "cold",
+              engine: str = "postgres") -> Footprint:
     """Everything a run of `workload` would refuse, and whether its data fits, before anything starts."""
+    db = engines.get(engine)
+    check_engine(workload, db.name)
     if not workload.user_objects:  # a user's objects exist only after the setup: checked then
         placement.check_objects(workload.objects, f"workload {workload.name}")
     check_cache_state(workload, cache_state)
-    sizes = capacity.check_lab_options(options, requests)
+    sizes = db.check_lab(options, requests)
     foot = workload.footprint(cache_state)
-    limit = set_size(options.sets, "max_connections", 1)
-    if limit is None:
-        limit = int(settings.PRESET["max_connections"])
+    limit = db.connection_limit(options.sets)
     if foot.connections + 1 > limit:  # and the lab's wait sampler
         option = foot.connections_option
         most = max(limit - 1 - (foot.connections - workload.p.get(option.replace("-", "_"), 0)), 0) if option else 0
@@ -116,15 +115,15 @@ def check_run(workload: Workload, requests, placement: Placement, options, cache
 
     device_place = {r.name: at(r.directory if r.directory is not None else workspace) for r in requests}
     ws = at(workspace)
-    data_dev = placement.roles["data"]
+    data_dev = placement.roles[db.roles[0]]
     device_place[data_dev].add(f"the cluster on {data_dev}", CLUSTER_BYTES + DATABASE_BYTES * foot.databases)
     for name, n in foot.objects.items():
         dev = placement.device_for(name, workload.objects.get(name, "table"))
         device_place[dev].add(f"{name} on {dev}", n)
-    wal = _wal_kept(options.sets, foot.wal)
-    device_place[placement.roles["wal"]].add(f"WAL on {placement.roles['wal']}", wal)
-    device_place[placement.roles["temp"]].add(f"temp files on {placement.roles['temp']}", foot.temp)
-    device_place[placement.roles["dump"]].add(f"the dump on {placement.roles['dump']}", foot.dump)
+    wal = db.log_kept(options.sets, foot.wal)
+    for role, what, n in ((db.log_role, "WAL", wal), (db.temp_role, "temp files", foot.temp),
+                          (db.dump_role, "the dump", foot.dump)):
+        device_place[placement.roles[role]].add(f"{what} on {placement.roles[role]}", n)
     ws.add("load files", foot.scratch)
     ws.add("the emulation's state", native.state_bytes(sizes.page_cache))
     ws.add("the trace", TRACE_FIXED + 4 * 64 * (foot.data + wal + foot.temp) // PAGE)
@@ -137,14 +136,14 @@ def check_run(workload: Workload, requests, placement: Placement, options, cache
                             f"{place.describe()}, which has {fmt_bytes(place.free)} free (the most: {top}, "
                             f"{fmt_bytes(place.parts[top])}); {hint}, or put the devices on a larger file system "
                             "(--device NAME=PROFILE:DIR, --workspace)")
-    available = capacity.mem_available()  # looked up here: a test makes this machine small
+    available = hostfs.mem_available()  # looked up here: a test makes this machine small
     if available is not None:
         in_ram = sum(p.need for p in places.values() if p.ram)
         memory = {"files on tmpfs": in_ram, "the database cache": sizes.cache,
                   "the server's other memory": SERVER_MEMORY + foot.server_memory,
                   "dbtier's own": foot.client_memory}
         need = sum(memory.values())
-        if need > MEMORY_SHARE * available:
+        if need > hostfs.MEMORY_SHARE * available:
             top = max(memory, key=memory.get)
             remedy = {"files on tmpfs": f"{hint}, or put the devices on a disk (--device NAME=PROFILE:DIR, --workspace)",
                       "the database cache": "give a smaller --cache",
@@ -153,5 +152,5 @@ def check_run(workload: Workload, requests, placement: Placement, options, cache
                       "dbtier's own": hint}[top]
             raise UserError(f"{workload.name} would not fit in memory: it needs about {fmt_bytes(need)} (the most: "
                             f"{top}, {fmt_bytes(memory[top])}) and this machine can give "
-                            f"{fmt_bytes(MEMORY_SHARE * available)}; {remedy}")
+                            f"{fmt_bytes(hostfs.MEMORY_SHARE * available)}; {remedy}")
     return foot

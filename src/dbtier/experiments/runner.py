@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from dbtier import engines
 from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
-from dbtier.pg.lab import Lab, LabOptions
-from dbtier.pg.placement import Placement
 from dbtier.experiments import preflight, scale_model
 from dbtier.experiments.experiment import EXPERIMENT_FILE, Experiment
 from dbtier.workloads.base import Progress, QuietProgress, Workload, check_cache_state
@@ -34,17 +33,18 @@ def _plain(params: dict) -> dict:
     return {k: [one(x) for x in v] if isinstance(v, (tuple, list)) else one(v) for k, v in params.items()}
 
 
-def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Placement, options: LabOptions,
-                 progress: Progress, artifacts: Path | None = None, say: Callable[[str], None] = print,
-                 cache_state: str = "cold") -> dict:
+def run_workload(workload: Workload, requests: list[DeviceSpec], placement, options, progress: Progress,
+                 artifacts: Path | None = None, say: Callable[[str], None] = print, cache_state: str = "cold",
+                 engine: str = "postgres") -> dict:
     """cache_state (seed 001): cold, restarted with empty caches; hot, the workload run once before
     the measured run; cross, a different query over the same data run before it."""
     # What the lab would refuse, and room for the data, before it starts (the CLI asks first, before
     # it makes anything; this is for every other caller).
-    preflight.check_run(workload, requests, placement, options, cache_state)
+    preflight.check_run(workload, requests, placement, options, cache_state, engine)
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    progress.phase("starting PostgreSQL on the devices")
-    lab = Lab(requests, placement, options, say)
+    db_engine = engines.get(engine)
+    progress.phase(f"starting {db_engine.name} on the devices")
+    lab = db_engine.lab(requests, placement, options, say)
     try:
         with lab:
             db = lab.handle
@@ -104,18 +104,19 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement: Plac
 def lab_options(exp: Experiment, workspace: Path | None = None, keep: bool = False):
     """The lab's options and devices for an experiment, its scale model applied: (options, devices,
     the scale model or None)."""
-    options = LabOptions(cache_bytes=exp.cache_bytes, io_mode=exp.io_mode, page_cache_bytes=exp.page_cache_bytes,
-                         sets=dict(exp.settings), pg_bin=exp.pg_bin, workspace=workspace, trace=exp.trace, keep=keep,
-                         cpu_scale=exp.cpu_scale)
-    return scale_model.apply(exp.scale_factor, options, list(exp.devices))
+    options = engines.get(exp.engine).lab_options(
+        cache_bytes=exp.cache_bytes, io_mode=exp.io_mode, page_cache_bytes=exp.page_cache_bytes, sets=dict(exp.settings),
+        pg_bin=exp.pg_bin, workspace=workspace, trace=exp.trace, keep=keep, cpu_scale=exp.cpu_scale)
+    return scale_model.apply(exp.scale_factor, options, list(exp.devices), exp.engine)
 
 
 def check(exp: Experiment, workspace: Path | None = None, keep: bool = False):
     """Everything the run would refuse, refused before anything is made: (workload, options, devices)."""
     workload = exp.make_workload()
+    preflight.check_engine(workload, exp.engine)
     check_cache_state(workload, exp.cache_state)
     options, requests, _ = lab_options(exp, workspace, keep)
-    preflight.check_run(workload, requests, exp.placement, options, exp.cache_state)
+    preflight.check_run(workload, requests, exp.placement, options, exp.cache_state, exp.engine)
     return workload, options, requests
 
 
@@ -149,7 +150,7 @@ def run(exp: Experiment, output: Path = Path("results"), workspace: Path | None 
     with run_dir(output, exp.workload, Workspace.open(workspace)) as folder:
         with progress_for() as progress:
             result = run_workload(workload, requests, exp.placement, options, progress, folder.path, say,
-                                  cache_state=exp.cache_state)
+                                  cache_state=exp.cache_state, engine=exp.engine)
         write_private(folder.path / EXPERIMENT_FILE, exp.to_toml(), mode=0o644)
         jsonout.write(folder.path / "result.json", result)
         runview.write_page(folder.path / "report.html", f"dbtier run {exp.workload}", result)

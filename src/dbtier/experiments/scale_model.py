@@ -17,18 +17,10 @@ from dataclasses import dataclass, field, replace
 from dbtier.devices.profile import Profile
 from dbtier.devices.spec import DeviceSpec
 from dbtier import units
+from dbtier import engines
+from dbtier.devices.pagecache import MIN_PAGE_CACHE
 from dbtier.errors import UserError
-from dbtier.pg import settings
-from dbtier.pg.capacity import MIN_CACHE, MIN_PAGE_CACHE
 
-#: PostgreSQL's defaults for the memory settings the scale model divides when --set gives none
-#: (postgresql.conf.sample of PostgreSQL 18), and dbtier's preset for min_wal_size.
-PG_DEFAULTS = {"work_mem": "4MB", "maintenance_work_mem": "64MB", "effective_cache_size": "4GB",
-               "min_wal_size": settings.PRESET["min_wal_size"]}
-#: PostgreSQL's minimum for each (its GUC table: guc_tables.c); min_wal_size is at least two 16 MB
-#: WAL segments.
-PG_MINIMUM = {"shared_buffers": MIN_CACHE, "work_mem": 64 * 1024, "maintenance_work_mem": 1024 * 1024,
-              "effective_cache_size": 8192, "min_wal_size": 32 * 1024 * 1024}
 MAX_FACTOR = 1e6
 
 
@@ -102,24 +94,25 @@ def _kib_floor(nbytes: float) -> int:
     return max(1, int(nbytes // 1024)) * 1024
 
 
-def apply(factor: float, options, requests: list[DeviceSpec]):
+def apply(factor: float, options, requests: list[DeviceSpec], engine: str = "postgres"):
     """The options and devices of a run at 1/factor of the system they describe, and the scale model's
-    account (None when factor is 1: everything as given)."""
+    account (None when factor is 1: everything as given). The engine says which of its settings are
+    sizes to divide, with their defaults and minimums."""
     check_factor(factor)
     if factor == 1.0:
         return options, requests, None
     model = ScaleModel(factor)
-    cache = _kib_floor(model.size("shared_buffers (--cache)", options.cache_bytes, "bytes",
-                                  PG_MINIMUM["shared_buffers"], "PostgreSQL's minimum"))
+    db = engines.get(engine)
+    cache = _kib_floor(model.size(f"{db.cache_setting} (--cache)", options.cache_bytes, "bytes", db.min_cache,
+                                  f"{db.title}'s minimum"))
     page_cache = _kib_floor(model.page_cache(options.page_cache_bytes)) if options.page_cache_bytes else None
     sets = dict(options.sets)
-    for name, default in PG_DEFAULTS.items():
+    for name, (default, minimum) in db.scaled_settings.items():
         given = sets.get(name, default).strip().strip("'\"")
         if given.isdigit():
             raise UserError(f"--set {name}={given}: with --scale-model give it with a unit (e.g. 64MB), so it can be "
                             "scaled")
-        nbytes = model.size(name, units.parse_size(given, f"--set {name}"), "bytes", PG_MINIMUM[name],
-                            "PostgreSQL's minimum")
+        nbytes = model.size(name, units.parse_size(given, f"--set {name}"), "bytes", minimum, f"{db.title}'s minimum")
         sets[name] = units.kib(_kib_floor(nbytes))
     devices = [replace(r, profile=model.profile(r.name, r.profile)) for r in requests]
     return (replace(options, cache_bytes=cache, page_cache_bytes=page_cache, sets=sets, scale_model=model.describe()),

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dbtier.devices import native
+from dbtier.devices import hostfs, native
 from dbtier.devices.pagecache import PageCache
 from dbtier.devices.profile import Profile
 from dbtier.errors import UserError
@@ -205,7 +205,7 @@ class RecordedLab:
 
     def options(self, workspace: Path | None = None):
         """The lab options a live run of the recorded workload takes (advise --verify)."""
-        from dbtier.pg.lab import LabOptions
+        from dbtier.engines.postgres.lab import LabOptions
 
         return LabOptions(cache_bytes=self.cache_bytes, io_mode=self.io_mode,
                           page_cache_bytes=self.page_cache.bytes if self.page_cache else None,
@@ -217,7 +217,7 @@ def recorded_lab(result: dict, where: Path) -> RecordedLab:
     checked; `where` names the document in the messages."""
     from dbtier.devices import profile as profiles
     from dbtier.devices.spec import NAME
-    from dbtier.pg import capacity, settings
+    from dbtier.engines.postgres import capacity, settings
     from dbtier.experiments import scale_model
 
     lab = result.get("lab")
@@ -227,7 +227,7 @@ def recorded_lab(result: dict, where: Path) -> RecordedLab:
     def bad(what: str) -> Damaged:
         return Damaged(where, what)
 
-    memory = capacity.mem_total()
+    memory = hostfs.mem_total()
     cache = lab.get("cache_bytes")
     if not isinstance(cache, int) or isinstance(cache, bool) or cache < capacity.MIN_CACHE:
         raise bad(f"lab.cache_bytes is {cache!r}, not a database cache PostgreSQL can run with (at least 128kB)")
@@ -303,7 +303,7 @@ def recorded_lab(result: dict, where: Path) -> RecordedLab:
 def _page_cache(pc, memory: int | None, bad) -> PageCache | None:
     """lab.page_cache: as --page-cache is checked (at least 64kB, within this machine's memory: the
     replay's state holds ~36 bytes a page of it), its read-ahead and dirty limits as the C core takes them."""
-    from dbtier.pg.capacity import MIN_PAGE_CACHE
+    from dbtier.devices.pagecache import MIN_PAGE_CACHE
 
     if pc is None:
         return None

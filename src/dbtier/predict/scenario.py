@@ -15,8 +15,8 @@ from dbtier.experiments.scale_model import ScaleModel
 from dbtier.units import parse_option_size
 from dbtier.errors import UserError
 from dbtier.measure.objects import owner
-from dbtier.pg import placement as placement_mod
-from dbtier.pg.paths import classify
+from dbtier.engines.postgres import placement as placement_mod
+from dbtier.devices.native import pg_path as classify
 from dbtier.predict.recording import Recording
 
 
@@ -88,7 +88,7 @@ def build(rec: Recording, device_texts: tuple[str, ...], place_texts: tuple[str,
         scenario.placement = placement_mod.parse(list(place_texts), scenario.names)
         scenario.placement.check_objects(objects_of(rec), "the recorded run")
     if page_cache is not None:
-        from dbtier.pg.capacity import check_page_cache
+        from dbtier.devices.pagecache import check_page_cache
         if rec.lab.io_mode == "direct":
             raise UserError("--page-cache: the recorded run used direct I/O, so no data file went through the page "
                             "cache and its size changes nothing; record a buffered run to ask this")

@@ -13,7 +13,7 @@ from dbtier.errors import UserError
 from dbtier.experiments import preflight, runner
 from dbtier.experiments.experiment import Experiment
 from dbtier.experiments.runner import run_workload
-from dbtier.pg.lab import LabOptions
+from dbtier.engines.postgres.lab import LabOptions
 from dbtier.report import jsonout
 from dbtier.reproduce import article000, article001, article002, article003, article004
 from dbtier.reproduce.plan import SOURCES, Article, CpuReference, RunSpec, phase

@@ -133,6 +133,8 @@ class Workload:
     #: a user's own workload: its objects are whatever its setup made, so --place names are checked
     #: against the database after the setup, not against `objects`
     user_objects: ClassVar[bool] = False
+    #: the database engines it runs on (dbtier.engines): its SQL and its client programs are theirs
+    engines: ClassVar[tuple[str, ...]] = ("postgres",)
 
     def __init__(self, **values: Any):
         self.p = {p.key: values.get(p.key, p.default) for p in self.params}

@@ -4,8 +4,8 @@ flush each; cold, cross and hot cache states (seed 001) in that order of device 
 
 import pytest
 
-from dbtier.pg import placement
-from dbtier.pg.lab import Lab, LabOptions
+from dbtier.engines.postgres import placement
+from dbtier.engines.postgres.lab import Lab, LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry
 from dbtier.workloads.base import QuietProgress
@@ -110,7 +110,7 @@ def test_dsync_writes_through_with_a_flush_each(shm_dir):
 def test_wal_sync_methods(shm_dir, method, carries_flush):
     """The WAL sync methods as the interposer charges them: the open_* methods open the WAL O_DSYNC /
     O_SYNC, so each WAL write carries a device flush; the others write, then flush once per commit."""
-    from dbtier.pg.settings import parse_sets
+    from dbtier.engines.postgres.settings import parse_sets
 
     with Lab(parse_all(["d=ssd-sata-mlc"]), placement.parse([], ["d"]),
              LabOptions(cache_bytes=8 << 20, io_mode="buffered", workspace=shm_dir, sets=parse_sets([f"wal_sync_method={method}"])),

@@ -3,7 +3,7 @@
 import pytest
 
 from dbtier.errors import UserError
-from dbtier.pg.settings import parse_sets, server_settings
+from dbtier.engines.postgres.settings import parse_sets, server_settings
 from dbtier.units import parse_size
 
 

@@ -4,8 +4,8 @@
 import os
 import stat
 
-from dbtier.pg.binaries import PgInstall
-from dbtier.pg.osuser import ServerUser, lease, reachable_copy
+from dbtier.engines.postgres.binaries import PgInstall
+from dbtier.engines.postgres.osuser import ServerUser, lease, reachable_copy
 
 OTHER = ServerUser("nobody", 65534, 65534)
 

@@ -8,8 +8,8 @@ import pytest
 
 from dbtier.devices.patterns import STANDARD, expected
 from dbtier.devices.profile import load
-from dbtier.pg import placement
-from dbtier.pg.lab import Lab, LabOptions
+from dbtier.engines.postgres import placement
+from dbtier.engines.postgres.lab import Lab, LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.workloads.base import QuietProgress
 from dbtier.workloads.random_index import RandomIndex

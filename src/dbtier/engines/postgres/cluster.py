@@ -29,8 +29,8 @@ import psycopg
 from dbtier import lifecycle
 from dbtier.devices.session import CPU_SCALE_ENV
 from dbtier.errors import UserError
-from dbtier.pg.binaries import PgInstall
-from dbtier.pg.osuser import ServerUser
+from dbtier.engines.postgres.binaries import PgInstall
+from dbtier.engines.postgres.osuser import ServerUser
 from dbtier.workspace import Claim
 
 SUPERUSER = "dbtier"

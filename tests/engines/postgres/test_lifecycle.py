@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from dbtier.devices import native
-from dbtier.pg import placement
-from dbtier.pg.lab import Lab, LabOptions
+from dbtier.engines.postgres import placement
+from dbtier.engines.postgres.lab import Lab, LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.workspace import Workspace
 

@@ -6,43 +6,19 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from dbtier import ownership, units
-from dbtier.devices import session
+from dbtier.devices import hostfs, session
+from dbtier.devices.pagecache import check_page_cache
 from dbtier.errors import UserError
 from dbtier.units import fmt_bytes
-from dbtier.pg import osuser, settings
+from dbtier.engines.postgres import osuser, settings
 from dbtier.workspace import Workspace, check_not_pseudo
 
 MIB = 1 << 20
-MEMINFO = Path("/proc/meminfo")
-#: PostgreSQL's least shared_buffers (16 buffers), and the page cache's least (the lab's rule)
+#: PostgreSQL's least shared_buffers (16 buffers)
 MIN_CACHE = 128 << 10
-MIN_PAGE_CACHE = 64 << 10
-#: share of the memory available a run may plan to use (the host and its other processes keep the rest)
-MEMORY_SHARE = 0.9
 SOCKET_TAIL = len("/lab-00000000/sock")
-
-
-def _meminfo(key: str) -> int | None:
-    try:
-        for line in MEMINFO.read_text().splitlines():
-            name, _, rest = line.partition(":")
-            if name == key:
-                return int(rest.split()[0]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def mem_available() -> int | None:
-    """Memory the kernel can give without swapping (MemAvailable), or None where unknown."""
-    return _meminfo("MemAvailable")
-
-
-def mem_total() -> int | None:
-    return _meminfo("MemTotal")
 
 
 @dataclass
@@ -65,19 +41,6 @@ def set_size(sets: dict[str, str], name: str, bare_unit: int) -> int | None:
         return None  # the server will say what is wrong with it
 
 
-def check_page_cache(pc_bytes: int, derived_from: str = "") -> int:
-    """The emulated OS page cache's size: at least 64kB, no larger than this machine's memory (an OS
-    page cache is part of it). `derived_from` names the option it was derived from, when it was."""
-    shown = f"--page-cache {units.size_text(pc_bytes)}"
-    if pc_bytes < MIN_PAGE_CACHE:
-        raise UserError(f"{shown}: give at least 64kB")
-    total = mem_total()
-    if total is not None and pc_bytes > total:
-        raise UserError(f"{derived_from or shown}: an emulated OS page cache of {fmt_bytes(pc_bytes)} is larger than "
-                        f"this machine's {fmt_bytes(total)} of memory; give a smaller --page-cache")
-    return pc_bytes
-
-
 def check_sizes(cache_bytes: int, page_cache_bytes: int | None, sets: dict[str, str] | None = None) -> Sizes:
     """The database cache (--cache) and the emulated page cache (--page-cache), in bytes: at least what
     PostgreSQL and the emulation need, and within this machine's memory."""
@@ -85,11 +48,11 @@ def check_sizes(cache_bytes: int, page_cache_bytes: int | None, sets: dict[str, 
     if cache_bytes < MIN_CACHE:
         raise UserError(f"{shown}: PostgreSQL needs at least 128kB of shared buffers")
     shared = set_size(sets or {}, "shared_buffers", 8192) or cache_bytes
-    available = mem_available()
-    if available is not None and shared > MEMORY_SHARE * available:
+    available = hostfs.mem_available()
+    if available is not None and shared > hostfs.MEMORY_SHARE * available:
         what = "--set shared_buffers" if shared != cache_bytes else shown
         raise UserError(f"{what}: the database cache would take {fmt_bytes(shared)}, more than the "
-                        f"{fmt_bytes(MEMORY_SHARE * available)} of memory this machine can give now; give a smaller one")
+                        f"{fmt_bytes(hostfs.MEMORY_SHARE * available)} of memory this machine can give now; give a smaller one")
     if page_cache_bytes:
         pc_bytes = check_page_cache(page_cache_bytes)
     else:  # three times the cache, by default
@@ -100,8 +63,8 @@ def check_sizes(cache_bytes: int, page_cache_bytes: int | None, sets: dict[str, 
 def check_lab_options(options, requests) -> Sizes:
     """What Lab() and Lab._open() would refuse, checked before anything is made: sizes, the I/O mode,
     the workspace's folder, the PostgreSQL install, the device folders."""
-    from dbtier.pg import binaries
-    from dbtier.pg.cluster import SOCKET_PATH_MAX
+    from dbtier.engines.postgres import binaries
+    from dbtier.engines.postgres.cluster import SOCKET_PATH_MAX
 
     if options.io_mode not in settings.IO_MODES:
         raise UserError(f"--io-mode {options.io_mode}: choose one of {', '.join(settings.IO_MODES)}")

@@ -5,8 +5,8 @@ import pytest
 from psycopg import sql
 
 from dbtier.devices.spec import parse_all
-from dbtier.pg import placement
-from dbtier.pg.lab import Lab, LabOptions
+from dbtier.engines.postgres import placement
+from dbtier.engines.postgres.lab import Lab, LabOptions
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 from dbtier.devices.spec import parse_all
 from dbtier.errors import UserError
 from dbtier.experiments import scale_model
-from dbtier.pg.lab import LabOptions
+from dbtier.engines.postgres.lab import LabOptions
 
 MB = 1024 * 1024
 

@@ -71,7 +71,7 @@ class LabHandle:
 
     @property
     def database(self) -> str:
-        from dbtier.pg.cluster import DATABASE
+        from dbtier.engines.postgres.cluster import DATABASE
         return DATABASE
 
     def connect(self, dbname: str | None = None, **kw) -> psycopg.Connection:
@@ -125,7 +125,7 @@ class LabHandle:
         if program not in CLIENTS:
             raise ValueError(f"{program} is not one of the client programs the lab runs ({', '.join(CLIENTS)})")
         cluster = self._lab.cluster
-        from dbtier.pg.cluster import PORT, SUPERUSER
+        from dbtier.engines.postgres.cluster import PORT, SUPERUSER
         argv = [str(cluster.install.exe(program)), "-h", str(cluster.socket_dir), "-p", str(PORT), "-U", SUPERUSER,
                 *args]
         if as_me:

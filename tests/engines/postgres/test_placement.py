@@ -3,7 +3,7 @@
 import pytest
 
 from dbtier.errors import UserError
-from dbtier.pg.placement import parse, tablespace_of
+from dbtier.engines.postgres.placement import parse, tablespace_of
 
 
 def test_defaults_follow_data_and_first_device():

@@ -6,8 +6,8 @@ host's page cache, so the first scan reads from the disk and the second from mem
 import pytest
 
 from dbtier.measure.diskstats import block_device
-from dbtier.pg import placement
-from dbtier.pg.lab import LabOptions
+from dbtier.engines.postgres import placement
+from dbtier.engines.postgres.lab import LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.workloads import registry
 from dbtier.workloads.base import QuietProgress

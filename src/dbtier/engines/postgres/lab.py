@@ -14,7 +14,7 @@ A lab's folder (a claim in the workspace):
     owner.json   what the reaper needs: our pid, the server's, its shared memory, folders made elsewhere
     dev/NAME/    each device's folder (or DIR/dbtier-lab-TOKEN-NAME on the user's own folder)
     sock/        the server's unix socket, private to the servers' user
-    iotap/       the emulation's device map and shared state, private to the servers' user
+    iotap/       the emulation's shared state, private to the servers' user
     trace/       the I/O trace, private to the servers' user
     dynshmem/    the server's dynamic shared memory (outside every device)
     scratch/     bulk-load input and client logs: outside every device
@@ -41,10 +41,10 @@ from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
 from dbtier.measure import collectors, interval
 from dbtier.measure.recording import RunRecording
-from dbtier.pg import binaries, capacity, osuser, settings
-from dbtier.pg.cluster import DATABASE, SOCKET_PATH_MAX, Cluster, Seed
-from dbtier.pg.handle import LabHandle
-from dbtier.pg.placement import Placement, tablespace_of
+from dbtier.engines.postgres import binaries, capacity, osuser, settings
+from dbtier.engines.postgres.cluster import DATABASE, SOCKET_PATH_MAX, Cluster, Seed
+from dbtier.engines.postgres.handle import LabHandle
+from dbtier.engines.postgres.placement import Placement, tablespace_of
 from dbtier.workspace import Claim, Workspace
 
 

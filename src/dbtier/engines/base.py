@@ -1,0 +1,66 @@
+"""What an experiment asks of a database engine: the contract every engine implements.
+
+An engine lays a server's files over the experiment's devices by *roles* (PostgreSQL: data,
+indexes, wal, temp, dump; InnoDB would have data, redo log, undo, temp, doublewrite, binlog) and
+moves named objects between them; it knows its settings and what the lab must refuse of them; it
+runs a lab (a server over the devices, started, measured, stopped: engines/postgres/lab.py is the
+pattern); and it says where a run's WAL-like log, temp files and dumps go, so that the preflight can
+count their room. A workload says which engines it runs on (`Workload.engines`): its SQL is an
+engine's. Nothing above this seam names an engine's modules."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ContextManager, Protocol
+
+from dbtier.devices.spec import DeviceSpec
+
+
+#: the loaded-once cluster's one device (compare's seed lab): a name no layout may use
+SEED_DEVICE = "dbtier-seed"
+
+
+class Engine(Protocol):
+    name: str
+    title: str                    # as people write it: "PostgreSQL"
+    cache_setting: str            # the database cache --cache sets ("shared_buffers")
+    min_cache: int                # its least, in bytes
+    #: the memory settings a scale model divides: name -> (its default text, its least in bytes)
+    scaled_settings: dict[str, tuple[str, int]]
+    #: the placement roles, the first being where everything not placed goes
+    roles: tuple[str, ...]
+    #: where an index goes unless placed by name (None: with its table, in its table's file)
+    index_role: str | None
+    #: the roles of a run's log (PostgreSQL's WAL), temp files and dumps: where the preflight counts them
+    log_role: str
+    temp_role: str
+    dump_role: str
+    io_modes: tuple[str, ...]
+    default_io_mode: str
+
+    def parse_placement(self, texts, devices: list[str]) -> Any:
+        """--place texts over the device names: a Placement of this engine's roles."""
+
+    def parse_settings(self, texts) -> dict[str, str]:
+        """--set NAME=VALUE texts, checked (what the lab owns refused): name -> value."""
+
+    def lab_options(self, **options) -> Any:
+        """The lab's options (sizes in bytes, the I/O mode, settings, CPU scale, workspace...)."""
+
+    def check_lab(self, options, devices: list[DeviceSpec]) -> Any:
+        """What its lab would refuse, before anything is made; the sizes it will use (cache, page cache)."""
+
+    def connection_limit(self, settings: dict[str, str]) -> int:
+        """The server connections a lab allows with these settings."""
+
+    def log_kept(self, settings: dict[str, str], generated: int) -> int:
+        """The bytes of log a run that generates `generated` keeps on its log device at most."""
+
+    def lab(self, devices: list[DeviceSpec], placement, options, say: Callable[[str], None]) -> ContextManager:
+        """A server over the devices (see engines/postgres/lab.py): entered, it runs; left, it is gone."""
+
+    def seed_lab(self, options, say: Callable[[str], None]) -> ContextManager:
+        """A lab of one device where a workload's data is loaded once, to be copied into others (compare)."""
+
+    def describe(self) -> dict:
+        """The engine as a result records it."""
+

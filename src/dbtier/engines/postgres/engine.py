@@ -1,0 +1,70 @@
+"""PostgreSQL 18 behind the engine interface (engines/base.py): its roles, settings, lab and
+what the preflight needs to know of its log."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from dbtier import units
+from dbtier.devices.profile import load
+from dbtier.devices.spec import DeviceSpec
+from dbtier.engines.base import SEED_DEVICE
+from dbtier.engines.postgres import capacity, placement, settings
+from dbtier.engines.postgres.lab import Lab, LabOptions
+
+MIB = 1 << 20
+
+
+class Postgres:
+    name = "postgres"
+    title = "PostgreSQL"
+    cache_setting = "shared_buffers"  # the database cache --cache sets
+    min_cache = capacity.MIN_CACHE
+    #: the memory settings a scale model divides (experiments/scale_model.py), each with its default when
+    #: --set gives none (postgresql.conf.sample of PostgreSQL 18; dbtier's preset for min_wal_size) and
+    #: PostgreSQL's minimum (its GUC table, guc_tables.c; min_wal_size is two 16 MB WAL segments)
+    scaled_settings = {"work_mem": ("4MB", 64 * 1024), "maintenance_work_mem": ("64MB", 1024 * 1024),
+                       "effective_cache_size": ("4GB", 8192),
+                       "min_wal_size": (settings.PRESET["min_wal_size"], 32 * 1024 * 1024)}
+    roles = placement.ROLES
+    index_role = "indexes"  # an index has a file of its own, in its tablespace
+    log_role, temp_role, dump_role = "wal", "temp", "dump"
+    io_modes = tuple(settings.IO_MODES)
+    default_io_mode = settings.DEFAULT_IO_MODE
+
+    def parse_placement(self, texts, devices: list[str]):
+        return placement.parse(list(texts), list(devices))
+
+    def parse_settings(self, texts) -> dict[str, str]:
+        return settings.parse_sets(list(texts))
+
+    def lab_options(self, **options) -> LabOptions:
+        return LabOptions(**options)
+
+    def check_lab(self, options, devices: list[DeviceSpec]):
+        return capacity.check_lab_options(options, devices)
+
+    def connection_limit(self, sets: dict[str, str]) -> int:
+        limit = capacity.set_size(sets, "max_connections", 1)
+        return limit if limit is not None else int(settings.PRESET["max_connections"])
+
+    def log_kept(self, sets: dict[str, str], generated: int) -> int:
+        """What stays of the WAL: what a run generates, but no more than max_wal_size (a soft limit:
+        half again is allowed for) and at least a few segments."""
+        cap = capacity.set_size(sets, "max_wal_size", MIB) or units.parse_size(settings.PRESET["max_wal_size"],
+                                                                                "max_wal_size")
+        return max(min(generated, int(1.5 * cap)), 0) + 48 * MIB
+
+    def lab(self, devices: list[DeviceSpec], where, options: LabOptions, say: Callable[[str], None]) -> Lab:
+        return Lab(devices, where, options, say)
+
+    def seed_lab(self, options: LabOptions, say: Callable[[str], None]) -> Lab:
+        device = DeviceSpec(SEED_DEVICE, load("ram-san"), spec="ram-san")
+        return Lab([device], placement.parse([], [SEED_DEVICE]), replace(options, trace=False, keep=False), say)
+
+    def describe(self) -> dict:
+        return {"name": self.name}
+
+
+POSTGRES = Postgres()
