@@ -82,10 +82,10 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", help="workload names (first column) to run")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    from dbtier.advise import advice
-    from dbtier.advise.advice import verified_best
-    from dbtier.advise.candidates import candidates
-    from dbtier.predict import recording
+    from dbtier.advisor import advice
+    from dbtier.advisor.advice import verified_best
+    from dbtier.advisor.candidates import candidates
+    from dbtier.prediction import recording
 
     work = Path(tempfile.mkdtemp(prefix="dbtier-advise-bench-"))
     rows = []

@@ -2,12 +2,13 @@
 
 from dbtier.version import __version__
 
-__all__ = ["Experiment", "Result", "UserError", "WorkloadError", "compare", "load", "run", "__version__"]
+__all__ = ["Experiment", "Result", "UserError", "WorkloadError", "advise", "compare", "load", "predict", "run",
+           "__version__"]
 
 
 def __getattr__(name: str):
     """The Python API (dbtier.api), loaded on first use: the command line does not pay for pandas."""
-    if name in ("Result", "compare", "load", "run"):
+    if name in ("Result", "advise", "compare", "load", "predict", "run"):
         from dbtier import api
 
         return getattr(api, name)

@@ -66,6 +66,13 @@ def test_load_reads_a_prediction_and_an_advice(tmp_path, shm_dir):
     advice = dbtier.load(next((tmp_path / "advice").glob("advise-*")))
     assert advice.kind == "advice" and advice.placements.loc[0, "rank"] == 1
     assert advice.placements.loc[0, "place"] == advice.doc["recommended"]["place"]
+    # the same from Python, through the library (no command line)
+    again = dbtier.predict(run_dir, device="hdd=ssd-sata-mlc", workspace=shm_dir)
+    assert list(again.runs["run"]) == ["recorded", "predicted"]
+    assert again.runs["elapsed_s"].iloc[1] == pytest.approx(predicted, rel=0.05)
+    advised = dbtier.advise(run_dir, fast="ssd=ssd-sata-mlc", budget="1GB", workspace=shm_dir,
+                            output=tmp_path / "advice2")
+    assert advised.kind == "advice" and advised.doc["recommended"]["place"] == advice.doc["recommended"]["place"]
 
 
 def test_a_traced_run_gives_its_trace_and_phases(tmp_path, shm_dir):

@@ -14,7 +14,7 @@ import pytest
 
 from dbtier.devices import native
 from dbtier.measure import objects, trace
-from dbtier.predict import events
+from dbtier.prediction import events
 
 ROOT = Path(__file__).resolve().parents[2]
 HEADERS = ROOT / "native" / "iotap"
@@ -160,7 +160,7 @@ def test_the_description_is_the_headers(tmp_path):
 
 
 #: the modules that once declared the layouts by hand
-BORDER_MODULES = ["src/dbtier/measure/trace.py", "src/dbtier/measure/objects.py", "src/dbtier/predict/events.py",
+BORDER_MODULES = ["src/dbtier/measure/trace.py", "src/dbtier/measure/objects.py", "src/dbtier/prediction/events.py",
                   "src/dbtier/devices/native.py"]
 
 

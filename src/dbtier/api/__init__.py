@@ -7,7 +7,7 @@ any run directory as pandas DataFrames.
     dbtier.load("results/random-index-20261125-120000").wait_events
 """
 
-from dbtier.api.calls import compare, run
+from dbtier.api.calls import advise, compare, predict, run
 from dbtier.api.results import Result, load
 
-__all__ = ["Result", "compare", "load", "run"]
+__all__ = ["Result", "advise", "compare", "load", "predict", "run"]

@@ -96,3 +96,63 @@ def compare(workload: str, **options) -> Result:
         jsonout.write(json_path, {**done.doc, "run_dir": str(done.run_dir)})
     done.check()
     return load(done.run_dir)
+
+
+def predict(run_dir, device=(), place=(), page_cache: str | None = None, cpu_scale: float = 1.0,
+            workspace=None, json=None) -> Result:
+    """A recorded run predicted on other devices or another placement, as `dbtier predict RUN_DIR`:
+    `device` gives a device another profile or adds one (NAME=PROFILE, a list for several), `place` a
+    whole placement. Returns the prediction: its runs are "recorded" and "predicted".
+
+        predict("results/oltp-20261126-120000", place="data=hdd,wal=ssd")
+    """
+    from dbtier.api.results import from_document
+    from dbtier.prediction import recording, scenario as scenario_mod
+    from dbtier.prediction.replay import predict as run_prediction
+    from dbtier.report import jsonout, outputs
+    from dbtier.workspace import Workspace
+
+    json_path = outputs.check_file(Path(json), "--json") if json else None
+    workspace = Path(workspace) if workspace else None
+    Workspace.locate(workspace)
+    rec = recording.load(Path(run_dir))
+    scenario = scenario_mod.build(rec, _many(device), _many(place), page_cache, cpu_scale)
+    ws = Workspace.open(workspace)
+    ws.reap()
+    doc = run_prediction(rec, scenario, ws).to_dict()
+    if json_path:
+        jsonout.write(json_path, doc)
+    return from_document(doc, json_path or Path(run_dir))
+
+
+def advise(run_dir, fast: str, slow: str | None = None, budget: str | None = None, cost: str | None = None,
+           max_cost: float | None = None, workspace=None, output="results") -> Result:
+    """Where limited fast storage should go, as `dbtier advise RUN_DIR` (without --verify): the advice's
+    directory, loaded (`.placements`, `.doc`).
+
+        advise("results/sql-20261126-120000", fast="ssd=ssd-sata-mlc", budget="200MB")
+    """
+    from dbtier.advisor import advice as advice_mod
+    from dbtier.prediction import recording
+    from dbtier.report import adviseview, html, jsonout, outputs
+    from dbtier.report.rundir import run_dir as make_run_dir
+    from dbtier.workspace import Workspace
+
+    output = outputs.check_dir(Path(output), "--output")
+    workspace = Path(workspace) if workspace else None
+    Workspace.locate(workspace)
+    rec = recording.load(Path(run_dir))
+    q = advice_mod.question(rec, fast, slow, budget, cost, max_cost)
+    ws = Workspace.open(workspace)
+    ws.reap()
+    doc, _advisor = advice_mod.advise(q, workspace=ws)
+    with make_run_dir(output, f"advise-{doc['workload']}", ws) as folder:
+        jsonout.write(folder.path / "result.json", doc)
+        html.write(folder.path / "report.html", f"dbtier advise {doc['workload']}", doc["run_dir"],
+                   adviseview.sections(doc))
+    folder.check()
+    return load(folder.final)
+
+
+def _many(value) -> tuple:
+    return (value,) if isinstance(value, str) else tuple(value or ())

@@ -13,7 +13,7 @@ from pathlib import Path, PurePath
 import pandas as pd
 
 from dbtier.errors import UserError
-from dbtier.predict import recording
+from dbtier.prediction import recording
 from dbtier.report import jsonout
 
 #: the figures of a phase that are numbers of their own (the rest are tables)
@@ -173,9 +173,16 @@ class Result:
         return f"<dbtier {self.kind} {self.path} ({names})>"
 
 
+def from_document(doc: dict, path: Path) -> Result:
+    """A document dbtier made in this process (a prediction), as load would read it from a file."""
+    result = Result(Path(path), doc)
+    _fill(result, doc, Path(path).parent if Path(path).suffix else Path(path))
+    return result
+
+
 def load(path) -> Result:
     """The run directory at `path` (of `dbtier run` or `dbtier compare`), or its result.json. Every file
-    is checked as it is read (see predict/recording.py), and only files in that directory are read: a
+    is checked as it is read (see prediction/recording.py), and only files in that directory are read: a
     path written inside a document is never followed. A comparison's layouts are the run directories
     beside its own, found by their names."""
     path = Path(path)
@@ -184,6 +191,12 @@ def load(path) -> Result:
     if doc is None:
         raise UserError(f"{path} holds no result.json: give a run directory that dbtier run or compare wrote")
     result = Result(folder, doc)
+    _fill(result, doc, folder)
+    return result
+
+
+def _fill(result: Result, doc: dict, folder: Path) -> None:
+    """The runs of a document: a comparison's layouts beside it, a prediction's two sides, a run."""
     if doc.get("kind") == "compare":
         configs = doc.get("configurations") or []
         summaries = doc.get("results") or []
@@ -206,7 +219,7 @@ def load(path) -> Result:
         run_name = _run_name(doc, doc.get("workload", "run"))
         result.runs_docs.append((run_name, doc, folder))
         result.traces[run_name] = _trace_table(folder, doc)
-    return result  # any other kind: its document (.doc), and an advice's placements
+    # any other kind: its document (.doc), and an advice's placements
 
 
 def _layout_dir(folder: Path, recorded: str) -> Path | None:

@@ -61,8 +61,8 @@ def advise(run_dir: Path, fast, slow, budget, cost, max_cost, verify, workspace,
     outputs.check_dir(output, "--output")
     if json_path is not None:
         json_path = outputs.check_file(json_path, "--json")
-    from dbtier.advise import advice as advice_mod
-    from dbtier.predict import recording
+    from dbtier.advisor import advice as advice_mod
+    from dbtier.prediction import recording
     from dbtier.report.terminal import console
     from dbtier.workspace import Workspace
 
@@ -72,7 +72,7 @@ def advise(run_dir: Path, fast, slow, budget, cost, max_cost, verify, workspace,
     q = advice_mod.question(rec, fast, slow, budget, cost, max_cost)
     specs = None
     if verify:
-        from dbtier.advise import verify as verify_mod
+        from dbtier.advisor import verify as verify_mod
         specs = advice_mod.device_specs(q)
         verify_mod.check(rec, specs, advice_mod.extreme_placements(q), workspace)
     from dbtier.cli.progress import progress_for

@@ -14,8 +14,9 @@ from dbtier.report.terminal import console, fmt
 
 
 @click.group(invoke_without_command=True)
+@click.option("--quiet", "-q", is_flag=True, help="only the profiles' names, one a line")
 @click.pass_context
-def devices(ctx: click.Context) -> None:
+def devices(ctx: click.Context, quiet: bool) -> None:
     """List the device profiles (packaged TOML; your own .toml works wherever a name does).
 
     \b
@@ -25,6 +26,9 @@ def devices(ctx: click.Context) -> None:
                                    a real drive's measured service times against the model's
     """
     if ctx.invoked_subcommand:
+        return
+    if quiet:
+        click.echo("\n".join(profile.names()))
         return
     loaded = [profile.load(name) for name in profile.names()]
     order = list(profile.ERAS) + [""]
@@ -47,7 +51,8 @@ def devices(ctx: click.Context) -> None:
 @click.argument("name")
 @click.option("--json", "json_path", type=click.Path(path_type=Path, allow_dash=True), metavar="PATH",
               help="write the profile as JSON here ('-': print it instead of tables)")
-def show(name: str, json_path: Path | None) -> None:
+@click.option("--quiet", "-q", is_flag=True, help="print nothing (with --json PATH, the profile is in the file)")
+def show(name: str, json_path: Path | None, quiet: bool) -> None:
     """Show a profile's parameters and the model's expected QD1 figures.
 
     NAME is a packaged profile or a path to a .toml profile. The figures are the device model's,
@@ -67,6 +72,8 @@ def show(name: str, json_path: Path | None) -> None:
             click.echo(jsonout.dumps(doc))
             return
         jsonout.write(json_path, doc)
+    if quiet:
+        return
     out = console()
     out.print(f"[bold]{escape(p.name)}[/]  ({p.kind}) {escape(p.summary)}")
     params = Table(title="parameters", title_justify="left")
@@ -88,7 +95,8 @@ def show(name: str, json_path: Path | None) -> None:
 @click.argument("profile_name", metavar="PROFILE")
 @click.argument("trace", type=click.Path(path_type=Path))
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="write the figures as JSON here")
-def validate(profile_name: str, trace: Path, json_path: Path | None) -> None:
+@click.option("--quiet", "-q", is_flag=True, help="print only the demerit")
+def validate(profile_name: str, trace: Path, json_path: Path | None, quiet: bool) -> None:
     """Replay a real drive's measured trace through PROFILE and compare service times.
 
     TRACE is in DiskSim's "validate" format, one request per line: R or W, the drive buffer's action,
@@ -116,7 +124,8 @@ def validate(profile_name: str, trace: Path, json_path: Path | None) -> None:
         m, o = r[f"measured_{key}"], r[f"modelled_{key}"]
         if m is not None:
             table.add_row(label, f"{m:.3f}", f"{o:.3f}", f"{o / m:.2f}" if m else "-")
-    out.print(table)
+    if not quiet:
+        out.print(table)
     out.print(f"demerit (RMS distance between the service-time distributions): {r['demerit_ms']:.3f} ms", markup=False)
     if json_path:
         jsonout.write(json_path, {"kind": "devices-validate", **r})

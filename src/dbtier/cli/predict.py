@@ -45,8 +45,8 @@ def predict(run_dir: Path, devices, places, page_cache, cpu_scale, json_path, wo
     (shared_buffers), the plans, the data, or the I/O mode. Ask those of 'dbtier run'."""
     if json_path is not None:
         json_path = outputs.check_file(json_path, "--json")
-    from dbtier.predict import recording, scenario as scenario_mod
-    from dbtier.predict.replay import predict as run_prediction
+    from dbtier.prediction import recording, scenario as scenario_mod
+    from dbtier.prediction.replay import predict as run_prediction
     from dbtier.report import predictview
     from dbtier.workspace import Workspace
 

@@ -19,7 +19,8 @@ from dbtier.report.terminal import console, fmt
 @click.argument("trace_dir", type=click.Path(path_type=Path))
 @click.option("--output", "-o", type=click.Path(path_type=Path),
               help="the Parquet file to write (default: TRACE_DIR/trace.parquet)")
-def trace(trace_dir: Path, output: Path | None) -> None:
+@click.option("--quiet", "-q", is_flag=True, help="print only the Parquet file's path")
+def trace(trace_dir: Path, output: Path | None, quiet: bool) -> None:
     """Convert a trace recorded with --trace into Parquet, and summarise it.
 
     TRACE_DIR is the folder given to 'dbtier exec --trace' (a run's own trace is in its run
@@ -45,5 +46,6 @@ def trace(trace_dir: Path, output: Path | None) -> None:
     for row in summary.to_pylist():
         view.add_row(str(row["device"]), str(row["path_class"]), str(row["op"]), f"{row['len_count']:,}",
                      fmt(row["len_sum"] / 1048576), fmt(row["latency_us_mean"]))
-    console().print(view)
+    if not quiet:
+        console().print(view)
     console().print(f"written: {output}", soft_wrap=True)

@@ -1,4 +1,4 @@
-"""What a replay needs of a live run's course, written beside its trace (predict/recording.py reads
+"""What a replay needs of a live run's course, written beside its trace (prediction/recording.py reads
 it back): the measured, warm and cold intervals on the trace's clock, the processes of each measured
 interval, the database objects' names, and the transactions a client timed.
 

@@ -1,2 +1,2 @@
 """Where limited fast storage should go: the recorded run's objects, placed under a capacity or cost
-budget by predictions of the recorded run (dbtier.predict), the advice verified by live runs."""
+budget by predictions of the recorded run (dbtier.prediction), the advice verified by live runs."""

@@ -7,14 +7,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from dbtier.advise import budget as budget_mod
-from dbtier.advise.candidates import Candidate, candidates as find_candidates
-from dbtier.advise.search import MINOR_SHARE, Advisor, Option, Search, headline, placement_for
+from dbtier.advisor import budget as budget_mod
+from dbtier.advisor.candidates import Candidate, candidates as find_candidates
+from dbtier.advisor.search import MINOR_SHARE, Advisor, Option, Search, headline, placement_for
 from dbtier.errors import UserError
 from dbtier.units import fmt_bytes
-from dbtier.predict import scenario as scenario_mod
-from dbtier.predict.recording import Recording
-from dbtier.predict.replay import Predictor
+from dbtier.prediction import scenario as scenario_mod
+from dbtier.prediction.recording import Recording
+from dbtier.prediction.replay import Predictor
 
 #: alternatives listed beside the recommendation
 TOP = 5
@@ -163,7 +163,7 @@ def document(q: Question, advisor: Advisor, search: Search, seconds: float) -> d
 def verified_best(doc: dict) -> dict:
     """Of the placements run live, the one that measured best: the advice stands unless another ran
     better by more than the tie (TIE, as the predictions are judged)."""
-    from dbtier.advise.search import TIE
+    from dbtier.advisor.search import TIE
     runs = doc["verify"]
     sign = 1 if doc["higher_is_better"] else -1
     advised = runs[0]

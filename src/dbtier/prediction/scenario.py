@@ -17,7 +17,7 @@ from dbtier.errors import UserError
 from dbtier.measure.objects import owner
 from dbtier.engines.postgres import placement as placement_mod
 from dbtier.devices.native import pg_path as classify
-from dbtier.predict.recording import Recording
+from dbtier.prediction.recording import Recording
 
 
 @dataclass

@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Callable
 
 from dbtier import ownership
-from dbtier.advise.search import headline
+from dbtier.advisor.search import headline
 from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
 from dbtier.experiments import preflight
 from dbtier.engines.postgres.lab import LabOptions
 from dbtier.engines.postgres.placement import Placement
-from dbtier.predict import recording
-from dbtier.predict.recording import Recording
+from dbtier.prediction import recording
+from dbtier.prediction.recording import Recording
 from dbtier.experiments import compare as compare_mod
 from dbtier.workloads import registry, restore
 from dbtier.workloads.base import Workload

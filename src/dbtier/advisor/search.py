@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from dbtier.advise.budget import Budget
-from dbtier.advise.candidates import CATALOGS, TEMP, WAL, Candidate
+from dbtier.advisor.budget import Budget
+from dbtier.advisor.candidates import CATALOGS, TEMP, WAL, Candidate
 from dbtier.engines.postgres.placement import ROLES, Placement
-from dbtier.predict.replay import Predictor
-from dbtier.predict.scenario import Scenario
+from dbtier.prediction.replay import Predictor
+from dbtier.prediction.scenario import Scenario
 
 #: up to this many candidates with I/O, every placement that fits is predicted (2^12 = 4,096)
 ENUMERATE_MAX = 12

@@ -567,7 +567,7 @@ def test_a_valid_recording_predicts_itself_exactly(recorded, tmp_path):
 
 def test_the_recorded_lab_options_are_the_runs(recorded, tmp_path):
     """What advise --verify runs the workload again with: the recorded figures, each checked."""
-    from dbtier.predict import recording
+    from dbtier.prediction import recording
 
     doc = json.loads((recorded / "result.json").read_text())
     options = recording.lab_options(recording.load(recorded), tmp_path)

@@ -17,10 +17,10 @@ from dbtier.devices.pagecache import PageCache
 from dbtier.devices.session import Device, Session
 from dbtier.measure import emulated, trace
 from dbtier.measure.result import PhaseResult
-from dbtier.predict import events as event_streams
-from dbtier.predict import latency
-from dbtier.predict.recording import Recording
-from dbtier.predict.scenario import Scenario, file_devices, file_identities
+from dbtier.prediction import events as event_streams
+from dbtier.prediction import latency
+from dbtier.prediction.recording import Recording
+from dbtier.prediction.scenario import Scenario, file_devices, file_identities
 from dbtier.workspace import Workspace
 
 #: processes whose work does not decide when a measured interval ends (the clients' backends do)

@@ -14,9 +14,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from dbtier.advise import search
-from dbtier.advise.budget import Budget
-from dbtier.advise.candidates import Candidate
+from dbtier.advisor import search
+from dbtier.advisor.budget import Budget
+from dbtier.advisor.candidates import Candidate
 from dbtier.engines.postgres import placement as placement_mod
 from tests.conftest import dbtier
 
@@ -185,7 +185,7 @@ def test_bad_input_one_line_exit_2(recorded, tmp_path, args, message):
 
 
 def test_the_verified_best_stands_unless_another_ran_better():
-    from dbtier.advise.advice import verified_best
+    from dbtier.advisor.advice import verified_best
     runs = [{"label": "advised", "place": "a", "measured": 100.0, "fast_bytes": 1},
             {"label": "alt2", "place": "b", "measured": 100.5, "fast_bytes": 2},
             {"label": "alt3", "place": "c", "measured": 90.0, "fast_bytes": 3}]

@@ -11,7 +11,7 @@ import pytest
 from dbtier.devices import native
 from dbtier.devices.session import Device
 from dbtier.measure import trace
-from dbtier.predict import events
+from dbtier.prediction import events
 from tests.conftest import dbtier, retry_while_host_steals
 
 ROWS = 1500

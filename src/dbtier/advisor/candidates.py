@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from dbtier.measure.objects import owner
 from dbtier.engines.postgres.placement import OBJECT_NAME
-from dbtier.predict.recording import Recording
-from dbtier.predict.scenario import file_identities
+from dbtier.prediction.recording import Recording
+from dbtier.prediction.scenario import file_identities
 
 #: the roles a placement names instead of an object
 WAL, TEMP = "wal", "temp"
