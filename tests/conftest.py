@@ -159,3 +159,20 @@ def stop_session(proc: subprocess.Popen) -> None:
     except ProcessLookupError:
         pass
     proc.wait()
+
+
+def assert_refused_in_one_line(proc: subprocess.CompletedProcess, message: str, fresh: dict) -> str:
+    """A user's mistake, as every command answers one: exit status 2, one line on stderr,
+    `dbtier: error: ...` holding `message`, no traceback, and nothing left in the `fresh` folders
+    (name -> folder) the command was given. Returns the line."""
+    everything = proc.stdout + proc.stderr
+    assert "Traceback" not in everything and "internal error" not in everything, everything
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2, f"status {proc.returncode}: {everything}"
+    assert len(lines) == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert lines[0].startswith("dbtier: error: ") and len(lines[0]) > len("dbtier: error: ") + 10, lines[0]
+    assert message in lines[0], lines[0]
+    for name, folder in fresh.items():
+        left = sorted(p.name for p in folder.iterdir())
+        assert not left, f"{name} folder {folder} holds {left} after: {lines[0]}"
+    return lines[0]

@@ -24,7 +24,7 @@ import pytest
 
 from dbtier.devices import native
 from dbtier.errors import UserError
-from tests.conftest import dbtier
+from tests.conftest import assert_refused_in_one_line, dbtier
 
 UID = os.geteuid()
 SHARED = (Path("/dev/shm"), Path("/tmp"))
@@ -482,17 +482,7 @@ def outcomes(request, hostile, scratch):
 def test_bad_input_is_one_line_status_2_and_nothing_made(case, outcomes):
     results, _ = outcomes
     out = results[case.id]
-    proc = out.proc
-    everything = proc.stdout + proc.stderr
-    assert "Traceback" not in everything and "internal error" not in everything, everything
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert proc.returncode == 2, f"status {proc.returncode}: {everything}"
-    assert len(lines) == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert lines[0].startswith("dbtier: error: ") and len(lines[0]) > len("dbtier: error: ") + 10, lines[0]
-    assert case.message in lines[0], lines[0]
-    for name, folder in out.fresh.items():
-        left = sorted(p.name for p in folder.iterdir())
-        assert not left, f"{name} folder {folder} holds {left} after: {lines[0]}"
+    assert_refused_in_one_line(out.proc, case.message, out.fresh)
     assert not (out.fresh["ws"] / f"dbtier-{UID}").exists()
 
 
