@@ -35,12 +35,19 @@ OPTION_GROUPS = {**{o.key: o.group for o in OPTIONS}, "configs": "Devices and pl
 
 
 class GroupedCommand(click.Command):
-    """A workload's command: its --help lists the workload's own options first, then the shared ones
-    in groups, as pgbench's usage does."""
+    """A workload's command: its --help lists the workload's arguments and own options first, then the
+    shared ones in groups, as pgbench's usage does."""
+
+    arguments: tuple[tuple[str, str], ...] = ()  # (metavar, help) of each positional parameter
 
     def format_options(self, ctx, formatter) -> None:
+        if self.arguments:
+            with formatter.section("Arguments"):
+                formatter.write_dl(list(self.arguments))
         groups: dict[str, list] = {}
         for param in self.get_params(ctx):
+            if isinstance(param, click.Argument):  # in Arguments, with its help
+                continue
             record = param.get_help_record(ctx)
             if record is not None:
                 groups.setdefault(OPTION_GROUPS.get(param.name, f"{self.name} options"), []).append(record)
@@ -100,6 +107,10 @@ def workload_command(cls, execute_, skip=(), extra=()) -> click.Command:
         func = option(func)
     for p in reversed(cls.params):  # the workload's own parameters first in --help
         kind = click.Choice(p.choices) if p.choices else p.type
+        if p.positional:  # required on the command line; its help in the command's Arguments section
+            kind = click.Path(path_type=Path) if p.type is Path else kind
+            func = click.argument(p.key, type=kind, metavar=p.metavar)(func)
+            continue
         if p.type is bool:
             func = click.option(f"--{p.name}", *p.flags, p.key, is_flag=True, default=p.default, help=p.help)(func)
             continue
@@ -107,8 +118,10 @@ def workload_command(cls, execute_, skip=(), extra=()) -> click.Command:
                             show_default=not p.multiple and p.default is not None, metavar=p.metavar,
                             help=p.help)(func)
     summary = cls.summary[:1].upper() + cls.summary[1:]  # as every command's summary reads
-    return click.command(cls.name, cls=GroupedCommand, short_help=summary,
-                         help=f"{summary}.\n\n{cls.description}", context_settings={"max_content_width": 100})(func)
+    command = click.command(cls.name, cls=GroupedCommand, short_help=summary,
+                            help=f"{summary}.\n\n{cls.description}", context_settings={"max_content_width": 100})(func)
+    command.arguments = tuple((p.metavar, p.help) for p in cls.params if p.positional)
+    return command
 
 
 @click.group("run", cls=RunGroup, invoke_without_command=True, context_settings={"max_content_width": 100})

@@ -100,6 +100,10 @@ def check_run(workload: Workload, requests, placement, options, cache_state: str
     sizes = db.check_lab(options, requests)
     foot = workload.footprint(cache_state)
     limit = db.connection_limit(options.sets)
+    if foot.connections + 1 > limit and not foot.connections_option:  # a number the workload's input fixes
+        raise UserError(f"{workload.name} needs {foot.connections + 1} server connections at once and the lab's "
+                        f"server takes {limit} (max_connections); raise it with --set max_connections="
+                        f"{foot.connections + 1}")
     if foot.connections + 1 > limit:  # and the lab's wait sampler
         option = foot.connections_option
         most = max(limit - 1 - (foot.connections - workload.p.get(option.replace("-", "_"), 0)), 0) if option else 0

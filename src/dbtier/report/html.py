@@ -17,6 +17,7 @@ class TableData:
     # the columns that are text (left-aligned, wrapping at spaces): the first N, or these indexes;
     # the rest are numbers (right-aligned, never cut)
     text_columns: int | tuple[int, ...] = 1
+    fold_after: int | None = None  # rows beyond this many folded away in HTML (a "N more rows" to open)
 
     def is_text(self, column: int) -> bool:
         return is_text(self.text_columns, column)

@@ -6,7 +6,7 @@ from rich import box
 from rich.table import Table
 
 from dbtier.measure.iostat import COLUMNS
-from dbtier.report import charts
+from dbtier.report import charts, replayview
 from dbtier.report.html import Section, TableData
 from dbtier.report.terminal import fmt, label, show
 
@@ -288,9 +288,12 @@ def print_run(console, result: dict) -> None:
         show(console, object_io_data(result))
     if statements:
         show(console, statements)
-    for extra in (scripts_data(result), latency_data(result)):
+    for extra in (scripts_data(result), latency_data(result), replayview.classes_data(result)):
         if extra:
             show(console, extra)
+    for line in [replayview.faithfulness_line(result), *replayview.detail_lines(result)]:
+        if line:
+            console.print(line, markup=False)
     tps = throughput_line(result, max(10, console.width - 60))
     if tps:
         console.print(tps, markup=False)
@@ -338,10 +341,12 @@ def run_sections(result: dict) -> list[Section]:
                         [[o["object"], o["kind"], str(o["device"]), o["tablespace"], fmt(o["bytes"] / 1048576),
                           o["path"]] for o in result["objects"]], "objects", 4)
     times = TableData(["figure", "value"], [list(r) for r in time_rows(result)], "", 2)
-    extra = [t for t in (statements_data(result), scripts_data(result), latency_data(result)) if t]
+    extra = [t for t in (statements_data(result), scripts_data(result), latency_data(result),
+                         replayview.classes_data(result, fold=True)) if t]
+    replay_text = [line for line in [replayview.faithfulness_line(result), *replayview.detail_lines(result)] if line]
     per_s = (result.get("metrics") or {}).get("transactions_per_s") or []
     tps_chart = charts.over_time(per_s, "transactions per second", "throughput over the run") if len(per_s) > 1 else None
-    return [Section(f"{result['workload']} placed {placement_text(result)}", text=fidelity_notes(result),
+    return [Section(f"{result['workload']} placed {placement_text(result)}", text=replay_text + fidelity_notes(result),
                     charts=[c for c in [tps_chart, object_time_chart(result)] if c],
                     tables=[times, *extra, events_data(result), iostat_data(result["devices"]), object_io_data(result),
                             stat_io_data(result), objects])]

@@ -24,6 +24,11 @@ class Param:
     multiple: bool = False  # repeatable: its value is a tuple of what was given, in order
     flags: tuple[str, ...] = ()  # other names for it (pgbench's -c, -j, ...)
     metavar: str | None = None
+    positional: bool = False  # given without its name (dbtier run replay WORKLOAD_DIR): metavar names it
+
+    def __post_init__(self):
+        if self.positional and (self.multiple or self.flags or self.type is bool or not self.metavar):
+            raise ValueError(f"{self.name}: a positional parameter is one value, named by its metavar")
 
     @property
     def key(self) -> str:
