@@ -89,11 +89,13 @@ class Recorder:
         """The recording as a capture: sessions numbered in order of start, times from the first."""
         order = sorted(self.sessions, key=lambda s: s.start_s)
         base = order[0].start_s
-        classes: dict[str, int] = {}
+        classes: dict[str, int] = {}   # a class's first text (its normalized form here) -> its id
+        ids: dict[str, int] = {}       # the class the client named -> its id
         rows = []
         for i, s in enumerate(order):
             for seq, r in enumerate(s.rows):
-                cid = classes.setdefault(r.cls, len(classes) + 1)
+                cid = ids.setdefault(r.cls, len(ids) + 1)
+                classes.setdefault(r.text, cid)
                 rows.append({"session": i, "seq": seq, "start_s": r.start_s - base, "duration_s": r.duration_s,
                              "kind": r.kind, "name": r.name, "text": r.text, "params": r.params,
                              "param_sources": None, "class_id": cid, "error_state": r.error_state,
@@ -101,7 +103,7 @@ class Recorder:
         sessions = [{"session": i, "log_session": f"s{i}", "database": "dbtier", "user": "dbtier",
                      "application": s.application, "client": "[local]", "start_s": s.start_s - base,
                      "end_s": None if s.end_s is None else s.end_s - base} for i, s in enumerate(order)]
-        return from_rows(sessions, rows, {c: k for c, k in classes.items()}, counts=counts)
+        return from_rows(sessions, rows, classes, counts=counts)
 
 
 def from_rows(sessions: list[dict], statements: list[dict], classes: dict[str, int], counts: dict | None = None,

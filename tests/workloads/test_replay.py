@@ -1,0 +1,195 @@
+"""`dbtier run replay` on real servers: a workload recorded from real clients on a production lab
+(with a dump taken as the capture began) replayed in the lab from that dump, its per-class counts
+against the capture's, its faithfulness reported in every view, its run predicted and run again from
+its experiment.toml; and every bad input answered in one line, exit status 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dbtier.production import capture
+from tests.conftest import assert_refused_in_one_line, dbtier
+from tests.production.conftest import production_lab
+from tests.production.recorder import Recorder, from_rows
+
+LOOKUP = "SELECT balance FROM account WHERE id = $1"
+MOVE = "UPDATE account SET balance = balance + $1 WHERE id = $2"
+
+
+@pytest.fixture(scope="module")
+def recorded(module_shm_dir, tmp_path_factory):
+    """(workload dir, dump): three real clients on a production lab, recorded, and the dump taken
+    before they began."""
+    folder = tmp_path_factory.mktemp("recorded")
+    with production_lab(module_shm_dir, destinations="csvlog") as lab:
+        with lab.connect() as conn:
+            conn.execute("CREATE TABLE account (id int PRIMARY KEY, balance bigint NOT NULL, note text)")
+            conn.execute("INSERT INTO account SELECT g, 1000, repeat('n', 200) FROM generate_series(1, 20000) g")
+            conninfo = conn.info.dsn
+        db = lab.handle
+        proc = db.client("pg_dump", "-Fc", "-f", str(folder / "bank.dump"), db.database, as_me=True).run()
+        assert proc.returncode == 0, proc.stderr
+        rec = Recorder(conninfo)
+
+        def client(i: int) -> None:
+            s = rec.session(f"teller-{i}")
+            for j in range(15):
+                s.execute(LOOKUP, [997 * (i + 1) * (j + 1) % 20000 + 1], cls="lookup", name="lookup")
+                s.simple("BEGIN", cls="begin")
+                s.execute(MOVE, [j, 331 * (i + 1) * (j + 1) % 20000 + 1], cls="move")
+                s.simple("COMMIT", cls="commit")
+                time.sleep(0.02)
+            s.simple("SELECT count(*), sum(balance) FROM account WHERE note LIKE 'n%'", cls="report")
+            s.simple("SELECT * FROM account_history", cls="broken")  # failed in production too
+            s.close()
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    capture.write(folder / "workload", rec.capture())
+    return folder / "workload", folder / "bank.dump"
+
+
+@pytest.fixture(scope="module")
+def replayed(recorded, module_shm_dir, tmp_path_factory):
+    workload, dump = recorded
+    out = tmp_path_factory.mktemp("out")
+    proc = dbtier("run", "replay", str(workload), "--restore", str(dump), "-d", "ram=ram-san", "--trace",
+                  "--workspace", str(module_shm_dir), "-o", str(out), "--json", str(out / "r.json"), check=True)
+    (run_dir,) = out.glob("replay-*")
+    return json.loads((out / "r.json").read_text()), run_dir, proc.stdout
+
+
+def test_counts_per_class_equal_the_captures(recorded, replayed):
+    result, _, _ = replayed
+    cap = capture.read(recorded[0])
+    calls = dict(zip(cap.classes["class_id"].to_pylist(), cap.classes["calls"].to_pylist()))
+    classes = result["metrics"]["classes"]
+    assert {c["class_id"]: c["count"] for c in classes} == calls
+    assert sum(calls.values()) == result["metrics"]["statements"] == cap.statements.num_rows == 3 * (4 * 15 + 2)
+    means = [c["mean_ms"] for c in classes]
+    assert means == sorted(means, reverse=True) and all(m > 0 for m in means)  # slowest first
+
+
+def test_faithfulness_is_reported(replayed):
+    result, _, stdout = replayed
+    r = result["metrics"]["replay"]
+    assert r["mode"] == "rate" and r["speed"] == 1 and r["synthetic"] is False
+    assert r["expected_failures"] == 3 and r["new_failures"] == 0 and r["stalled_sessions"] == 0
+    assert r["prepares"] == 3  # one per session
+    assert r["lag_p50_ms"] is not None and r["lag_p50_ms"] < 50  # loose: a shared, noisy machine
+    assert r["not_replayed"] == {"copy_from_stdin": 0, "fastpath": 0}
+    assert result["rates"]["statements_per_s"] > 0 and result["devices"][0]["device"] == "ram"
+    flat = " ".join(stdout.split())  # as the terminal's width wrapped it
+    assert "statement classes, slowest first" in flat and "replay (rate mode, speed 1)" in flat
+    assert "0 new failures (3 expected as in production)" in flat
+
+
+def test_the_report_page_shows_the_classes_and_faithfulness(replayed):
+    _, run_dir, _ = replayed
+    page = (run_dir / "report.html").read_text()
+    assert "statement classes, slowest first" in page and "0 new failures (3 expected" in page
+    assert "SELECT balance FROM account WHERE id = $1" in page
+
+
+def test_a_replay_run_is_predicted(replayed, tmp_path):
+    _, run_dir, _ = replayed
+    proc = dbtier("predict", str(run_dir), "-d", "ram=hdd-sata-7200", "--json", str(tmp_path / "p.json"), check=True)
+    doc = json.loads((tmp_path / "p.json").read_text())
+    assert doc["kind"] == "prediction" and doc["workload"] == "replay"
+    assert proc.stdout.strip()
+
+
+def test_its_experiment_runs_it_again(replayed, recorded, module_shm_dir, tmp_path):
+    _, run_dir, _ = replayed
+    text = (run_dir / "experiment.toml").read_text()
+    assert f'workload-dir = "{recorded[0]}"' in text and 'speed = "1"' in text
+    edited = tmp_path / "again.toml"
+    edited.write_text(text.replace('speed = "1"', 'speed = "max"').replace('mode = "rate"', 'mode = "order"'))
+    dbtier("run", "--experiment", str(edited), "--workspace", str(module_shm_dir), "-o", str(tmp_path / "o"),
+           "--json", str(tmp_path / "r.json"), "-q", check=True)
+    again = json.loads((tmp_path / "r.json").read_text())
+    r = again["metrics"]["replay"]
+    assert (r["mode"], r["speed"], r["lag_p50_ms"]) == ("order", "max", None)
+    assert again["metrics"]["statements"] == 3 * (4 * 15 + 2) and r["new_failures"] == 0
+
+
+def _damaged(recorded, tmp_path):
+    bad = tmp_path / "damaged"
+    shutil.copytree(recorded[0], bad)
+    (bad / "statements.parquet").write_bytes(b"not parquet at all")
+    return bad
+
+
+def _statistics(tmp_path):
+    """A synthetic capture whose $1 is drawn from a column the database lacks."""
+    cap = from_rows([{"session": 0, "log_session": "s0", "database": "dbtier", "user": "u", "application": "a",
+                      "client": "[local]", "start_s": 0.0, "end_s": 1.0}],
+                    [{"session": 0, "seq": 0, "start_s": 0.1, "kind": "execute", "text": LOOKUP,
+                      "param_sources": ["account.customer_id"], "class_id": 1}], {LOOKUP: 1}, kind="statistics")
+    capture.write(tmp_path / "synthetic", cap)
+    (tmp_path / "schema.sql").write_text("CREATE TABLE account (id int PRIMARY KEY, balance bigint);\n")
+    return tmp_path / "synthetic"
+
+
+@pytest.mark.parametrize("case, message", [
+    ("not-a-dir", "not a workload directory (no workload.toml"),
+    ("damaged", "statements.parquet cannot be read"),
+    ("speed-0", "--speed 0: give a factor above 0"),
+    ("speed-fast", "--speed fast: give a factor above 0"),
+    ("no-setup", "give --restore DUMP (a dump taken when the capture began) or --setup FILE"),
+    ("missing-source", "parameters are drawn from account.customer_id, but table account has no column customer_id"),
+])
+def test_bad_input_is_refused_in_one_line(case, message, recorded, module_shm_dir, tmp_path):
+    workload, dump = recorded
+    args = [str(workload), "--restore", str(dump)]
+    if case == "not-a-dir":
+        args[0] = str(tmp_path)
+    elif case == "damaged":
+        args[0] = str(_damaged(recorded, tmp_path))
+    elif case.startswith("speed"):
+        args += ["--speed", case.split("-")[1]]
+    elif case == "no-setup":
+        args = [str(workload)]
+    elif case == "missing-source":
+        args = [str(_statistics(tmp_path)), "--setup", str(tmp_path / "schema.sql")]
+    proc = dbtier("run", "replay", *args, "-d", "ram=ram-san", "--workspace", str(module_shm_dir),
+                  "-o", str(tmp_path / "out"))
+    (tmp_path / "out").mkdir(exist_ok=True)
+    assert_refused_in_one_line(proc, message, {"output": tmp_path / "out"})
+
+
+def test_max_errors_stops_it_in_one_line(module_shm_dir, tmp_path):
+    """The database is not the capture's: every statement fails, and --max-errors 5 stops the replay."""
+    rows = [{"session": 0, "seq": i, "start_s": 0.001 * i, "kind": "simple", "text": "SELECT * FROM gone",
+             "class_id": 1} for i in range(100)]
+    cap = from_rows([{"session": 0, "log_session": "s0", "database": "dbtier", "user": "u", "application": "a",
+                      "client": "[local]", "start_s": 0.0, "end_s": 0.2}], rows, {"SELECT * FROM gone": 1})
+    capture.write(tmp_path / "w", cap)
+    (tmp_path / "schema.sql").write_text("CREATE TABLE here (x int);\n")
+    proc = dbtier("run", "replay", str(tmp_path / "w"), "--setup", str(tmp_path / "schema.sql"), "--max-errors", "5",
+                  "-d", "ram=ram-san", "--workspace", str(module_shm_dir), "-o", str(tmp_path / "out"))
+    (tmp_path / "out").mkdir(exist_ok=True)
+    assert_refused_in_one_line(proc, "the replay stopped: 5 statements failed that had not failed in production",
+                               {"output": tmp_path / "out"})
+    assert "--max-errors 5" in proc.stderr
+
+
+def test_a_workload_directory_with_a_bad_value_names_it(recorded, tmp_path):
+    """Not damaged bytes but a damaged meaning: a statement naming a session that does not exist."""
+    bad = tmp_path / "w"
+    shutil.copytree(recorded[0], bad)
+    table = pq.read_table(bad / "statements.parquet")
+    sessions = pa.array([7] * table.num_rows, pa.int32())
+    pq.write_table(table.set_column(0, "session", sessions), bad / "statements.parquet")
+    proc = dbtier("run", "replay", str(bad), "--setup", "/dev/null", "-d", "ram=ram-san")
+    assert_refused_in_one_line(proc, "a statement names a session that does not exist", {})
