@@ -220,6 +220,11 @@ class Predictor:
                 # and the lab's own time between intervals does not shrink with the devices.
                 shift = max(0, shift + phase_shift)
                 elapsed = max(1e-9, recorded_phase["elapsed_s"] + phase_shift / 1e9)
+                floor = _schedule_end_s(recorded_phase)
+                if floor is not None and elapsed < floor:
+                    notes.append(f"phase {step['phase']}: a paced replay ends no sooner than its schedule, "
+                                 f"{floor:.3g} s; the devices alone would have let it end at {elapsed:.3g} s")
+                    elapsed = floor
                 ratio = elapsed / recorded_phase["elapsed_s"]
                 span = _client_span_ratio(streams, start, end, step["processes"]) or ratio
                 rates = _scaled_rates(recorded_phase.get("rates"), ratio, span)
@@ -248,6 +253,16 @@ class Predictor:
 def predict(rec: Recording, scenario: Scenario, workspace: Workspace | None = None) -> Prediction:
     """One question of one recording (Predictor, for many)."""
     return Predictor(rec, workspace).predict(scenario)
+
+
+def _schedule_end_s(phase: dict) -> float | None:
+    """A paced replay's (run replay at a speed, not max) schedule: its sessions open and close at the
+    capture's times over the speed, so it ends no sooner, whatever the devices; None for any other."""
+    r = (phase.get("metrics") or {}).get("replay") or {}
+    speed = r.get("speed")
+    if not isinstance(speed, (int, float)) or isinstance(speed, bool) or speed <= 0:
+        return None
+    return float(r.get("production_span_s") or 0.0) / speed or None
 
 
 def _interval_shift(streams, start, end, processes: dict, t1_ns: int, shift: int) -> int | None:

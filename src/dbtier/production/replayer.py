@@ -30,10 +30,10 @@ Concurrency: one thread drives every session through libpq's asynchronous calls 
 when the socket is readable, selectors/epoll), so no session waits on another's client work and no
 GIL is fought over; that reaches several thousand statements a second per process.
 
-A watchdog thread with a connection of its own looks at pg_stat_activity every interval: a session
-waiting on a lock held by another (pg_blocking_pids) longer than `stall_timeout_s` is reported with
-the statements involved and cancelled (pg_cancel_backend), and counted as a stall, never a silent
-hang. PostgreSQL ends a true deadlock itself (deadlock_timeout), as an error.
+A watchdog thread looks every interval for statements in flight longer than `stall_timeout_s`; for
+those it asks the server (pg_stat_activity, pg_blocking_pids, on a connection it opens only then)
+whether they wait on another session's lock. One that does is reported with the statements involved
+and cancelled (pg_cancel_backend), and counted as a stall, never a silent hang. PostgreSQL ends a true deadlock itself (deadlock_timeout), as an error.
 
 Interrupted (KeyboardInterrupt), every statement in flight is cancelled and every connection closed
 before the exception goes on."""
@@ -224,58 +224,70 @@ def build_plan(capture, drawn: dict[str, list[str]] | None = None, seed: int = 1
 
 
 class _Watchdog(threading.Thread):
-    """Looks for sessions of the replay waiting on a lock; one waiting longer than the stall timeout is
-    reported with its blockers' statements, and cancelled."""
+    """Looks, every interval, for statements in flight longer than the stall timeout (on the replay's
+    own clock: no server connection is needed for that); only when there are some does it connect and
+    ask the server which of them wait on another's lock (pg_blocking_pids). Each such is reported with
+    its blockers' statements and cancelled. The connection is closed again once no statement is that
+    long, so a replay without long waits adds no session to the server (nor to the trace a prediction
+    reads)."""
 
-    def __init__(self, conninfo: str, busy: dict, who: dict, plan: Plan, timeout_s: float, interval_s: float,
-                 outcome: Outcome):
+    def __init__(self, conninfo: str, replay: "_Replay", timeout_s: float, interval_s: float):
         super().__init__(name="replay-watchdog", daemon=True)
-        self.conninfo, self.busy, self.who, self.plan = conninfo, busy, who, plan
-        self.timeout_s, self.interval_s, self.outcome = timeout_s, interval_s, outcome
+        self.conninfo, self.replay = conninfo, replay
+        self.timeout_s, self.interval_s = timeout_s, interval_s
         self.halt = threading.Event()
         self.failure: BaseException | None = None
+
+    def _long(self) -> dict[int, int]:
+        """backend pid -> statement, for the statements in flight longer than the stall timeout."""
+        rp = self.replay
+        now = time.monotonic() - rp.t0
+        return {pid: k for pid, k in list(rp.busy.items()) if now - rp.out.started[k] >= self.timeout_s}
 
     def run(self) -> None:
         import psycopg
 
+        conn = None
         try:
-            with psycopg.connect(self.conninfo, autocommit=True, application_name="dbtier replay watchdog") as conn:
-                seen: dict[tuple[int, int], float] = {}
-                while not self.halt.wait(self.interval_s):
-                    pids = list(self.busy)
-                    if not pids:
-                        continue
-                    rows = conn.execute(
-                        "SELECT pid, pg_blocking_pids(pid), query_start FROM pg_stat_activity "
-                        "WHERE pid = ANY(%s) AND wait_event_type = 'Lock'", (pids,)).fetchall()
-                    now = time.monotonic()
-                    for pid, blockers, query_start in rows:
-                        k = self.busy.get(pid)
-                        if k is None or not blockers:
-                            continue
-                        since = seen.setdefault((pid, k), now)
-                        if now - since < self.timeout_s:
-                            continue
-                        self._stall(conn, pid, k, blockers, query_start, now - since)
+            while not self.halt.wait(self.interval_s):
+                long = self._long()
+                if not long:
+                    if conn is not None:
+                        conn.close()
+                        conn = None
+                    continue
+                if conn is None:
+                    conn = psycopg.connect(self.conninfo, autocommit=True, application_name="dbtier replay watchdog")
+                rows = conn.execute(
+                    "SELECT pid, pg_blocking_pids(pid), query_start FROM pg_stat_activity "
+                    "WHERE pid = ANY(%s) AND wait_event_type = 'Lock'", (list(long),)).fetchall()
+                for pid, blockers, query_start in rows:
+                    if blockers and self.replay.busy.get(pid) == long[pid]:
+                        self._stall(conn, pid, long[pid], blockers, query_start)
         except BaseException as exc:  # reported by the replay, which stops
             self.failure = exc
+        finally:
+            if conn is not None:
+                conn.close()
 
-    def _stall(self, conn, pid: int, k: int, blockers: list[int], query_start, waited_s: float) -> None:
+    def _stall(self, conn, pid: int, k: int, blockers: list[int], query_start) -> None:
+        rp = self.replay
         holders = conn.execute("SELECT pid, state, left(query, %s) FROM pg_stat_activity WHERE pid = ANY(%s)",
                                (SHOWN_CHARS, blockers)).fetchall()
-        self.outcome.stalled.add(k)
+        rp.out.stalled.add(k)
+        waited_s = time.monotonic() - rp.t0 - rp.out.started[k]
         cancelled = conn.execute(
             "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE pid = %s AND query_start = %s "
             "AND wait_event_type = 'Lock'", (pid, query_start)).fetchall()
         if not cancelled:
-            self.outcome.stalled.discard(k)  # it got its lock meanwhile
+            rp.out.stalled.discard(k)  # it got its lock meanwhile
             return
-        plan = self.plan
+        plan = rp.plan
         session = int(np.searchsorted(plan.first, k, side="right") - 1)
-        self.outcome.stalls.append({
+        rp.out.stalls.append({
             "session": session, "seq": k - plan.first[session], "class_id": int(plan.class_id[k]),
-            "statement": plan.text[k].decode(errors="replace")[:SHOWN_CHARS], "waited_s": round(waited_s, 3),
-            "blocked_by": [{"session": self.who.get(bpid), "pid": bpid, "state": state, "statement": query}
+            "statement": plan.text[k].decode(errors="replace")[:SHOWN_CHARS], "waited_s": round(float(waited_s), 3),
+            "blocked_by": [{"session": rp.who.get(bpid), "pid": bpid, "state": state, "statement": query}
                            for bpid, state, query in holders]})
 
 
@@ -319,6 +331,7 @@ class _Replay:
         self.prefix = 0                 # order mode: every statement of lower rank has started
         self.parked: dict[int, _Session] = {}
         self.ready: deque = deque()
+        self.t0 = time.monotonic()
         self.busy: dict[int, int] = {}  # backend pid -> statement in flight (for the watchdog)
         self.who: dict[int, int] = {}   # backend pid -> session
         self.sessions = [_Session(i, a, b) for i, (a, b) in enumerate(zip(plan.first, plan.stop))]
@@ -515,8 +528,7 @@ class _Replay:
     def run(self) -> Outcome:
         plan, settings = self.plan, self.settings
         interval = settings.watch_interval_s or min(1.0, settings.stall_timeout_s / 4)
-        watchdog = _Watchdog(self.conninfo.decode(), self.busy, self.who, plan, settings.stall_timeout_s,
-                             interval, self.out)
+        watchdog = _Watchdog(self.conninfo.decode(), self, settings.stall_timeout_s, interval)
         self.t0 = time.monotonic()
         for sess in self.sessions:
             when = self._at(plan.session_start_s[sess.i]) if self.speed else self.t0
