@@ -561,6 +561,8 @@ class _Replay:
                 self._try(self.ready.popleft(), time.monotonic())
             if watchdog.failure is not None:
                 raise ReplayStopped(f"the replay's watchdog failed: {_first_line(str(watchdog.failure))}")
+            if not heap and not self.live:  # the last session closed on its timer: nothing to wait for
+                break
             timeout = min(max(heap[0][0] - time.monotonic(), 0.0), 0.5) if heap else 0.5
             for key, mask in sel.select(timeout):
                 sess = key.data
@@ -574,8 +576,6 @@ class _Replay:
                     self._watch(sess, selectors.EVENT_READ)
                 if mask & selectors.EVENT_READ:
                     self._readable(sess, now)
-            if self.order and not heap and not self.live and self.parked:
-                raise ReplayStopped("the global order cannot go on: a statement waits on one that never starts")
 
     def _abandon(self) -> None:
         """Cancels what is in flight and closes every connection (after the end, a failure or Ctrl-C)."""
