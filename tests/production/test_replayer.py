@@ -226,3 +226,34 @@ def test_ctrl_c_leaves_no_connections(lab, conninfo, tmp_path):
     while time.monotonic() < deadline and _client_backends(lab):
         time.sleep(0.05)
     assert _client_backends(lab) == []
+
+
+def test_awkward_statements_never_hang(conninfo):
+    """Two statements in one simple text, COPY TO STDOUT (its rows read and dropped), a COPY FROM STDIN
+    that slipped into a capture (ended at once: it fails, counted), a NULL value, a session that sent
+    nothing."""
+    rows = [(0, 0.00, "SELECT 1; SELECT 2", None), (0, 0.01, "COPY (SELECT g FROM generate_series(1, 5000) g) TO STDOUT", None),
+            (0, 0.02, "COPY account FROM STDIN", "57014"), (0, 0.03, "SELECT 3", None)]
+    cap = _hand_built(rows, [(0.0, 0.1), (0.05, 0.1)])
+    plan = replayer.build_plan(cap)
+    plan.execute[3], plan.text[3], plan.params[3] = True, b"SELECT coalesce($1::int, 42)", [None]
+    out = replayer.replay(plan, conninfo, replayer.Settings(speed=None, stall_timeout_s=5))
+    assert out.error_state == [None, None, "57014", None] and not np.isnan(out.finished).any()
+    assert "COPY FROM STDIN is not replayed" in out.error_message[2]
+
+
+def test_a_statistics_capture_draws_its_values_from_the_database(lab, conninfo):
+    """No logged values: each $1 drawn from account.id, a seeded sample (the same twice)."""
+    rows = [{"session": 0, "seq": i, "start_s": 0.001 * i, "kind": "execute", "text": LOOKUP,
+             "param_sources": ["public.account.id"], "class_id": 1} for i in range(50)]
+    cap = from_rows([{"session": 0, "log_session": "s0", "database": "dbtier", "user": "u", "application": "a",
+                      "client": "[local]", "start_s": 0.0, "end_s": 0.1}], rows, {LOOKUP: 1}, kind="statistics")
+    with lab.connect() as conn:
+        drawn = replayer.draw_parameters(conn, cap)
+        assert drawn == replayer.draw_parameters(conn, cap)
+    assert len(drawn["public.account.id"]) == 5000  # a small table: all of it
+    plan = replayer.build_plan(cap, drawn)
+    assert len({p[0] for p in plan.params}) > 40 and all(1 <= int(p[0]) <= 5000 for p in plan.params)
+    out = replayer.replay(plan, conninfo, replayer.Settings(speed=None))
+    m = replayer.summarize(plan, out, cap)
+    assert m["replay"]["synthetic"] is True and m["replay"]["new_failures"] == 0 and m["classes"][0]["count"] == 50

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import threading
 import time
 
@@ -193,3 +194,41 @@ def test_a_workload_directory_with_a_bad_value_names_it(recorded, tmp_path):
     pq.write_table(table.set_column(0, "session", sessions), bad / "statements.parquet")
     proc = dbtier("run", "replay", str(bad), "--setup", "/dev/null", "-d", "ram=ram-san")
     assert_refused_in_one_line(proc, "a statement names a session that does not exist", {})
+
+
+def test_more_sessions_at_once_than_the_server_takes_is_refused(tmp_path):
+    sessions = [{"session": i, "log_session": f"s{i}", "database": "dbtier", "user": "u", "application": "a",
+                 "client": "[local]", "start_s": 0.0, "end_s": 1.0} for i in range(25)]
+    rows = [{"session": i, "seq": 0, "start_s": 0.1, "kind": "simple", "text": "SELECT 1", "class_id": 1}
+            for i in range(25)]
+    capture.write(tmp_path / "w", from_rows(sessions, rows, {"SELECT 1": 1}))
+    proc = dbtier("run", "replay", str(tmp_path / "w"), "--setup", "/dev/null", "-d", "ram=ram-san")
+    assert_refused_in_one_line(proc, "replay needs 27 server connections at once and the lab's server takes 20 "
+                                     "(max_connections); raise it with --set max_connections=27", {})
+
+
+def test_ctrl_c_in_the_replay_leaves_nothing(shm_dir, tmp_path):
+    """Interrupted while three sessions sleep in their statements: exit status 130, and nothing left
+    of the run (its connections went with the cancelled statements, the lab with its server)."""
+    from tests.cli.test_interrupt import emulating, leftovers, start
+    from tests.engines.postgres.test_lifecycle import wait_for
+
+    sessions = [{"session": i, "log_session": f"s{i}", "database": "dbtier", "user": "u", "application": "sleeper",
+                 "client": "[local]", "start_s": 0.0, "end_s": None} for i in range(3)]
+    rows = [{"session": i, "seq": 0, "start_s": 0.0, "kind": "simple", "text": "SELECT pg_sleep(60)", "class_id": 1}
+            for i in range(3)]
+    capture.write(tmp_path / "w", from_rows(sessions, rows, {"SELECT pg_sleep(60)": 1}))
+    out = tmp_path / "out"
+    proc = start(["run", "replay", str(tmp_path / "w"), "--setup", "/dev/null", "-d", "ram=ram-san",
+                  "--workspace", str(shm_dir), "-o", str(out), "-q"])
+    try:
+        wait_for(lambda: emulating(shm_dir, "lab"), 90, "the measured phase")
+        time.sleep(2)  # the sessions open at once and sleep 60 s each: in their statements now
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert leftovers(shm_dir, out) == []  # the server, and so every backend, gone too
+    assert "interrupted" in err and "Traceback" not in err
