@@ -221,14 +221,11 @@ def test_ctrl_c_in_the_replay_leaves_nothing(shm_dir, tmp_path):
     out = tmp_path / "out"
     proc = start(["run", "replay", str(tmp_path / "w"), "--setup", "/dev/null", "-d", "ram=ram-san",
                   "--workspace", str(shm_dir), "-o", str(out), "-q"])
-    try:
-        wait_for(lambda: emulating(shm_dir, "lab"), 90, "the measured phase")
+    with proc:  # waited for on the way out, whatever happens
+        wait_for(lambda: emulating(shm_dir, "lab") or proc.poll() is not None, 90, "the measured phase")
         time.sleep(2)  # the sessions open at once and sleep 60 s each: in their statements now
         proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        err = proc.communicate(timeout=120)[1]
     assert proc.returncode == 130, err
     assert leftovers(shm_dir, out) == []  # the server, and so every backend, gone too
     assert "interrupted" in err and "Traceback" not in err
