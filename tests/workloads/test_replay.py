@@ -229,3 +229,22 @@ def test_ctrl_c_in_the_replay_leaves_nothing(shm_dir, tmp_path):
     assert proc.returncode == 130, err
     assert leftovers(shm_dir, out) == []  # the server, and so every backend, gone too
     assert "interrupted" in err and "Traceback" not in err
+
+
+def test_an_experiment_file_names_the_directory_relative_to_itself(recorded):
+    """The positional WORKLOAD_DIR is the key workload-dir in an experiment file, read from the file's
+    folder when relative; --speed may be written as a number there; the writer's text reads back the same."""
+    import tomllib
+
+    from dbtier.experiments.experiment import Experiment
+
+    workload, dump = recorded
+    path = workload.parent / "replay.toml"
+    path.write_text(f'workload = "replay"\nworkload-dir = "{workload.name}"\nrestore = "{dump.name}"\nspeed = 4\n'
+                    'device = ["ram=ram-san"]\n')
+    exp = Experiment.from_toml(path)
+    assert exp.params["workload_dir"] == workload and exp.params["speed"] == "4"
+    text = exp.to_toml()
+    assert f'workload-dir = "{workload}"' in text
+    again = Experiment.from_dict(tomllib.loads(text), "again")
+    assert again.params == {**exp.params, "setup": (), "jobs": 1, "mode": "rate", "stall_timeout": 60.0}

@@ -280,6 +280,8 @@ def _one(p, value, base: Path | None):
             name, _, weight = text.rpartition("@")
             return Path(f"{_path(name, base)}@{weight}")
         return _path(text, base)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):  # speed = 4, as the option takes "4"
+        return f"{value:g}"
     if not isinstance(value, str):
         raise UserError(f"{what} {value!r}: give it as text")
     return value

@@ -63,8 +63,9 @@ class Replay(restore.UserWorkload):
         "executed with their logged values. --mode rate keeps each session's own pacing (its think times); "
         "--mode order also keeps the global order of statement starts across sessions. --speed scales time; "
         "--speed max drops the think time. Statements that failed in production are expected to fail; new "
-        "failures are counted and shown, and --max-errors stops a replay gone wrong. A lock wait longer than "
-        "--stall-timeout is reported with the statements involved and cancelled. Reported beside everything a "
+        "failures are counted and shown, and --max-errors stops a replay gone wrong. A statement running longer "
+        "than --stall-timeout while it waits on another session's lock is reported with the statements involved "
+        "and cancelled. Reported beside everything a "
         "run reports: per statement class its count, errors and latency (mean, p50, p95, p99), and the replay's "
         "faithfulness: lag against the schedule, new failures, stalled sessions, what was not replayed.")
     params = (
@@ -81,8 +82,8 @@ class Replay(restore.UserWorkload):
               metavar="F|max"),
         Param("max-errors", int, None, "stop the replay once this many statements failed that had not failed in "
               "production (default: never)"),
-        Param("stall-timeout", float, 60.0, "seconds a session may wait on another's lock before the wait is "
-              "reported and cancelled", minimum=None),
+        Param("stall-timeout", float, 60.0, "a statement that has run this many seconds and waits on another "
+              "session's lock is reported, with the statements involved, and cancelled", minimum=None),
     )
 
     def __init__(self, **values):
