@@ -35,9 +35,9 @@ class Session:
 
     def __init__(self, rec: "Recorder", application: str):
         self.rec = rec
+        self.start_s = time.monotonic() - rec.t0  # as a log dates it: when the connection was asked for
         self.conn = psycopg.connect(rec.conninfo, autocommit=True, application_name=application)
         self.pg = self.conn.pgconn
-        self.start_s = time.monotonic() - rec.t0
         self.end_s: float | None = None
         self.application = application
         self.rows: list[_Row] = []

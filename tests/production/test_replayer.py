@@ -49,7 +49,7 @@ def conninfo(lab) -> str:
 
 def record_mix(conninfo: str) -> capture.Capture:
     """Four real clients: a named prepared lookup, an unnamed update in a transaction, think times of
-    20 ms, and one statement that fails (as it will again in the replay)."""
+    30 ms, and one statement that fails (as it will again in the replay)."""
     rec = Recorder(conninfo)
 
     def client(i: int) -> None:
@@ -59,7 +59,7 @@ def record_mix(conninfo: str) -> capture.Capture:
             s.simple("BEGIN", cls="begin")
             s.execute(MOVE, [j, 100 * i + j + 1], cls="move")
             s.simple("COMMIT", cls="commit")
-            time.sleep(0.02)
+            time.sleep(0.03)
         s.simple("SELECT balance / 0 FROM account WHERE id = 1", cls="broken")
         s.close()
 
@@ -257,3 +257,25 @@ def test_a_statistics_capture_draws_its_values_from_the_database(lab, conninfo):
     out = replayer.replay(plan, conninfo, replayer.Settings(speed=None))
     m = replayer.summarize(plan, out, cap)
     assert m["replay"]["synthetic"] is True and m["replay"]["new_failures"] == 0 and m["classes"][0]["count"] == 50
+
+
+def test_a_session_whose_server_connection_is_killed_stops_the_replay_in_one_line(lab, conninfo):
+    cap = _hand_built([(0, 0.0, "SELECT pg_sleep(10)", None), (0, 0.1, "SELECT 1", None)], [(0.0, None)])
+    plan = replayer.build_plan(cap)
+
+    def kill() -> None:
+        deadline = time.monotonic() + 10
+        with lab.connect() as conn:
+            while time.monotonic() < deadline:
+                if conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 't' "
+                                "AND query LIKE 'SELECT pg_sleep%'").fetchall():
+                    return
+                time.sleep(0.05)
+
+    killer = threading.Thread(target=kill)
+    killer.start()
+    try:
+        with pytest.raises(replayer.ReplayStopped, match="session 0 lost its connection"):
+            replayer.replay(plan, conninfo, replayer.Settings(speed=None))
+    finally:
+        killer.join()

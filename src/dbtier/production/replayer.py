@@ -409,17 +409,21 @@ class _Replay:
         what, name = sess.steps.popleft()
         sess.step = what
         conn, k, plan = sess.conn, sess.k, self.plan
-        if what == "query":
-            conn.send_query(plan.text[k])
-        elif what == "exec_params":
-            conn.send_query_params(plan.text[k], plan.params[k] or ())
-        elif what == "exec_prepared":
-            conn.send_query_prepared(name, plan.params[k] or ())
-        elif what == "prepare":
-            conn.send_prepare(name, plan.text[k])
-        else:
-            conn.send_close_prepared(name)
-        if conn.flush():
+        try:
+            if what == "query":
+                conn.send_query(plan.text[k])
+            elif what == "exec_params":
+                conn.send_query_params(plan.text[k], plan.params[k] or ())
+            elif what == "exec_prepared":
+                conn.send_query_prepared(name, plan.params[k] or ())
+            elif what == "prepare":
+                conn.send_prepare(name, plan.text[k])
+            else:
+                conn.send_close_prepared(name)
+            pending = conn.flush()
+        except Exception as exc:  # the server closed the connection (terminated, or it stopped)
+            raise ReplayStopped(f"session {sess.i} lost its connection: {_first_line(str(exc))}") from None
+        if pending:
             self._watch(sess, selectors.EVENT_READ | selectors.EVENT_WRITE)
 
     def _watch(self, sess: _Session, mask: int) -> None:
