@@ -248,3 +248,28 @@ def test_an_experiment_file_names_the_directory_relative_to_itself(recorded):
     assert f'workload-dir = "{workload}"' in text
     again = Experiment.from_dict(tomllib.loads(text), "again")
     assert again.params == {**exp.params, "setup": (), "jobs": 1, "mode": "rate", "stall_timeout": 60.0}
+
+
+def test_a_lock_stall_is_reported_with_the_statements_involved(module_shm_dir, tmp_path):
+    """Session 0 holds a row lock across 2.5 s of think time; session 1 wants the row at 0.3 s. With
+    --stall-timeout 1, the run reports the stall (both statements) and the replay goes on."""
+    sessions = [{"session": i, "log_session": f"s{i}", "database": "dbtier", "user": "u", "application": "a",
+                 "client": "[local]", "start_s": 0.1 * i, "end_s": 2.6} for i in range(2)]
+    texts = ["BEGIN", "UPDATE item SET n = 1 WHERE id = 7", "COMMIT", "UPDATE item SET n = 2 WHERE id = 7"]
+    rows = [{"session": 0, "seq": 0, "start_s": 0.0, "kind": "simple", "text": texts[0], "class_id": 1},
+            {"session": 0, "seq": 1, "start_s": 0.05, "kind": "simple", "text": texts[1], "class_id": 2},
+            {"session": 0, "seq": 2, "start_s": 2.5, "kind": "simple", "text": texts[2], "class_id": 3},
+            {"session": 1, "seq": 0, "start_s": 0.3, "kind": "simple", "text": texts[3], "class_id": 4}]
+    capture.write(tmp_path / "w", from_rows(sessions, rows, {t: i + 1 for i, t in enumerate(texts)}))
+    (tmp_path / "schema.sql").write_text("CREATE TABLE item (id int PRIMARY KEY, n int);\n"
+                                         "INSERT INTO item SELECT g, 0 FROM generate_series(1, 10) g;\n")
+    proc = dbtier("run", "replay", str(tmp_path / "w"), "--setup", str(tmp_path / "schema.sql"), "--stall-timeout",
+                  "1", "-d", "ram=ram-san", "--workspace", str(module_shm_dir), "-o", str(tmp_path / "out"),
+                  "--json", str(tmp_path / "r.json"), check=True)
+    r = json.loads((tmp_path / "r.json").read_text())["metrics"]["replay"]
+    assert (r["stalled_sessions"], r["stalled_statements"], r["new_failures"]) == (1, 1, 0)
+    flat = " ".join(proc.stdout.split())
+    assert ("stall: session 1 statement 0 (UPDATE item SET n = 2 WHERE id = 7) waited" in flat
+            and "on a lock held by session 0 (idle in transaction: UPDATE item SET n = 1 WHERE id = 7); cancelled"
+            in flat), flat[-600:]
+    assert "1 sessions stalled" in flat
