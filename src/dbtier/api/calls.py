@@ -58,7 +58,8 @@ def run(workload, **options) -> Result:
     json_path = outputs.check_file(Path(given["json"]), "--json") if given.get("json") else None
     output = Path(given.get("output") or "results")
     workspace = Path(given["workspace"]) if given.get("workspace") else None
-    outcome = runner.run(exp, output, workspace, bool(given.get("keep")), say=lambda _line: None)
+    outcome = runner.run(exp, output, workspace, bool(given.get("keep")), say=lambda _line: None,
+                         production=Path(given["production"]) if given.get("production") else None)
     if json_path:
         jsonout.write(json_path, {**outcome.result, "run_dir": str(outcome.run_dir)})
     outcome.check()
