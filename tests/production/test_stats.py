@@ -218,3 +218,23 @@ def test_advise_from_stats_picks_the_hottest_random_reads(production, shm_dir):
     assert "dbtier compare replay" in proc.stdout and "advised:slow=hdd-sata-7200,nvme=nvme-gen4:data=slow,a=nvme" in proc.stdout
     big = next(o for o in doc["objects"] if o["name"] == "big")
     assert big["random_share"] == 0.0 and not big["recommended"]  # one scan: sequential, and larger than the budget
+
+
+def test_a_damaged_snapshot_or_delta_is_refused_naming_the_file(production, shm_dir):
+    """A snapshot is content dbtier may not have written: what the delta reads is checked."""
+    doc = json.loads(production["second"].read_text())
+    doc["tables"][0]["heap_blks_read"] = -5
+    damaged = shm_dir / "damaged.json"
+    damaged.write_text(json.dumps(doc))
+    out = shm_dir / "out"
+    out.mkdir()
+    proc = dbtier("stats", "delta", str(production["first"]), str(damaged), "-o", str(out / "d.json"))
+    assert_refused_in_one_line(proc, f"{damaged}: tables[0] ('a'): heap_blks_read is -5", {"output": out})
+    truncated = shm_dir / "truncated.json"
+    truncated.write_text(production["delta"].read_text()[:500])
+    proc = dbtier("stats", "compare", str(truncated), str(shm_dir))
+    assert_refused_in_one_line(proc, f"{truncated}: line ", {"output": out})
+    proc = dbtier("stats", "compare", str(production["first"]), str(shm_dir))
+    assert_refused_in_one_line(proc, "not a stats-delta", {"output": out})
+    proc = dbtier("advise", "--from-stats", str(production["delta"]), "--fast", "nvme=nvme-gen4", "--budget", "8kB")
+    assert_refused_in_one_line(proc, "--budget: room for 8.0 kB", {"output": out})

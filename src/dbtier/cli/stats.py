@@ -70,7 +70,7 @@ def snapshot(dsn: str, output: Path, quiet: bool) -> None:
               help="also write the delta here (the same document)")
 @click.option("-q", "--quiet", is_flag=True, help="print only errors and the delta's file")
 def delta(first: Path, second: Path, output: Path, json_path: Path | None, quiet: bool) -> None:
-    """Production's profile between two snapshots of one server.
+    """Production's profile between two snapshots of one server: FIRST, then SECOND, taken later.
 
     \b
     Per object (table, index, TOAST): blocks read and hit, its share of the reads, scans and tuples;
@@ -106,7 +106,7 @@ def delta(first: Path, second: Path, output: Path, json_path: Path | None, quiet
 @click.option("--json", "json_path", type=click.Path(path_type=Path), metavar="PATH", help="also write the comparison here")
 @click.option("-q", "--quiet", is_flag=True, help="print only errors and the rank correlation")
 def compare(delta_path: Path, run_dir: Path, top: int, json_path: Path | None, quiet: bool) -> None:
-    """A lab run beside production: per object its share of the blocks read and written in each.
+    """A lab run (RUN_DIR) beside production (DELTA): per object its share of the blocks read and written.
 
     \b
     Prints each object's blocks read and its share in production (the delta) and in the lab (the
