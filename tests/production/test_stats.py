@@ -238,3 +238,17 @@ def test_a_damaged_snapshot_or_delta_is_refused_naming_the_file(production, shm_
     assert_refused_in_one_line(proc, "not a stats-delta", {"output": out})
     proc = dbtier("advise", "--from-stats", str(production["delta"]), "--fast", "nvme=nvme-gen4", "--budget", "8kB")
     assert_refused_in_one_line(proc, "--budget: room for 8.0 kB", {"output": out})
+
+
+def test_a_comparison_of_layouts_takes_no_production(shm_dir):
+    """compare runs several layouts: --production is run's (each layout's directory goes to stats compare)."""
+    import dbtier as api
+    from dbtier.errors import UserError
+
+    with pytest.raises(UserError, match="dbtier stats compare DELTA RUN_DIR"):
+        api.compare("sql", production=str(shm_dir / "delta.json"), config=["a:d=ram-san"], output=str(shm_dir))
+    assert "--production" not in dbtier_cli_help("compare", "sql") and "--production" in dbtier_cli_help("run", "sql")
+
+
+def dbtier_cli_help(*command: str) -> str:
+    return dbtier(*command, "--help", check=True).stdout

@@ -82,6 +82,9 @@ def compare(workload: str, **options) -> Result:
 
     options = _options(workload, options)
     given = {k: options.pop(k) for k in RUNTIME if k in options}
+    if given.get("production"):
+        raise UserError("production: a comparison runs several layouts; hold each layout's run directory beside "
+                        "production with dbtier stats compare DELTA RUN_DIR")
     configs = options.pop("config", ())
     configs = compare_mod.configurations((configs,) if isinstance(configs, str) else tuple(configs),
                                          Path(options.pop("experiment")) if options.get("experiment") else None)

@@ -135,7 +135,11 @@ def differences(delta: dict, result: dict, rows: list[dict], ranked: list[dict],
         if r["lab_blocks_read"] > 0 and abs(gap) > SHARE_GAP:
             out.append(f"{r['object']} takes {r['lab_read_share']:.0%} of the lab's reads against "
                        f"{r['production_read_share']:.0%} of production's")
-    prod_cache, lab_cache = delta.get("shared_buffers_bytes"), (result.get("lab") or {}).get("cache_bytes")
+    lab_desc = result.get("lab") or {}
+    prod_cache, lab_cache = delta.get("shared_buffers_bytes"), lab_desc.get("cache_bytes")
+    factor = float((lab_desc.get("scale_model") or {}).get("factor") or 1.0)
+    if lab_cache and factor != 1.0:  # a scale model divided the cache as it divided the data: compare whole sizes
+        lab_cache = int(lab_cache * factor)
     if prod_cache and lab_cache and abs(lab_cache - prod_cache) > 0.05 * prod_cache:
         size = "smaller" if lab_cache < prod_cache else "larger"
         effect = ("it reads past its cache blocks production found in its own" if lab_cache < prod_cache

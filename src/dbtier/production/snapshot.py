@@ -103,6 +103,18 @@ def _rows(conn, query: str, columns: tuple[str, ...]) -> list[dict]:
     return [dict(zip(columns, map(_number, row))) for row in _execute(conn, query).fetchall()]
 
 
+def _columns(conn, relation: str) -> set[str]:
+    """A view's (or function's) columns on this server: they vary across PostgreSQL versions (17
+    renamed pg_stat_statements' blk_read_time; 18 added pg_stat_io's byte counts)."""
+    return {d.name for d in _execute(conn, f"SELECT * FROM {relation} LIMIT 0").description}
+
+
+def _select(columns: tuple[str, ...], present: set[str], cast: dict[str, str] | None = None) -> str:
+    """The columns this server has, NULL for those it lacks (named as this format names them)."""
+    cast = cast or {}
+    return ", ".join(f"{c}{cast.get(c, '')}" if c in present else f"NULL AS {c}" for c in columns)
+
+
 def connect(dsn: str):
     """A connection to production (take() reads in a READ ONLY transaction of its own); a refusal in
     one line that names what to do."""
@@ -151,7 +163,7 @@ def _statements(conn) -> dict:
     q = lambda n: f'"{schema}".{n}'  # noqa: E731
     _execute(conn, "SAVEPOINT statements")
     try:
-        cols = ", ".join(_STATEMENT_COLUMNS)
+        cols = _select(_STATEMENT_COLUMNS, _columns(conn, f"{q('pg_stat_statements')}(true)"))
         rows = _rows(conn, f"SELECT {cols} FROM {q('pg_stat_statements')}(true) "
                            "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
                      _STATEMENT_COLUMNS)
@@ -190,9 +202,11 @@ def take(conn) -> dict:
     settings = {}
     for row in _execute(conn, f"SELECT name, {', '.join(SETTING_FIELDS)} FROM pg_settings ORDER BY name").fetchall():
         settings[row[0]] = dict(zip(SETTING_FIELDS, row[1:]))
-    io_cols = ", ".join((*IO_KEYS, *IO_COUNTS))
-    io = [{**dict(zip(IO_KEYS, r[:3])), **dict(zip(IO_COUNTS, map(_number, r[3:-1]))), "stats_reset": r[-1]}
-          for r in _execute(conn, f"SELECT {io_cols}, stats_reset::text FROM pg_stat_io").fetchall()]
+    io = []
+    if int(version_num) >= 160000:  # pg_stat_io is PostgreSQL 16's
+        io_cols = _select((*IO_KEYS, *IO_COUNTS, "stats_reset"), _columns(conn, "pg_stat_io"), {"stats_reset": "::text"})
+        io = [{**dict(zip(IO_KEYS, r[:3])), **dict(zip(IO_COUNTS, map(_number, r[3:-1]))), "stats_reset": r[-1]}
+              for r in _execute(conn, f"SELECT {io_cols} FROM pg_stat_io").fetchall()]
     db_rows = _rows(conn, _DATABASE, _DATABASE_COLUMNS)
     doc = {
         "format": FORMAT, "kind": KIND, "taken_at": taken_at,
@@ -211,9 +225,14 @@ def take(conn) -> dict:
 
 
 def snapshot(dsn: str) -> dict:
+    import psycopg
+
     conn = connect(dsn)
     try:
         return take(conn)
+    except psycopg.Error as exc:  # a server that refuses one of the snapshot's queries
+        raise UserError(f"--dsn: the server refused a query of the snapshot ({_first_line(exc)}); "
+                        "dbtier stats snapshot reads PostgreSQL 16 or later's statistics views") from None
     finally:
         conn.close()
 
