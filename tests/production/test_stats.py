@@ -201,6 +201,15 @@ def test_lab_beside_production(production, production_workspace, shm_dir):
     # the lab's reads of each looked-up table within 10% of production's (same SQL, same cold cache)
     for name in LOOKUPS:
         assert rows[name]["lab_blocks_read"] == pytest.approx(rows[name]["production_blocks_read"], rel=0.10), name
+    assert not [d for d in doc["differences"] if "the lab's cache" in d]  # the caches match
+    # the same run told apart from production where it would differ: a smaller cache, an object never read
+    from dbtier.production import delta as delta_mod, labcompare
+
+    smaller = {**result, "lab": {**result["lab"], "cache_bytes": 8 << 20},
+               "object_io": [r for r in result["object_io"] if r["object"] != "c"]}
+    said = labcompare.compare(delta_mod.read(production["delta"]), smaller)["differences"]
+    assert any("the lab's cache (shared_buffers 8.0 MB) is smaller than production's (32.0 MB)" in d for d in said), said
+    assert any(d.startswith("production read c (") and "the lab never did" in d for d in said), said
 
 
 def test_advise_from_stats_picks_the_hottest_random_reads(production, shm_dir):

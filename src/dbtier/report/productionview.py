@@ -26,7 +26,8 @@ def io_data(delta: dict, limit: int = 15) -> TableData:
     cols = ("reads", "writes", "extends", "hits", "evictions", "fsyncs")
     rows = [[r["backend_type"], r["object"], r["context"], *("-" if r[c] is None else f"{r[c]:,.0f}" for c in cols)]
             for r in delta["io"][:limit]]
-    return TableData(["backend", "object", "context", *cols], rows, "pg_stat_io over the span (reads: past shared_buffers)", 3)
+    return TableData(["backend", "object", "context", *cols], rows, "pg_stat_io over the span: reads and writes are operations (PostgreSQL 18 "
+                     "combines up to io_combine_limit blocks in one), reads past shared_buffers", 3)
 
 
 def statements_data(delta: dict, limit: int = 15) -> TableData | None:
