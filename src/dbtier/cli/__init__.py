@@ -26,6 +26,7 @@ COMMANDS = {
     "predict": ("dbtier.cli.predict", "predict"),
     "reproduce": ("dbtier.cli.reproduce", "reproduce"),
     "run": ("dbtier.cli.run", "run"),
+    "stats": ("dbtier.cli.stats", "stats"),
     "trace": ("dbtier.cli.trace_cmd", "trace"),
 }
 
