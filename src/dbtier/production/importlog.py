@@ -11,7 +11,8 @@ What the log says, and what becomes of it:
 - `duration: N ms` ends the statement its session sent last; when it carries the statement itself
   (log_min_duration_statement without log_statement), the statement began N ms before the line;
 - `ERROR:` with its `STATEMENT:` is production's answer to the statement, kept so a replay can
-  expect it (a statement that failed before it was logged, a syntax error, is made from STATEMENT:);
+  expect it (a statement that failed before it was logged is made from STATEMENT: as a simple one:
+  a syntax error, or a bind that failed, whose values the log does not hold);
 - COPY FROM STDIN (its data is never logged), fast-path function calls and fetches from an open
   portal (`execute fetch from`) are counted and reported, never replayed.
 

@@ -45,6 +45,18 @@ def _column(node) -> list[str] | None:
     return fields or None
 
 
+_COMPARISONS = {"=", "<>", "!=", "<", ">", "<=", ">=", "~~", "!~~", "~~*", "!~~*"}
+
+
+def _is_comparison(e: dict) -> bool:
+    """A comparison (=, <, IN, BETWEEN, LIKE), not arithmetic: `abalance + $1` tells no column of $1."""
+    if e.get("kind") in ("AEXPR_IN", "AEXPR_BETWEEN", "AEXPR_NOT_BETWEEN", "AEXPR_LIKE", "AEXPR_ILIKE",
+                         "AEXPR_OP_ANY", "AEXPR_OP_ALL", "AEXPR_DISTINCT", "AEXPR_NOT_DISTINCT"):
+        return True
+    names = [x.get("String", {}).get("sval") for x in e.get("name", [])]
+    return bool(names) and names[-1] in _COMPARISONS
+
+
 def param_sources(text: str) -> list[str | None] | None:
     """$1..$n's sources (None for one that cannot be told); None if the text does not parse."""
     try:
@@ -56,8 +68,11 @@ def param_sources(text: str) -> list[str | None] | None:
     highest = 0
     found: dict[int, str] = {}
     for n in _walk(tree):
-        if "RangeVar" in n:
-            rv = n["RangeVar"]
+        rv = n.get("RangeVar")
+        for kind in ("UpdateStmt", "InsertStmt", "DeleteStmt"):   # their target is a bare relation
+            if kind in n:
+                rv = n[kind].get("relation")
+        if rv and "relname" in rv:
             names.add(rv["relname"])
             tables[rv["relname"]] = rv["relname"]
             alias = rv.get("alias", {}).get("aliasname")
@@ -76,7 +91,7 @@ def param_sources(text: str) -> list[str | None] | None:
         return f"{only}.{fields[0]}" if only else None
 
     for n in _walk(tree):
-        if "A_Expr" in n:
+        if "A_Expr" in n and _is_comparison(n["A_Expr"]):
             e = n["A_Expr"]
             for col_side, param_side in (("lexpr", "rexpr"), ("rexpr", "lexpr")):
                 source = resolve(_column(e.get(col_side)))
