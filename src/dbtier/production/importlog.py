@@ -153,7 +153,7 @@ class _Assembler:
 
     def _begin(self, s: _Session, ts: float, duration: float | None, kind: str, name, text: str, params) -> None:
         self._finish(s)
-        if _COPY_IN.search(text):
+        if "stdin" in text.lower() and _COPY_IN.search(text):
             s.copy_in += 1
             s.pending = _IGNORED if duration is None else None
             return

@@ -101,6 +101,14 @@ class Clock:
 
     def parse(self, text: str) -> float:
         """Raises ValueError on a text that is no log time."""
+        if len(text) > 24 and text[19] == "." and text[23] == " ":   # %m: the common case, quickly
+            sec = self._seconds.get(text[:19])
+            off = self._zones.get(text[24:])
+            if sec is not None and off is not None:
+                ts = sec + int(text[20:23]) / 1000.0 - off
+                if ts < self.first[0]:
+                    self.first = (ts, off)
+                return ts
         base = text[:19]
         sec = self._seconds.get(base)
         if sec is None:

@@ -152,19 +152,12 @@ _JUDGE_AFTER = 200
 def read_stderr(path: Path, prefix: Prefix, clock: Clock, bad: Unreadable) -> Iterator[Entry]:
     name = str(path)
     match = prefix.regex.match
-    has = prefix.groups
-    g_session, g_user, g_db = "session" in has, "user" in has, "database" in has
-    g_app, g_client, g_host, g_state = "application" in has, "client" in has, "host" in has, "state" in has
+    parse_time = clock.parse
     cur: Entry | None = None
     field: str | None = None     # which of cur's fields the lines being read belong to
     buf: list[str] = []
     read = unread = 0
     first_bad = None
-
-    def finish():
-        if field is not None:
-            setattr(cur, field, "\n".join(buf) if len(buf) > 1 else buf[0])
-
     with open_text(path) as f:
         try:
             for lineno, text in enumerate(f, 1):
@@ -188,37 +181,40 @@ def read_stderr(path: Path, prefix: Prefix, clock: Clock, bad: Unreadable) -> It
                         _wrong_prefix(path, prefix, first_bad)
                     continue
                 read += 1
-                severity = m.group("severity")
-                pid = int(m.group("pid")) if "pid" in has else None
+                g = m.groupdict()
+                severity = g["severity"]
+                pid = g.get("pid")
+                pid = int(pid) if pid is not None else None
                 if severity in SECONDARY:
                     if cur is None or (pid is not None and pid != cur.pid):
                         bad.add(name, lineno, f"a {severity} line not after its message")
                         continue
-                    finish()
+                    if field is not None:
+                        setattr(cur, field, "\n".join(buf) if len(buf) > 1 else buf[0])
                     field = SECONDARY[severity]
-                    buf = [m.group("message")]
+                    buf = [g["message"]]
                     continue
                 try:
-                    ts = clock.parse(m.group("time"))
+                    ts = parse_time(g["time"])
                 except ValueError:
-                    bad.add(name, lineno, f"no log time: {m.group('time')!r}")
+                    bad.add(name, lineno, f"no log time: {g['time']!r}")
                     continue
                 if cur is not None:
-                    finish()
+                    if field is not None:
+                        setattr(cur, field, "\n".join(buf) if len(buf) > 1 else buf[0])
                     yield cur
-                client = m.group("client") if g_client else (m.group("host") if g_host else None)
-                if client and client.endswith(")") and "(" in client:   # %r: host(port)
+                client = g.get("client") or g.get("host")
+                if client and client[-1] == ")" and "(" in client:   # %r: host(port)
                     host, _, port = client[:-1].partition("(")
                     client = f"{host}:{port}"
-                cur = Entry(ts, name, lineno, m.group("session") if g_session else None, pid,
-                            _known(m.group("user")) if g_user else None,
-                            _known(m.group("database")) if g_db else None,
-                            _known(m.group("application")) if g_app else None, client or None, severity, "",
-                            state=m.group("state") if g_state else None)
+                cur = Entry(ts, name, lineno, g.get("session"), pid, _known(g.get("user")),
+                            _known(g.get("database")), _known(g.get("application")), client or None, severity,
+                            "", state=g.get("state"))
                 field = "message"
-                buf = [m.group("message")]
+                buf = [g["message"]]
             if cur is not None:
-                finish()
+                if field is not None:
+                    setattr(cur, field, "\n".join(buf) if len(buf) > 1 else buf[0])
                 yield cur
         except _READ_ERRORS as exc:
             raise read_failure(path, exc) from None

@@ -29,8 +29,14 @@ def _mask(m: re.Match) -> str:
     return m.group("keep") or "?"
 
 
+_NUMBER = re.compile(r"(?<![\w$.])(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+)")
+_NOT_PLAIN = re.compile(r"['\"$]|--|/\*")
+
+
 def shape(text: str) -> str:
     """The text with its string and number literals masked: texts of one shape are one class."""
+    if _NOT_PLAIN.search(text) is None:   # no strings, quoted names or comments: numbers alone, quickly
+        return _NUMBER.sub("?", text)
     return _LITERAL.sub(_mask, text)
 
 
