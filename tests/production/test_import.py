@@ -417,3 +417,13 @@ def test_statistics_bad_input(production, tmp_path):
     _refused([*_files(production, "csvlog"), "--sessions", "4"], "--sessions shapes a synthetic workload", tmp_path)
     with pytest.raises(UserError, match="either"):
         synthesize()
+
+
+def test_the_docs_give_every_setting_production_needs():
+    from dbtier.production.logsettings import CAPTURE, STATISTICS
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "production.md").read_text()
+    for name, (value, _why) in {**CAPTURE, **STATISTICS}.items():
+        assert f"| `{name}` | `{value}` |" in page, name
+    for name, (value, _why) in CAPTURE.items():
+        assert f"ALTER SYSTEM SET {name} = " in page, name
