@@ -266,6 +266,14 @@ def test_unreadable_lines_are_counted_and_shown(production, tmp_path):
     assert f"{bad}:4" in proc.stdout
 
 
+def test_one_user_kept(production, imported):
+    mine = read_logs(_files(production, "csvlog"), user="dbtier").capture
+    assert mine.statements.equals(imported["csvlog"].capture.statements)   # the one user of this production
+    assert mine.counts["other_users"] == 0
+    with pytest.raises(UserError, match="no statements of user 'reporter' in database dbtier; it has dbtier"):
+        read_logs(_files(production, "csvlog"), user="reporter")
+
+
 def test_parameters_unquoted():
     assert parse_params("Parameters: $1 = 'it''s', $2 = NULL, $3 = ''") == ["it's", None, ""]
     assert parse_params("Parameters: $1 = 'a, $2 = b'") == ["a, $2 = b"]
@@ -417,6 +425,8 @@ def test_statistics_bad_input(production, tmp_path):
     _refused([*_files(production, "csvlog"), "--sessions", "4"], "--sessions shapes a synthetic workload", tmp_path)
     with pytest.raises(UserError, match="either"):
         synthesize()
+    with pytest.raises(UserError, match="no statements of user 'reporter' .rolname. in database dbtier"):
+        synthesize(dsn=production["dsn"], user="reporter")
 
 
 def test_the_docs_give_every_setting_production_needs():

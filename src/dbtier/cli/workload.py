@@ -36,6 +36,9 @@ def workload() -> None:
 @click.option("--database", metavar="NAME",
               help="the database whose sessions to keep (default: the one with most statements); with "
                    "--statements, its datname, or its oid (dbid) if the export has no datname")
+@click.option("--user", metavar="NAME",
+              help="keep this user's statements alone (default: every user's); with --statements, its "
+                   "rolname, or its oid (userid) if the export has no rolname")
 @click.option("--statements", "stats_file", type=click.Path(path_type=Path), metavar="FILE",
               help="no log: a CSV or JSON export of pg_stat_statements, for a synthetic workload")
 @click.option("--dsn", metavar="DSN",
@@ -51,7 +54,7 @@ def workload() -> None:
 @click.option("--seed", type=int, default=1, show_default=True, help="synthetic: the mix's random seed")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="write the statistics as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="print only the workload directory's path")
-def import_command(logs, out, fmt, prefix, database, stats_file, dsn, sessions, duration, rate, seed, json_path,
+def import_command(logs, out, fmt, prefix, database, user, stats_file, dsn, sessions, duration, rate, seed, json_path,
                    quiet) -> None:
     """Import production's workload from its log files (LOGS), or from pg_stat_statements.
 
@@ -79,7 +82,7 @@ def import_command(logs, out, fmt, prefix, database, stats_file, dsn, sessions, 
     if statistics:
         from dbtier.production.synthetic import import_statistics
 
-        result = import_statistics(out, statements=stats_file, dsn=dsn, database=database, sessions=sessions,
+        result = import_statistics(out, statements=stats_file, dsn=dsn, database=database, user=user, sessions=sessions,
                                    duration_s=duration, seed=seed, rate_per_s=rate)
         doc = _statistics_doc(result)
     else:
@@ -91,7 +94,7 @@ def import_command(logs, out, fmt, prefix, database, stats_file, dsn, sessions, 
         if given:
             raise UserError(f"{given[0]} shapes a synthetic workload (--statements, --dsn); a log's workload "
                             "is as production ran it")
-        doc = _log_doc(import_logs(logs, out, database=database, fmt=fmt, prefix=prefix))
+        doc = _log_doc(import_logs(logs, out, database=database, fmt=fmt, prefix=prefix, user=user))
     if not quiet:
         _show(doc)
     if json_path is not None:
@@ -162,6 +165,7 @@ def _show(doc: dict) -> None:
                  ("portal fetches (not replayed)", c["portal_fetches"], ""),
                  ("statements of other databases", c["other_databases"],
                   ", ".join(f"{d} {n:,}" for d, n in sorted(others.items(), key=lambda x: -x[1])[:4])),
+                 *([("statements of other users", c["other_users"], "")] if c["other_users"] else []),
                  ("errors production answered", c["errors"], ""),
                  ("unreadable lines", c["unreadable_lines"], "")]
     rows.append(("time span", None, f"{fmt(doc['span_s'])} s"))

@@ -268,10 +268,11 @@ def _entries(read, paths: list[Path], clock: Clock, bad: Unreadable) -> Iterator
 
 
 def read_logs(paths: Iterable[Path], database: str | None = None, fmt: str | None = None,
-              prefix: str | None = None) -> Imported:
+              prefix: str | None = None, user: str | None = None) -> Imported:
     """Reads the log files (any order: they are put in the order of their times) into a capture of one
     database. `fmt` is csvlog, jsonlog or stderr (found from the content when None); `prefix` is a
-    stderr log's log_line_prefix (PostgreSQL's default or the recommended one recognised when None)."""
+    stderr log's log_line_prefix (PostgreSQL's default or the recommended one recognised when None);
+    `user` keeps that user's sessions alone (the others' statements are counted)."""
     paths = [Path(p) for p in paths]
     if not paths:
         raise UserError("no log file given; give the server's log files (docs/production.md)")
@@ -308,10 +309,10 @@ def read_logs(paths: Iterable[Path], database: str | None = None, fmt: str | Non
     if clock.unresolved_zones:
         notes.append(f"the log's time zone {', '.join(sorted(clock.unresolved_zones))} is taken as UTC: "
                      "intervals are right except across a change of daylight saving time")
-    return _build(asm, paths, sources, fmt, pfx, database, clock, bad, notes)
+    return _build(asm, paths, sources, fmt, pfx, database, user, clock, bad, notes)
 
 
-def _build(asm: _Assembler, paths, sources, fmt, pfx, database, clock: Clock, bad: Unreadable,
+def _build(asm: _Assembler, paths, sources, fmt, pfx, database, user, clock: Clock, bad: Unreadable,
            notes: list[str]) -> Imported:
     per_db: Counter = Counter()
     for s in asm.sessions:
@@ -331,7 +332,19 @@ def _build(asm: _Assembler, paths, sources, fmt, pfx, database, clock: Clock, ba
     if unknown:
         notes.append(f"{unknown:,} statements of sessions whose database the log does not tell (they began "
                      "before it) are left out")
-    kept = sorted((s for s in asm.sessions if s.database == database), key=lambda s: (s.start, s.order))
+    ours = [s for s in asm.sessions if s.database == database]
+    other_users = 0
+    if user is not None:
+        other_users = sum(len(s.statements) for s in ours if s.user != user)
+        ours = [s for s in ours if s.user == user]
+        if not any(s.statements for s in ours):
+            have = Counter()
+            for s in asm.sessions:
+                if s.database == database:
+                    have[s.user] += len(s.statements)
+            listed = ", ".join(f"{u} ({n:,})" for u, n in have.most_common(5))
+            raise UserError(f"{named}: no statements of user {user!r} in database {database}; it has {listed}")
+    kept = sorted(ours, key=lambda s: (s.start, s.order))
     classifier = Classifier()
     capture_start = kept[0].start
     cols: dict[str, list] = {k: [] for k in capture_mod.STATEMENTS.names}
@@ -375,6 +388,7 @@ def _build(asm: _Assembler, paths, sources, fmt, pfx, database, clock: Clock, ba
         "execute": by_kind["execute"], "prepared": len(prepared), "classes": classes.num_rows,
         "copy_from_stdin": sum(s.copy_in for s in kept), "fastpath": sum(s.fastpath for s in kept),
         "portal_fetches": sum(s.fetches for s in kept), "other_databases": sum(per_db.values()) - per_db[database],
+        "other_users": other_users,
         "unknown_database": unknown, "errors": errors, "unreadable_lines": bad.count,
     }
     if counts["copy_from_stdin"] or counts["fastpath"] or counts["portal_fetches"]:
@@ -396,9 +410,9 @@ def class_table(statements: pa.Table, normalized: dict[int, str]) -> pa.Table:
 
 
 def import_logs(paths: Iterable[Path], out: Path, database: str | None = None, fmt: str | None = None,
-                prefix: str | None = None) -> Imported:
+                prefix: str | None = None, user: str | None = None) -> Imported:
     """Reads the logs and writes the workload directory `out` (new, empty, or a workload to replace)."""
     out = check_output(Path(out))
-    imported = read_logs(paths, database=database, fmt=fmt, prefix=prefix)
+    imported = read_logs(paths, database=database, fmt=fmt, prefix=prefix, user=user)
     write_workload(out, imported.capture)
     return imported

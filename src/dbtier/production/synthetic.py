@@ -8,8 +8,8 @@ live view (`--dsn`, read-only), this builds a capture of kind "statistics": `--s
 their calls, each taking its class's mean time in production. Every statement is an `execute` of the
 normalised text with no values: `param_sources` names, for each $n, the table.column it is compared
 with (paramsource.py), for the replay to draw values from. Utility statements (BEGIN, SET, DDL),
-statements nested in functions (toplevel false), those of other databases and those the role may not
-see are left out and counted. It is a mix in production's proportions, not production's sessions:
+statements nested in functions (toplevel false), those of other databases (and of other users, when
+one is asked for) and those the role may not see are left out and counted. It is a mix in production's proportions, not production's sessions:
 every report of it says it is synthetic."""
 
 from __future__ import annotations
@@ -120,8 +120,9 @@ def _flag(value) -> bool:
 
 def synthesize(statements: Path | None = None, dsn: str | None = None, database: str | None = None,
                sessions: int = 8, duration_s: float = 60.0, seed: int = 1,
-               rate_per_s: float | None = None) -> Synthesized:
-    """The synthetic capture (see the module's note) from an export file or a live server."""
+               rate_per_s: float | None = None, user: str | None = None) -> Synthesized:
+    """The synthetic capture (see the module's note) from an export file or a live server; `user`
+    keeps one user's statements (its rolname where the export has it, else its userid)."""
     if (statements is None) == (dsn is None):
         raise UserError("give pg_stat_statements either as an exported file (--statements) or a server (--dsn)")
     if sessions < 1:
@@ -151,6 +152,11 @@ def synthesize(statements: Path | None = None, dsn: str | None = None, database:
     elif database not in calls_per_db:
         have = ", ".join(f"{d} ({n:,} calls)" for d, n in calls_per_db.most_common(5))
         raise UserError(f"{where}: no statements of database {database!r} ({db_key}); it has {have}")
+    user_key = "rolname" if "rolname" in rows[0] else "userid"
+    if user is not None and not any(str(r.get(user_key)) == user and str(r.get(db_key)) == database for r in rows):
+        have = Counter(str(r.get(user_key)) for r in rows if str(r.get(db_key)) == database)
+        raise UserError(f"{where}: no statements of user {user!r} ({user_key}) in database {database}; it has "
+                        + ", ".join(f"{u} ({n} statements)" for u, n in have.most_common(5)))
     left: Counter = Counter()
     left_calls: Counter = Counter()
     kept: list[tuple[str, float, float]] = []   # text, calls, mean seconds
@@ -160,6 +166,8 @@ def synthesize(statements: Path | None = None, dsn: str | None = None, database:
         why = None
         if str(r.get(db_key)) != database:
             why = "other databases"
+        elif user is not None and str(r.get(user_key)) != user:
+            why = "other users"
         elif text == _HIDDEN:
             why = "hidden from this role (it needs pg_read_all_stats)"
         elif "toplevel" in r and not _flag(r["toplevel"]):
@@ -194,7 +202,8 @@ def synthesize(statements: Path | None = None, dsn: str | None = None, database:
         raise UserError(f"{rate_per_s:,.0f} statements per second for {duration_s:g} s is more than "
                         f"{MAX_STATEMENTS:,} statements; give a shorter --duration or a lower --rate")
     cap, unknown, nparams = _mix(kept, database, sessions, duration_s, seed, rate_per_s, source)
-    cap.counts.update(other_databases=left["other databases"], utility=left["utility statements"],
+    cap.counts.update(other_databases=left["other databases"], other_users=left["other users"],
+                      utility=left["utility statements"],
                       nested=left["nested in functions"], not_parsed=left["not parsed"],
                       hidden=left["hidden from this role (it needs pg_read_all_stats)"])
     notes = [f"SYNTHETIC: a mix in the proportions of pg_stat_statements' calls over {sessions} sessions "
