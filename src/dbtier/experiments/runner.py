@@ -137,20 +137,30 @@ def _quiet_progress():
 
 
 def run(exp: Experiment, output: Path = Path("results"), workspace: Path | None = None, keep: bool = False,
-        progress_for: Callable = _quiet_progress, say: Callable[[str], None] = print) -> Outcome:
+        progress_for: Callable = _quiet_progress, say: Callable[[str], None] = print,
+        production: Path | None = None) -> Outcome:
     """Runs an experiment into a new run directory under `output` (result.json, report.html,
     server.log, experiment.toml, and trace.parquet with trace on). progress_for(): a context giving
-    a Progress."""
+    a Progress. production: a stats delta the run is put beside (result.json's `production`)."""
     from dbtier.report import jsonout, outputs, runview
     from dbtier.report.rundir import run_dir
     from dbtier.workspace import Workspace, write_private
 
     workload, options, requests = check(exp, workspace, keep)
     outputs.check_dir(output, "--output")
+    delta = None
+    if production is not None:  # read and checked before the run, which it cannot change
+        from dbtier.production import delta as delta_mod
+
+        delta = delta_mod.read(production)
     with run_dir(output, exp.workload, Workspace.open(workspace)) as folder:
         with progress_for() as progress:
             result = run_workload(workload, requests, exp.placement, options, progress, folder.path, say,
                                   cache_state=exp.cache_state, engine=exp.engine)
+        if delta is not None:
+            from dbtier.production import labcompare
+
+            result["production"] = labcompare.compare(delta, result)
         write_private(folder.path / EXPERIMENT_FILE, exp.to_toml(), mode=0o644)
         jsonout.write(folder.path / "result.json", result)
         runview.write_page(folder.path / "report.html", f"dbtier run {exp.workload}", result)
