@@ -17,7 +17,7 @@ import pytest
 
 from dbtier.production import capture
 from tests.conftest import assert_refused_in_one_line, dbtier
-from tests.production.conftest import production_lab
+from tests.production.conftest import log_files, production_lab
 from tests.production.recorder import Recorder, from_rows
 
 LOOKUP = "SELECT balance FROM account WHERE id = $1"
@@ -37,6 +37,10 @@ def recorded(module_shm_dir, tmp_path_factory):
         db = lab.handle
         proc = db.client("pg_dump", "-Fc", "-f", str(folder / "bank.dump"), db.database, as_me=True).run()
         assert proc.returncode == 0, proc.stderr
+        time.sleep(1.1)  # the log's next file has a name of its own (its name has the second)
+        before = set(log_files(lab, ".csv"))
+        with lab.connect() as conn:
+            conn.execute("SELECT pg_rotate_logfile()")
         rec = Recorder(conninfo)
 
         def client(i: int) -> None:
@@ -56,6 +60,10 @@ def recorded(module_shm_dir, tmp_path_factory):
             t.start()
         for t in threads:
             t.join()
+        time.sleep(0.5)  # the logging collector writes the last lines
+        (folder / "log").mkdir()
+        for path in sorted(set(log_files(lab, ".csv")) - before):
+            shutil.copy(path, folder / "log" / path.name)
     capture.write(folder / "workload", rec.capture())
     return folder / "workload", folder / "bank.dump"
 
@@ -273,3 +281,24 @@ def test_a_lock_stall_is_reported_with_the_statements_involved(module_shm_dir, t
             and "on a lock held by session 0 (idle in transaction: UPDATE item SET n = 1 WHERE id = 7); cancelled"
             in flat), flat[-600:]
     assert "1 sessions stalled" in flat
+
+
+def test_a_workload_imported_from_the_servers_log_replays(recorded, module_shm_dir, tmp_path):
+    """The same clients as production's log has them (dbtier workload import of its csvlog), replayed:
+    every class as many times as the import counted, the failure production had expected again, each
+    session's prepared statement prepared once."""
+    workload, dump = recorded
+    logs = sorted((workload.parent / "log").glob("*.csv"))
+    dbtier("workload", "import", *map(str, logs), "-o", str(tmp_path / "imported"), "-q", check=True)
+    imported = capture.read(tmp_path / "imported")
+    # the three clients (and perhaps the end of the session that rotated the log)
+    assert sorted(a for a in imported.sessions["application"].to_pylist() if (a or "").startswith("teller-")) == \
+        ["teller-0", "teller-1", "teller-2"]
+    dbtier("run", "replay", str(tmp_path / "imported"), "--restore", str(dump), "--speed", "max", "-d", "ram=ram-san",
+           "--workspace", str(module_shm_dir), "-o", str(tmp_path / "out"), "--json", str(tmp_path / "r.json"), "-q",
+           check=True)
+    metrics = json.loads((tmp_path / "r.json").read_text())["metrics"]
+    calls = dict(zip(imported.classes["class_id"].to_pylist(), imported.classes["calls"].to_pylist()))
+    assert {c["class_id"]: c["count"] for c in metrics["classes"]} == calls
+    r = metrics["replay"]
+    assert (r["new_failures"], r["expected_failures"], r["prepares"]) == (0, 3, 3)
