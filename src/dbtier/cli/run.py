@@ -99,6 +99,9 @@ def workload_command(cls, execute_, skip=(), extra=()) -> click.Command:
     for option in reversed(extra):
         func = option(func)
     for p in reversed(cls.params):  # the workload's own parameters first in --help
+        if p.positional:  # after `--`: passed on untouched, options and all
+            func = click.argument(p.key, nargs=-1, type=click.UNPROCESSED, metavar=p.metavar)(func)
+            continue
         kind = click.Choice(p.choices) if p.choices else p.type
         if p.type is bool:
             func = click.option(f"--{p.name}", *p.flags, p.key, is_flag=True, default=p.default, help=p.help)(func)

@@ -10,6 +10,7 @@ compare and advise --verify call for each layout."""
 from __future__ import annotations
 
 import contextlib
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +96,9 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement, opti
                 result["phases"] = phases
             if artifacts is not None and lab.save_trace(artifacts / "trace.parquet", {"workload": workload.name}):
                 result["trace"] = "trace.parquet"
+            if artifacts is not None:
+                for name, path in workload.outputs().items():  # a client's own output, before the lab goes
+                    shutil.copyfile(path, artifacts / name, follow_symlinks=False)
     finally:
         if artifacts is not None:  # the server log helps most when something failed
             (artifacts / "server.log").write_text(lab.server_log())

@@ -24,6 +24,9 @@ class Param:
     multiple: bool = False  # repeatable: its value is a tuple of what was given, in order
     flags: tuple[str, ...] = ()  # other names for it (pgbench's -c, -j, ...)
     metavar: str | None = None
+    #: the words after `--` on the command line (a program's own command line): a tuple of text, given
+    #: as a list in an experiment file
+    positional: bool = False
 
     @property
     def key(self) -> str:
@@ -189,6 +192,16 @@ class Workload:
     def files(self) -> list[dict]:
         """The user's files it ran, each {option, path, sha256} (set once they ran)."""
         return []
+
+    def outputs(self) -> dict[str, Path]:
+        """Files its programs wrote that belong in the run directory, by the name they get there (set
+        after it ran)."""
+        return {}
+
+    def load_identity(self) -> dict | None:
+        """What makes its loaded data what it is (its input files' sha256, its load's own parameters), for
+        a loaded cluster to be kept and used again by a later run of the same; None: not kept."""
+        return None
 
     def warm_cross(self, lab, progress: Progress) -> None:
         """Seed 001's "cross" cache: before the measured run, a different query over the same data

@@ -23,6 +23,7 @@ WORKLOADS: dict[str, tuple[str, str]] = {
     "update-locality": ("update_locality", "UpdateLocality"),
     "pgbench": ("user_pgbench", "UserPgbench"),
     "sql": ("user_sql", "UserSql"),
+    "client": ("client", "Client"),
 }
 
 
