@@ -12,14 +12,14 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from dbtier import engines
 from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
-from dbtier.experiments import preflight, scale_model
+from dbtier.experiments import loaded, preflight, scale_model
 from dbtier.experiments.experiment import EXPERIMENT_FILE, Experiment
 from dbtier.workloads.base import Progress, QuietProgress, Workload, check_cache_state
 
@@ -151,10 +151,17 @@ def run(exp: Experiment, output: Path = Path("results"), workspace: Path | None 
 
     workload, options, requests = check(exp, workspace, keep)
     outputs.check_dir(output, "--output")
+    identity = workload.load_identity() if options.seed is None else None
     with run_dir(output, exp.workload, Workspace.open(workspace)) as folder:
-        with progress_for() as progress:
-            result = run_workload(workload, requests, exp.placement, options, progress, folder.path, say,
-                                  cache_state=exp.cache_state, engine=exp.engine)
+        # a user's load is kept, and a kept one of the same used instead of loading (experiments/loaded.py)
+        seeding = (loaded.loaded_seed(workload, options, exp.engine, progress_for, say, identity=identity)
+                   if identity is not None else contextlib.nullcontext((None, None)))
+        with seeding as (seed, kept), progress_for() as progress:
+            result = run_workload(workload, requests, exp.placement,
+                                  replace(options, seed=seed) if seed is not None else options, progress,
+                                  folder.path, say, cache_state=exp.cache_state, engine=exp.engine)
+        if kept is not None:
+            result["loaded_cluster"] = kept
         write_private(folder.path / EXPERIMENT_FILE, exp.to_toml(), mode=0o644)
         jsonout.write(folder.path / "result.json", result)
         runview.write_page(folder.path / "report.html", f"dbtier run {exp.workload}", result)

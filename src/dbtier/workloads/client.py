@@ -172,7 +172,10 @@ class Client(restore.UserWorkload):
                          connections=self.p["connections"], connections_option="connections")
 
     def load_identity(self) -> dict:
-        return {**super().load_identity(), "prepare_command": self.p["prepare_command"]}
+        base = super().load_identity() or ({} if self.p["prepare_command"] else None)
+        if base is None or not self.p["prepare_command"]:
+            return base
+        return {**base, "prepare_command": self.p["prepare_command"]}
 
     def prepare(self, db, progress) -> None:
         self.restored = restore.load_user_setup(self, db, self.p["restore"], self.p["restore_jobs"], self.p["setup"],

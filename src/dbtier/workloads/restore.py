@@ -311,8 +311,18 @@ class UserWorkload(Workload):
         dump, setup = self.p.get("restore"), self.p.get("setup") or ()
         if dump is None and not setup:
             return None
-        return {"workload": self.name, "restore": fingerprint(dump) if dump is not None else None,
+        return {"restore": fingerprint(dump) if dump is not None else None,
                 "setup": [fingerprint(path) for path in setup]}
+
+    def load_record(self) -> dict:
+        """What the load did that a run reusing its cluster reports as its own (restore, notes, files)."""
+        return {"restored": self.restored, "setup_notes": list(self.setup_notes),
+                "fingerprints": self._fingerprints}
+
+    def reuse(self, record: dict) -> None:
+        """A kept cluster of the same load stands for this one's: what its load did, as if done here."""
+        self.restored, self.setup_notes = record.get("restored"), list(record.get("setup_notes") or [])
+        self._fingerprints = record.get("fingerprints")
 
     def files(self) -> list[dict]:
         out = list(self._fingerprints or [])

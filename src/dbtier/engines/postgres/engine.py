@@ -63,6 +63,16 @@ class Postgres:
         device = DeviceSpec(SEED_DEVICE, load("ram-san"), spec="ram-san")
         return Lab([device], placement.parse([], [SEED_DEVICE]), replace(options, trace=False, keep=False), say)
 
+    def version(self, options: LabOptions) -> str:
+        """The server's version the lab would run ("18.1")."""
+        from dbtier.engines.postgres import binaries
+        return binaries.find(options.pg_bin).version
+
+    def kept_clusters(self, workspace_root):
+        """The loaded clusters kept in the workspace (engines/postgres/kept.py)."""
+        from dbtier.engines.postgres.kept import KeptClusters
+        return KeptClusters(workspace_root)
+
     def describe(self) -> dict:
         return {"name": self.name}
 
