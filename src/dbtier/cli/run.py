@@ -146,7 +146,11 @@ def run(ctx, experiment_path, **runtime) -> Path | None:
 def experiment_of(cls, kw: dict, **given) -> Experiment:
     """The experiment a workload's command line describes (`given`: options that come another way,
     as a compare's layout's devices and placement, typed)."""
-    shared = {o.key: kw[o.key] for o in OPTIONS if o.experiment and o.key in kw}
+    ctx = click.get_current_context(silent=True)
+    # an option left at its default is not given: the experiment's defaults apply (and --settings-from's
+    # shared_buffers stands for a --cache not given)
+    defaulted = {k for k in kw if ctx is not None and ctx.get_parameter_source(k) == click.core.ParameterSource.DEFAULT}
+    shared = {o.key: kw[o.key] for o in OPTIONS if o.experiment and o.key in kw and o.key not in defaulted}
     return Experiment.from_options(cls.name, **{**shared, **given}, **{p.key: kw[p.key] for p in cls.params})
 
 

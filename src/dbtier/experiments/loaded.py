@@ -70,10 +70,15 @@ def loaded_seed(workload: Workload, options, engine: str, progress_for: Callable
                 "kept clusters may take")
             yield seed, {"key": key, "reused": False, "kept_at": None}
             return
-    with store.use(key) as kept:
-        if kept is None:  # removed between keeping and use: not expected, but never a run on nothing
-            raise RuntimeError(f"the kept cluster {key} went away before it was used")
-        yield kept.seed, {"key": key, "reused": False, "kept_at": kept.created}
+    try:
+        with store.use(key) as kept:
+            if kept is None:  # removed between keeping and use: not expected, but never a run on nothing
+                raise RuntimeError(f"the kept cluster {key} went away before it was used")
+            yield kept.seed, {"key": key, "reused": False, "kept_at": kept.created}
+    except BaseException:  # a run that fails leaves nothing behind, the load it kept included
+        with contextlib.suppress(Exception):
+            store.remove(key)
+        raise
 
 
 def describe(kept) -> dict:

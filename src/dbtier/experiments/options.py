@@ -49,6 +49,10 @@ OPTIONS = (
            type=("direct", "buffered", "dsync"), default="direct"),
     Option("set", "Server", "any PostgreSQL setting, on top of dbtier's preset (repeatable)", multiple=True,
            metavar="NAME=VALUE"),
+    Option("settings-from", "Server", "production's settings: a snapshot 'dbtier stats snapshot' wrote; those that "
+           "shape I/O and plans are applied (work_mem, WAL and checkpoints, autovacuum, parallel query, JIT, the "
+           "planner's costs; shared_buffers as --cache unless that is given), within --scale-model; --set wins",
+           type=Path, metavar="SNAPSHOT"),
     Option("pg-bin", "Server", "another PostgreSQL 18 install's bin folder (default: the embedded one)", type=Path),
     Option("cache-state", "Emulation", "cold: restarted, caches empty; hot: the workload run once first; cross: a "
            "different query over the same data run first (seed 001)", type=("cold", "hot", "cross"), default="cold"),

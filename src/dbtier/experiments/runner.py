@@ -109,8 +109,10 @@ def lab_options(exp: Experiment, workspace: Path | None = None, keep: bool = Fal
     """The lab's options and devices for an experiment, its scale model applied: (options, devices,
     the scale model or None)."""
     options = engines.get(exp.engine).lab_options(
-        cache_bytes=exp.cache_bytes, io_mode=exp.io_mode, page_cache_bytes=exp.page_cache_bytes, sets=dict(exp.settings),
-        pg_bin=exp.pg_bin, workspace=workspace, trace=exp.trace, keep=keep, cpu_scale=exp.cpu_scale)
+        cache_bytes=exp.cache_bytes, io_mode=exp.io_mode, page_cache_bytes=exp.page_cache_bytes,
+        sets={**(exp.production["applied"] if exp.production else {}), **exp.settings},  # --set wins
+        pg_bin=exp.pg_bin, workspace=workspace, trace=exp.trace, keep=keep, cpu_scale=exp.cpu_scale,
+        production=exp.production)
     return scale_model.apply(exp.scale_factor, options, list(exp.devices), exp.engine)
 
 

@@ -63,6 +63,14 @@ class Postgres:
         device = DeviceSpec(SEED_DEVICE, load("ram-san"), spec="ram-san")
         return Lab([device], placement.parse([], [SEED_DEVICE]), replace(options, trace=False, keep=False), say)
 
+    def settings_from(self, path) -> dict:
+        """Production's settings from a snapshot file (engines/postgres/production.py), checked: the file,
+        the server, every setting as shown, those applied (postgresql.conf text) and its cache in bytes."""
+        from dbtier.engines.postgres import production
+        snapshot = production.read(path)
+        applied, cache = production.applied(snapshot)
+        return {**production.describe(snapshot), "applied": applied, "cache_bytes": cache}
+
     def version(self, options: LabOptions) -> str:
         """The server's version the lab would run ("18.1")."""
         from dbtier.engines.postgres import binaries

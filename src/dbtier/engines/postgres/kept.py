@@ -221,4 +221,6 @@ class KeptClusters:
         finally:
             os.close(fd)
         shutil.rmtree(doomed, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            os.rmdir(self.root)  # the last one: nothing of them is left in the workspace
         return int(kept.record.get("bytes", 0))
