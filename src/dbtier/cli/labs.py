@@ -70,12 +70,12 @@ def labs(ctx, workspace: Path | None, json_path: Path | None, quiet: bool) -> No
 
 
 @labs.command()
-@click.argument("keys", nargs=-1, metavar="KEY...")
+@click.argument("keys", nargs=-1, metavar="KEY")
 @click.option("--all", "everything", is_flag=True, help="remove every kept cluster")
 @_WORKSPACE
 @click.option("--quiet", "-q", is_flag=True, help="print nothing")
 def remove(keys: tuple[str, ...], everything: bool, workspace: Path | None, quiet: bool) -> None:
-    """Remove kept clusters: KEY as 'dbtier labs' lists it, or --all."""
+    """Remove kept clusters: each KEY as 'dbtier labs' lists it, or --all."""
     if everything and keys:
         raise UserError("give keys or --all, not both")
     if everything:

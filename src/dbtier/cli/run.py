@@ -41,6 +41,8 @@ class GroupedCommand(click.Command):
     def format_options(self, ctx, formatter) -> None:
         groups: dict[str, list] = {}
         for param in self.get_params(ctx):
+            if isinstance(param, click.Argument):
+                continue  # the words after `--`: the usage line and the description say what they are
             record = param.get_help_record(ctx)
             if record is not None:
                 groups.setdefault(OPTION_GROUPS.get(param.name, f"{self.name} options"), []).append(record)

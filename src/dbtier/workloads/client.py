@@ -111,7 +111,7 @@ class Client(restore.UserWorkload):
     seed = "-"
     summary = "any client program of yours (sysbench, BenchBase, a load test), measured as it runs"
     description = (
-        "COMMAND ARGS after '--' is run as you, in this folder, with the lab's connection in libpq's environment "
+        "COMMAND (with its arguments, after '--') is run as you, in this folder, with the lab's connection in libpq's environment "
         "(PGHOST: the lab's private socket folder, PGPORT, PGUSER, PGDATABASE); '$PGHOST' and the like in its "
         "arguments are replaced by them (quote them from your shell), for a client that reads its connection only "
         "from its options, as sysbench does (--pgsql-host='$PGHOST' --pgsql-port='$PGPORT' "
@@ -134,7 +134,7 @@ class Client(restore.UserWorkload):
         Param("timeout", float, 0.0, "stop the client if it runs longer than this many seconds (0: never)",
               minimum=None),
         Param("command", str, (), "the client's command line, after '--'", multiple=True, positional=True,
-              metavar="-- COMMAND [ARGS]..."),
+              metavar="COMMAND"),
     )
 
     def __init__(self, **values):

@@ -435,7 +435,7 @@ class Lab:
                         "wal_sync_method"})
         with self.connect() as conn:
             rows = conn.execute("SELECT name, setting, unit, boot_val, source FROM pg_settings "
-                                "WHERE name = ANY(%s) OR name LIKE 'enable\_%%' ORDER BY name", (names,)).fetchall()
+                                "WHERE name = ANY(%s) OR name LIKE 'enable\\_%%' ORDER BY name", (names,)).fetchall()
         given = {k: v for k, v in self.options.sets.items() if not prod or prod["applied"].get(k) != v}
         return production.compared(rows, prod, given)
 
