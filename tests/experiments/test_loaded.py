@@ -66,6 +66,12 @@ def test_a_second_run_of_the_same_dump_does_not_restore(dump, module_shm_dir, tm
     third_out.mkdir()
     _third, r3 = _run(dump, module_shm_dir, third_out)
     assert r3["loaded_cluster"]["reused"] is False
+    # --no-reuse: loaded afresh in the run's own lab, the kept one neither used nor replaced
+    fourth_out = tmp_path / "d"
+    fourth_out.mkdir()
+    fourth, r4 = _run(dump, module_shm_dir, fourth_out, "--no-reuse")
+    assert "loaded_cluster" not in r4 and "reusing" not in fourth.stdout and r4["checks"]["restored"]["sha256"]
+    assert [k["key"] for k in _labs(module_shm_dir, tmp_path)].count(r3["loaded_cluster"]["key"]) == 1
 
 
 def test_other_settings_load_again(dump, module_shm_dir, tmp_path):

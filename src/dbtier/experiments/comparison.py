@@ -41,7 +41,7 @@ def _quiet(_prefix: str = ""):
 
 def run_comparison(layouts: list[Experiment], names: list[str], output: Path = Path("results"),
                    workspace: Path | None = None, progress_for: Callable = _quiet,
-                   say: Callable[[str], None] = print) -> Comparison:
+                   say: Callable[[str], None] = print, reuse: bool = True) -> Comparison:
     """Runs each layout (an Experiment of the same workload, options and cache state, with its own
     devices and placement) on a copy of one loaded cluster. progress_for(prefix): a context giving
     a Progress."""
@@ -57,7 +57,7 @@ def run_comparison(layouts: list[Experiment], names: list[str], output: Path = P
     results, run_dirs = [], []
     try:
         with loaded.loaded_seed(workload, options, layouts[0].engine, lambda: progress_for("setup, once: "),
-                                say) as (seed, kept):
+                                say, keep=reuse) as (seed, kept):
             for label, exp, (_w, _o, devices) in zip(names, layouts, checked):
                 with run_dir(output, f"{name}-{label}", ws) as folder:
                     with progress_for(f"{label}: ") as progress:

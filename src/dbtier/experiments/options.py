@@ -71,6 +71,9 @@ OPTIONS = (
     Option("output", "Output", "where the run directory (result.json, report.html, server.log, experiment.toml) is "
            "written", type=Path, default=Path("results"), short="-o", experiment=False),
     Option("json", "Output", "also write the result JSON here", type=Path, metavar="PATH", experiment=False),
+    Option("no-reuse", "Output", "load your dump or setup afresh: neither use a loaded cluster kept by an earlier run "
+           "of the same (dbtier labs) nor keep this one (a setup that reads files its options do not name)",
+           flag=True, experiment=False),
     Option("keep", "Output", "keep the workspace (cluster, log) after the run, for inspection", flag=True,
            experiment=False),
     Option("wide", "Output", "print every column of every table, however narrow the terminal (by default a narrow "

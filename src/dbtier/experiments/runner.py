@@ -143,17 +143,17 @@ def _quiet_progress():
 
 
 def run(exp: Experiment, output: Path = Path("results"), workspace: Path | None = None, keep: bool = False,
-        progress_for: Callable = _quiet_progress, say: Callable[[str], None] = print) -> Outcome:
+        progress_for: Callable = _quiet_progress, say: Callable[[str], None] = print, reuse: bool = True) -> Outcome:
     """Runs an experiment into a new run directory under `output` (result.json, report.html,
     server.log, experiment.toml, and trace.parquet with trace on). progress_for(): a context giving
-    a Progress."""
+    a Progress. reuse: a user's load is kept, or a kept one of the same used (experiments/loaded.py)."""
     from dbtier.report import jsonout, outputs, runview
     from dbtier.report.rundir import run_dir
     from dbtier.workspace import Workspace, write_private
 
     workload, options, requests = check(exp, workspace, keep)
     outputs.check_dir(output, "--output")
-    identity = workload.load_identity() if options.seed is None else None
+    identity = workload.load_identity() if options.seed is None and reuse else None
     with run_dir(output, exp.workload, Workspace.open(workspace)) as folder:
         # a user's load is kept, and a kept one of the same used instead of loading (experiments/loaded.py)
         seeding = (loaded.loaded_seed(workload, options, exp.engine, progress_for, say, identity=identity)
