@@ -69,6 +69,7 @@ def test_sysbench_runs_measured_with_its_tables_placed(sysbench_run):
     stdout = (run_dir / "client.stdout").read_text()
     assert "sysbench 1.0" in stdout and "total number of events:              150" in stdout
     assert "Creating table 'sbtest1'" in (run_dir / "prepare.stdout").read_text()
+    assert result["loaded_cluster"]["reused"] is False  # the prepare command's load, kept for the next run
 
 
 def test_the_trace_is_read_by_predict(sysbench_run):
@@ -116,3 +117,17 @@ def test_bad_commands_are_refused_before_anything_starts(args, message, tmp_path
     out.mkdir()
     proc = dbtier("run", "client", "-o", str(out), *args)
     assert_refused_in_one_line(proc, message, {"output": out})
+
+
+def test_advise_verifies_the_advice_on_a_client_run(sysbench_run, module_shm_dir, tmp_path):
+    """The advice is run live: the client again, on a copy of the cluster the recorded run's prepare
+    command loaded and kept (no second prepare); its run directory keeps the client's output."""
+    _result, run_dir = sysbench_run
+    dbtier("advise", str(run_dir), "--fast", "ssd=ssd-sata-mlc", "--budget", "1MB", "--verify", "1", "--workspace",
+           str(module_shm_dir), "-o", str(tmp_path), "--json", str(tmp_path / "a.json"), "-q", check=True)
+    (verified,) = tmp_path.glob("client-advised-*")
+    result = json.loads((verified / "result.json").read_text())
+    assert result["workload"] == "client" and result["elapsed_s"] > 0
+    assert result["loaded_cluster"] == {**sysbench_run[0]["loaded_cluster"], "reused": True}
+    assert "total number of events:              150" in (verified / "client.stdout").read_text()
+    assert not (verified / "prepare.stdout").exists()  # nothing prepared again

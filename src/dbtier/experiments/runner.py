@@ -97,8 +97,11 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement, opti
             if artifacts is not None and lab.save_trace(artifacts / "trace.parquet", {"workload": workload.name}):
                 result["trace"] = "trace.parquet"
             if artifacts is not None:
-                for name, path in workload.outputs().items():  # a client's own output, before the lab goes
-                    shutil.copyfile(path, artifacts / name, follow_symlinks=False)
+                for name, kept in workload.outputs().items():  # a client's own output, before the lab goes
+                    if isinstance(kept, bytes):
+                        (artifacts / name).write_bytes(kept)
+                    else:
+                        shutil.copyfile(kept, artifacts / name, follow_symlinks=False)
     finally:
         if artifacts is not None:  # the server log helps most when something failed
             (artifacts / "server.log").write_text(lab.server_log())

@@ -193,9 +193,9 @@ class Workload:
         """The user's files it ran, each {option, path, sha256} (set once they ran)."""
         return []
 
-    def outputs(self) -> dict[str, Path]:
-        """Files its programs wrote that belong in the run directory, by the name they get there (set
-        after it ran)."""
+    def outputs(self) -> dict[str, Path | bytes]:
+        """What its programs wrote that belongs in the run directory, by the name it gets there: a file
+        in the lab, or its content (set after it ran)."""
         return {}
 
     def load_identity(self) -> dict | None:

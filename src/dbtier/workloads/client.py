@@ -33,6 +33,7 @@ _REFERENCE = re.compile(r"\$(?:\{(?P<braced>" + "|".join(CONNECTION_VARS) + r")\
 #: libpq reads these too: any of the user's own would send the client elsewhere than the lab
 _LIBPQ_ENV = re.compile(r"^PG[A-Z]+$")
 OUTPUTS = ("stdout", "stderr")
+MAX_KEPT_OUTPUT = 4 << 20  # of a prepare command's output, the end
 
 
 def expand(args: list[str], connection: dict[str, str]) -> list[str]:
@@ -163,7 +164,7 @@ class Client(restore.UserWorkload):
         if p["restore"] is not None:
             restore.dump_format(p["restore"])
         self.cwd = Path.cwd()
-        self._outputs: dict[str, Path] = {}
+        self._outputs: dict[str, Path | bytes] = {}
 
     def footprint(self, cache_state: str = "cold") -> Footprint:
         """What a client writes cannot be known from its command; a dump restores to about twice its size."""
@@ -195,7 +196,10 @@ class Client(restore.UserWorkload):
         lines, elapsed = run_program(expand(argv, connection), client_env(connection), self.cwd, folder, stem, what,
                                      self.p["timeout"])
         for name in OUTPUTS:
-            self._outputs[f"{stem}.{name}"] = folder / f"{stem}.{name}"
+            path = folder / f"{stem}.{name}"
+            # the prepare command may run in a lab of its own (loaded once, then copied): its output is
+            # read now; the client's is copied from this lab at the end of the run
+            self._outputs[path.name] = path.read_bytes()[-MAX_KEPT_OUTPUT:] if stem == "prepare" else path
         return lines, elapsed
 
     def _measured(self, db, progress) -> dict:
@@ -204,5 +208,5 @@ class Client(restore.UserWorkload):
         lines, elapsed = self._run(db, argv, "client", "the client")
         return {"command": argv, "exit_status": 0, "client_elapsed_s": elapsed, "output_lines": lines}
 
-    def outputs(self) -> dict[str, Path]:
+    def outputs(self) -> dict[str, Path | bytes]:
         return dict(self._outputs)
