@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 
 import pytest
 
@@ -131,3 +132,28 @@ def test_advise_verifies_the_advice_on_a_client_run(sysbench_run, module_shm_dir
     assert result["loaded_cluster"] == {**sysbench_run[0]["loaded_cluster"], "reused": True}
     assert "total number of events:              150" in (verified / "client.stdout").read_text()
     assert not (verified / "prepare.stdout").exists()  # nothing prepared again
+
+
+def test_ctrl_c_stops_the_client_and_leaves_nothing(shm_dir, tmp_path):
+    """Ctrl-C while the client runs: the client's whole session is stopped, then the lab, and nothing
+    of the run is left (workspace, output folder, processes)."""
+    from tests.cli.test_interrupt import leftovers, processes_naming, start
+    from tests.engines.postgres.test_lifecycle import wait_for
+
+    # the client's own name, which dbtier's command line does not hold: $PGPORT is replaced for the client
+    prefix = f"dbtier-client-test-{tmp_path.name}"
+    marker = f"{prefix}-5432"
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = start(["run", "client", "-d", "d=ram-san", "--workspace", str(shm_dir), "-o", str(out), "-q", "--",
+                  "sh", "-c", 'sh -c "sleep 600; true" "$0-child" & wait', f"{prefix}-$PGPORT"])
+    try:
+        wait_for(lambda: len(processes_naming(marker)) == 2, 120, "the client and its child to start")
+        proc.send_signal(signal.SIGINT)
+        proc.wait(120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode != 0
+    assert processes_naming(marker) == [] and leftovers(shm_dir, out) == []
