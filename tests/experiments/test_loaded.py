@@ -54,6 +54,8 @@ def test_a_second_run_of_the_same_dump_does_not_restore(dump, module_shm_dir, tm
     assert f"reusing the loaded cluster from {r1['loaded_cluster']['kept_at']}" in second.stdout
     # the run reports the restore it stands on as its own: the dump's sha256 and its notes
     assert r2["files"][0]["sha256"] == r1["files"][0]["sha256"] and r2["notes"] == r1["notes"]
+    # ... and the files it ran itself as its own: this run's --run file, not the first run's
+    assert [f["path"] for f in r2["files"] if f["option"] == "run"] == [str(second_out / "count.sql")]
     assert r2["checks"]["restored"]["format"] == "custom"
     assert r2["metrics"]["statement_times"][0]["rows"] == 1  # count(*): one row, on the copied data
     (kept,) = [k for k in _labs(module_shm_dir, tmp_path) if k["key"] == r1["loaded_cluster"]["key"]]

@@ -315,14 +315,14 @@ class UserWorkload(Workload):
                 "setup": [fingerprint(path) for path in setup]}
 
     def load_record(self) -> dict:
-        """What the load did that a run reusing its cluster reports as its own (restore, notes, files)."""
-        return {"restored": self.restored, "setup_notes": list(self.setup_notes),
-                "fingerprints": self._fingerprints}
+        """What the load did that a run reusing its cluster reports as its own (its restore and notes)."""
+        return {"restored": self.restored, "setup_notes": list(self.setup_notes)}
 
     def reuse(self, record: dict) -> None:
-        """A kept cluster of the same load stands for this one's: what its load did, as if done here."""
+        """A kept cluster of the same load stands for this one's: what its load did, as if done here; the
+        files this run runs (its --run files, scripts) fingerprinted now, as a load would have."""
         self.restored, self.setup_notes = record.get("restored"), list(record.get("setup_notes") or [])
-        self._fingerprints = record.get("fingerprints")
+        self.fingerprint_files(skip="restore")
 
     def files(self) -> list[dict]:
         out = list(self._fingerprints or [])
