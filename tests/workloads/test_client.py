@@ -148,7 +148,10 @@ def test_ctrl_c_stops_the_client_and_leaves_nothing(shm_dir, tmp_path):
     proc = start(["run", "client", "-d", "d=ram-san", "--workspace", str(shm_dir), "-o", str(out), "-q", "--",
                   "sh", "-c", 'sh -c "sleep 600; true" "$0-child" & wait', f"{prefix}-$PGPORT"])
     try:
-        wait_for(lambda: len(processes_naming(marker)) == 2, 120, "the client and its child to start")
+        # the inner shell, exec'd (a copy of the outer one before its exec names "$0-child", not this)
+        wait_for(lambda: proc.poll() is not None or processes_naming(f"{marker}-child"), 300,
+                 "the client's child to start")
+        assert proc.poll() is None, f"dbtier ended before its client started: {proc.communicate()}"
         proc.send_signal(signal.SIGINT)
         proc.wait(120)
     finally:
@@ -157,3 +160,18 @@ def test_ctrl_c_stops_the_client_and_leaves_nothing(shm_dir, tmp_path):
             proc.wait()
     assert proc.returncode != 0
     assert processes_naming(marker) == [] and leftovers(shm_dir, out) == []
+
+
+def test_what_a_client_leaves_running_goes_with_it(shm_dir, tmp_path):
+    """A client that exits 0 with a helper still running in the background: the helper is stopped at the
+    end of the client's run, and the run is reported."""
+    from tests.cli.test_interrupt import leftovers, processes_naming
+
+    prefix = f"dbtier-client-bg-{tmp_path.name}"
+    out = tmp_path / "out"
+    out.mkdir()
+    dbtier("run", "client", "-d", "d=ram-san", "--workspace", str(shm_dir), "-o", str(out), "-q", "--",
+           "sh", "-c", '(sh -c "sleep 600; true" "$0-helper" &); echo started', f"{prefix}-$PGPORT", check=True)
+    (run_dir,) = out.glob("client-*")
+    assert (run_dir / "client.stdout").read_text() == "started\n"
+    assert processes_naming(f"{prefix}-5432") == [] and leftovers(shm_dir) == []

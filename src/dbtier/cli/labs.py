@@ -25,7 +25,8 @@ def _age(seconds: float) -> str:
 
 def _what(made_by: dict) -> str:
     files = [f"--{f['option']} {Path(f['path']).name}" for f in made_by.get("files", [])]
-    own = [f"--{k.replace('_', '-')} {v}" for k, v in made_by.items() if k not in ("workload", "files") and v]
+    own = [k.replace("_", " ") if v is True else f"{k.replace('_', ' ')} {v}" for k, v in made_by.items()
+           if k not in ("workload", "files") and v]
     return " ".join([made_by.get("workload", "?"), *files, *own])[:90]
 
 

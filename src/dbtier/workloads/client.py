@@ -13,10 +13,12 @@ Its standard output and error are kept in the run directory (client.stdout, clie
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -97,6 +99,8 @@ def run_program(argv: list[str], env: dict[str, str], cwd: Path, out_dir: Path, 
     except BaseException:
         lifecycle.terminate(proc, 10.0, whole_session=True)
         raise
+    finally:
+        _end_group(proc)
     elapsed = time.monotonic() - t0
     if proc.returncode != 0:
         how = (f"was killed by signal {-proc.returncode}" if proc.returncode < 0
@@ -105,6 +109,13 @@ def run_program(argv: list[str], env: dict[str, str], cwd: Path, out_dir: Path, 
     with open(paths[0], "rb") as f:
         lines = sum(1 for _ in f)
     return lines, elapsed
+
+
+def _end_group(proc: subprocess.Popen) -> None:
+    """What the program left running in its process group (a helper it started in the background, or
+    one that outlived a SIGTERM) goes with it: nothing of a client outlives its run."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 class Client(restore.UserWorkload):
