@@ -69,31 +69,54 @@ def gib_file():
 
 #: CPU time the hypervisor took during an attempt above which a timing failure may be the host's.
 STEAL_LIMIT_S = 0.02
+#: CPU time other processes of this machine took, as a share of the attempt's wall time, above which
+#: they may have taken the attempt's CPU (two CPUs: an emulated device's sleeper, the server and its
+#: client need both at times).
+OTHERS_LIMIT = 0.5
+
+
+def _machine_cpu_s() -> tuple[float, float]:
+    """(every CPU's busy time since boot, this process's and its waited-for descendants' CPU time)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:9]]
+        user, nice, system, _idle, _iowait, irq, softirq, _steal = fields
+        busy = (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        busy = 0.0
+    t = os.times()
+    return busy, t.user + t.system + t.children_user + t.children_system
 
 
 def retry_while_host_steals(attempt, check, tries: int = 4, host_slow=None):
     """Runs attempt() and check(result). A failed check is retried (up to `tries` in all, a pause
     between) only when the host was measurably the cause during that attempt: the hypervisor stole CPU
-    time (a sleeping process whose CPU is stolen wakes late), or host_slow(result) names a measurement
-    of the host's own calls outlasting the model (the emulation counts them as overruns). If every
-    attempt ran under such noise, the test is skipped with the measurements and the failure: timing
-    fidelity cannot be judged on this host just now. A failure without either fails. Returns the
-    checked result."""
+    time (a sleeping process whose CPU is stolen wakes late), other processes of this machine used more
+    than OTHERS_LIMIT of a CPU (measured, /proc/stat less this test's own processes), or
+    host_slow(result) names a measurement of the host's own calls outlasting the model (the emulation
+    counts them as overruns). If every attempt ran under such noise, the test is skipped with the
+    measurements and the failure: timing fidelity cannot be judged on this host just now. A failure
+    without any of them fails. Returns the checked result."""
     from dbtier.measure.cpu import host_steal_s
 
     for i in range(tries):
-        before = host_steal_s()
+        before, (busy0, own0), t0 = host_steal_s(), _machine_cpu_s(), time.monotonic()
         result = attempt()
         stolen = host_steal_s() - before
+        (busy1, own1), wall = _machine_cpu_s(), time.monotonic() - t0
+        others = max(0.0, (busy1 - busy0) - (own1 - own0))
         try:
             check(result)
             return result
         except AssertionError as exc:
             slow = host_slow(result) if host_slow else None
-            noise = ", ".join(filter(None, [f"the hypervisor stole {stolen:.2f} s of CPU"
-                                            if stolen >= STEAL_LIMIT_S else None, slow]))
+            noise = ", ".join(filter(None, [
+                f"the hypervisor stole {stolen:.2f} s of CPU" if stolen >= STEAL_LIMIT_S else None,
+                f"other processes used {others:.2f} s of CPU in {wall:.2f} s" if others > OTHERS_LIMIT * wall else None,
+                slow]))
             if not noise:
-                raise AssertionError(f"{exc} (host CPU steal during the attempt: {stolen:.3f} s)") from exc
+                raise AssertionError(f"{exc} (host CPU steal during the attempt: {stolen:.3f} s; other processes' "
+                                     f"CPU: {others:.2f} s in {wall:.2f} s)") from exc
             if i == tries - 1:
                 pytest.skip(f"{noise}, in each of {tries} attempts; the timing check cannot be judged now "
                             f"(last failure: {str(exc).splitlines()[0][:200]})")

@@ -46,14 +46,20 @@ def test_seed003_shape_ram_san_against_its_ide_disk(tmp_path):
     """Seed 003 (SiSoft Sandra, IOMeter): random reads tens of times faster on the RAM SAN, sequential
     reads a few times (98 against 40 MB/s)."""
     args = ("--rw", "randread,read", "--bs", "8k,1m", "--runtime", "1", "--size", "512m")
-    ram = bench(tmp_path, "-d", "ram=ram-san", *args)
-    ide = bench(tmp_path, "-d", "ide=hdd-ata-7200", *args)
-    random_ratio = row(ram, "randread", 8192)["mb_s"] / row(ide, "randread", 8192)["mb_s"]
-    sequential_ratio = row(ram, "read", 1 << 20)["mb_s"] / row(ide, "read", 1 << 20)["mb_s"]
-    assert random_ratio > 20
-    assert 1.5 < sequential_ratio < 4
-    assert row(ide, "read", 1 << 20)["mb_s"] == pytest.approx(40, rel=0.1)  # the disk's outer zone, 42 MB/s
-    assert row(ram, "read", 1 << 20)["mb_s"] == pytest.approx(94, rel=0.05)  # one 100 MB/s FC port
+
+    def attempt():
+        return bench(tmp_path, "-d", "ram=ram-san", *args), bench(tmp_path, "-d", "ide=hdd-ata-7200", *args)
+
+    def check(results):
+        ram, ide = results
+        random_ratio = row(ram, "randread", 8192)["mb_s"] / row(ide, "randread", 8192)["mb_s"]
+        sequential_ratio = row(ram, "read", 1 << 20)["mb_s"] / row(ide, "read", 1 << 20)["mb_s"]
+        assert random_ratio > 20
+        assert 1.5 < sequential_ratio < 4
+        assert row(ide, "read", 1 << 20)["mb_s"] == pytest.approx(40, rel=0.1)  # the disk's outer zone, 42 MB/s
+        assert row(ram, "read", 1 << 20)["mb_s"] == pytest.approx(94, rel=0.05)  # one 100 MB/s FC port
+
+    retry_while_host_steals(attempt, check)
 
 
 def test_buffered_rereads_come_from_the_page_cache(tmp_path):

@@ -58,7 +58,13 @@ def test_the_layouts_side_by_side(comparison):
             io = d["iostat"]
             row = f"{layout} {d['device']} {d['profile']} {fmt(io['%util'])} {fmt(io['r/s'])} {fmt(io['r_await'])}"
             assert row in words, row
-    assert doc["speedups"][0] == 1.0 and doc["speedups"][2] > 2  # every read from RAM, against a disk
+    # every read from RAM, against a disk: the devices' own waits (emulated, so the host's load hardly
+    # moves them) measured 0.64 against 2.0 ms (the scans' large reads ride a 100 MB/s port on the RAM
+    # SAN), and the elapsed time (which a busy host's CPU inflates) shorter
+    hdd_wait = doc["results"][0]["devices"][0]["iostat"]["r_await"]
+    ram_wait = doc["results"][2]["devices"][0]["iostat"]["r_await"]
+    assert ram_wait * 2 < hdd_wait, (ram_wait, hdd_wait)
+    assert doc["speedups"][0] == 1.0 and doc["speedups"][2] > 1.2, doc["speedups"]
     (summary,) = out.glob("compare-sql-*")
     assert (summary / "report.html").read_text().count("<svg") >= 2
     assert len(doc["run_dirs"]) == 3 and all((Path(d) / "result.json").exists() for d in doc["run_dirs"])

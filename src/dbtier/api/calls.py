@@ -60,7 +60,8 @@ def run(workload, **options) -> Result:
     output = Path(given.get("output") or "results")
     workspace = Path(given["workspace"]) if given.get("workspace") else None
     outcome = runner.run(exp, output, workspace, bool(given.get("keep")), say=lambda _line: None,
-                         reuse=not given.get("no_reuse"))
+                         reuse=not given.get("no_reuse"),
+                         production=Path(given["production"]) if given.get("production") else None)
     if json_path:
         jsonout.write(json_path, {**outcome.result, "run_dir": str(outcome.run_dir)})
     outcome.check()
@@ -83,6 +84,9 @@ def compare(workload: str, **options) -> Result:
 
     options = _options(workload, options)
     given = {k: options.pop(k) for k in RUNTIME if k in options}
+    if given.get("production"):
+        raise UserError("production: a comparison runs several layouts; hold each layout's run directory beside "
+                        "production with dbtier stats compare DELTA RUN_DIR")
     configs = options.pop("config", ())
     configs = compare_mod.configurations((configs,) if isinstance(configs, str) else tuple(configs),
                                          Path(options.pop("experiment")) if options.get("experiment") else None)

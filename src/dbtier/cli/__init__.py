@@ -27,7 +27,9 @@ COMMANDS = {
     "predict": ("dbtier.cli.predict", "predict"),
     "reproduce": ("dbtier.cli.reproduce", "reproduce"),
     "run": ("dbtier.cli.run", "run"),
+    "stats": ("dbtier.cli.stats", "stats"),
     "trace": ("dbtier.cli.trace_cmd", "trace"),
+    "workload": ("dbtier.cli.workload", "workload"),
 }
 
 
@@ -63,6 +65,7 @@ def cli() -> None:
       dbtier devices                       the device profiles
       dbtier devices show hdd-sata-7200    one profile and its expected latencies
       dbtier exec -d d=ssd-sata-mlc:/dev/shm/d -- fio ...    any program on a device
+      dbtier workload import postgresql-*.csv -o mywork   production's workload from its log
     """
 
 

@@ -14,11 +14,15 @@ VERIFY_MAX = 10
 
 
 @click.command(context_settings={"max_content_width": 100})
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dir", type=click.Path(path_type=Path), required=False)
+@click.option("--from-stats", "from_stats", type=click.Path(path_type=Path), metavar="DELTA",
+              help="instead of a run: estimate from production's statistics alone (a 'dbtier stats delta' file), "
+                   "without predicting or running anything")
 @click.option("--fast", required=True, metavar="NAME=PROFILE",
               help="the fast device: a profile from 'dbtier devices' (a device of the run, or a new one)")
 @click.option("--slow", metavar="NAME=PROFILE",
-              help="the slow device (default: the device the run's data was on, with its profile)")
+              help="the slow device (default: the device the run's data was on, with its profile; with --from-stats "
+                   "production's device, PROFILE alone naming it 'slow', default hdd-sata-7200)")
 @click.option("--budget", metavar="SIZE", help="how much the fast device holds for this database, e.g. 2GB")
 @click.option("--cost", metavar="fast=$/GB,slow=$/GB", help="the two devices' prices per GiB (with --max-cost)")
 @click.option("--max-cost", type=float, metavar="$", help="what the storage may cost in all (with --cost)")
@@ -32,7 +36,7 @@ VERIFY_MAX = 10
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="also write the advice as JSON here")
 @click.option("-q", "--quiet", is_flag=True, help="print only errors and the advice's directory")
 @click.option("--wide", is_flag=True, help="print every column, however narrow the terminal")
-def advise(run_dir: Path, fast, slow, budget, cost, max_cost, verify, workspace, output, json_path, quiet,
+def advise(run_dir: Path | None, from_stats: Path | None, fast, slow, budget, cost, max_cost, verify, workspace, output, json_path, quiet,
            wide) -> None:
     """Where should limited fast storage go? Advice from a recorded run, predicted and verified.
 
@@ -55,7 +59,18 @@ def advise(run_dir: Path, fast, slow, budget, cost, max_cost, verify, workspace,
     fast storage curve (where the next gigabyte stops paying), and the objects that matter with what
     the run measured of them. --verify K runs the K best live and prints predicted beside measured.
     A prediction keeps what the run decided: its database cache, plans and data (see 'dbtier
-    predict --help')."""
+    predict --help').
+
+    \b
+    --from-stats DELTA estimates from production's statistics instead, with no run:
+      dbtier advise --from-stats hour.json --fast nvme=nvme-gen4 --budget 20GB --slow hdd-sata-7200
+    each object's reads and writes per second, the share of them random as far as the statistics
+    tell, times the two devices' expected 8 KiB latencies, chosen under the budget by the same
+    knapsack; printed as an estimate with its assumptions, and with the command that checks it live."""
+    if from_stats is not None:
+        return _from_stats(run_dir, from_stats, fast, slow, budget, cost, max_cost, verify, json_path, quiet)
+    if run_dir is None:
+        raise UserError("give the run directory to advise on (dbtier run ... --trace printed it), or --from-stats DELTA")
     if verify < 0 or verify > VERIFY_MAX:
         raise UserError(f"--verify {verify}: give 0 (none) to {VERIFY_MAX} placements to run live")
     outputs.check_dir(output, "--output")
@@ -119,3 +134,26 @@ def advise(run_dir: Path, fast, slow, budget, cost, max_cost, verify, workspace,
     adviseview.show(out, doc)
     out.print(f"advice: {advice_dir} (result.json, report.html)", markup=False, soft_wrap=True)
 
+
+
+def _from_stats(run_dir, delta_path, fast, slow, budget, cost, max_cost, verify, json_path, quiet) -> None:
+    if run_dir is not None:
+        raise UserError(f"give a run directory ({run_dir}) or --from-stats DELTA, not both")
+    if verify:
+        raise UserError("--verify runs a run's placements live; an estimate from statistics has no run: use the "
+                        "command it prints to check it")
+    if json_path is not None:
+        json_path = outputs.check_file(json_path, "--json")
+    from dbtier.advisor import from_stats
+    from dbtier.production import delta as delta_mod
+    from dbtier.report import productionview
+    from dbtier.report.terminal import console
+
+    doc = from_stats.estimate(delta_mod.read(delta_path), fast, slow, budget, cost, max_cost)
+    if json_path is not None:
+        jsonout.write(json_path, doc)
+    out = console()
+    if quiet:
+        out.print(doc["recommended"]["place"], markup=False)
+        return
+    productionview.show_estimate(out, doc)

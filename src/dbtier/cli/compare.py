@@ -26,7 +26,7 @@ CONFIG_OPTIONS = (
 
 
 class CompareGroup(WorkloadGroup):
-    skip = LAYOUT_KEYS
+    skip = (*LAYOUT_KEYS, "production")  # a comparison is of layouts; 'stats compare' takes each run directory
     extra = CONFIG_OPTIONS
 
     @staticmethod

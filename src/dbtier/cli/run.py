@@ -167,7 +167,7 @@ def run_experiment(exp: Experiment, kw: dict) -> Path:
     say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
     json_path = outputs.check_file(kw["json"], "--json") if kw["json"] else None
     outcome = runner.run(exp, kw["output"], kw["workspace"], kw["keep"], lambda: progress_for(out, kw["quiet"]), say,
-                         reuse=not kw.get("no_reuse"))
+                         reuse=not kw.get("no_reuse"), production=kw.get("production"))
     if not kw["quiet"]:
         from dbtier.report import runview
 

@@ -78,6 +78,9 @@ OPTIONS = (
            experiment=False),
     Option("wide", "Output", "print every column of every table, however narrow the terminal (by default a narrow "
            "one leaves the least needed columns out, and says which)", flag=True, experiment=False),
+    Option("production", "Output", "a 'dbtier stats delta' file: put the run beside production (per object its share "
+           "of blocks read and written there and here, their rank correlation, where and why they differ) in the "
+           "report and result.json", type=Path, metavar="DELTA", experiment=False),
     Option("quiet", "Output", "print only errors and the run directory", flag=True, short="-q", experiment=False),
 )
 

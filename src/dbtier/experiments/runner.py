@@ -146,16 +146,23 @@ def _quiet_progress():
 
 
 def run(exp: Experiment, output: Path = Path("results"), workspace: Path | None = None, keep: bool = False,
-        progress_for: Callable = _quiet_progress, say: Callable[[str], None] = print, reuse: bool = True) -> Outcome:
+        progress_for: Callable = _quiet_progress, say: Callable[[str], None] = print, reuse: bool = True,
+        production: Path | None = None) -> Outcome:
     """Runs an experiment into a new run directory under `output` (result.json, report.html,
     server.log, experiment.toml, and trace.parquet with trace on). progress_for(): a context giving
-    a Progress. reuse: a user's load is kept, or a kept one of the same used (experiments/loaded.py)."""
+    a Progress. reuse: a user's load is kept, or a kept one of the same used (experiments/loaded.py).
+    production: a stats delta the run is put beside (result.json's `production`)."""
     from dbtier.report import jsonout, outputs, runview
     from dbtier.report.rundir import run_dir
     from dbtier.workspace import Workspace, write_private
 
     workload, options, requests = check(exp, workspace, keep)
     outputs.check_dir(output, "--output")
+    delta = None
+    if production is not None:  # read and checked before the run, which it cannot change
+        from dbtier.production import delta as delta_mod
+
+        delta = delta_mod.read(production)
     identity = workload.load_identity() if options.seed is None and reuse else None
     with run_dir(output, exp.workload, Workspace.open(workspace)) as folder:
         # a user's load is kept, and a kept one of the same used instead of loading (experiments/loaded.py)
@@ -167,6 +174,10 @@ def run(exp: Experiment, output: Path = Path("results"), workspace: Path | None 
                                   folder.path, say, cache_state=exp.cache_state, engine=exp.engine)
         if kept is not None:
             result["loaded_cluster"] = kept
+        if delta is not None:
+            from dbtier.production import labcompare
+
+            result["production"] = labcompare.compare(delta, result)
         write_private(folder.path / EXPERIMENT_FILE, exp.to_toml(), mode=0o644)
         jsonout.write(folder.path / "result.json", result)
         runview.write_page(folder.path / "report.html", f"dbtier run {exp.workload}", result)

@@ -11,8 +11,8 @@ CAPTURE = {
     "log_disconnections": ("on", "when each session ends"),
     "log_min_error_statement": ("error", "the statement a failure answered, so a replay can expect it"),
     "log_parameter_max_length": ("-1", "bind parameters logged whole (DETAIL: Parameters: $1 = ...)"),
-    "log_line_prefix": ("'%m [%p] %q%u@%d/%a %c '", "stderr logs only: time, process, user, database, "
-                                                     "application and session of every line"),
+    "log_line_prefix": ("'%m [%p] %q%u@%d/%a %c %e '", "stderr logs only: time, process, user, database, "
+                                                        "application, session and SQLSTATE of every line"),
     "lc_messages": ("'C'", "English messages, which the reader recognises"),
 }
 

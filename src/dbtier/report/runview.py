@@ -296,6 +296,7 @@ def print_run(console, result: dict) -> None:
         for view in phase_views(result):
             for note in fidelity_notes(view):
                 console.print(f"note: {view['workload']}: {note}", markup=False)
+        _print_production(console, result)
         if settings_table:
             show(console, settings_table)
         return
@@ -318,6 +319,15 @@ def print_run(console, result: dict) -> None:
         show(console, settings_table)
     for note in fidelity_notes(result):
         console.print(f"note: {note}", markup=False)
+    _print_production(console, result)
+
+
+def _print_production(console, result: dict) -> None:
+    """The run beside production (run --production DELTA)."""
+    if result.get("production"):
+        from dbtier.report import productionview
+
+        productionview.show_comparison(console, result["production"])
 
 
 def iostat_data(devices: list[dict], caption: str = "devices (iostat -x)") -> TableData:
@@ -346,6 +356,11 @@ def object_time_chart(result: dict, limit: int = 10) -> str | None:
 
 
 def run_sections(result: dict) -> list[Section]:
+    if result.get("production"):
+        from dbtier.report import productionview
+
+        return run_sections({k: v for k, v in result.items() if k != "production"}) + [
+            productionview.section(result["production"])]
     if result.get("phases"):
         views = phase_views(result)
         chart = charts.time_split([ph["phase"] for ph in result["phases"]], [v["server_cpu_s"] for v in views],
