@@ -21,18 +21,12 @@ PRODUCTION = {"shared_buffers": "48MB", "work_mem": "16MB", "random_page_cost": 
 
 @pytest.fixture(scope="module")
 def snapshot(module_shm_dir, tmp_path_factory) -> Path:
-    """A snapshot of a real server's pg_settings, in the snapshot's format (format 1)."""
+    """A real server's snapshot, as `dbtier stats snapshot` takes and writes it."""
+    from dbtier.production import snapshot as snap
+
     path = tmp_path_factory.mktemp("prod") / "snapshot.json"
     with production_lab(module_shm_dir, sets=PRODUCTION) as lab, lab.connect() as conn:
-        rows = conn.execute("SELECT name, setting, unit, source, boot_val, reset_val, vartype FROM pg_settings").fetchall()
-        version, num, ident = conn.execute("SELECT current_setting('server_version'), "
-                                           "current_setting('server_version_num')::int, system_identifier "
-                                           "FROM pg_control_system()").fetchone()
-    doc = {"format": 1, "server": {"version": version, "version_num": num, "system_identifier": str(ident),
-                                   "database": "dbtier"},
-           "settings": {r[0]: dict(zip(("setting", "unit", "source", "boot_val", "reset_val", "vartype"), r[1:]))
-                        for r in rows}}
-    path.write_text(json.dumps(doc, indent=1))
+        snap.write_json(path, snap.take(conn))
     return path
 
 
@@ -60,6 +54,7 @@ def test_production_settings_are_applied_and_shown(snapshot, module_shm_dir, tmp
     lab = result["lab"]
     assert lab["cache_bytes"] == 48 << 20  # production's shared_buffers, --cache not given
     assert lab["production"]["file"] == str(snapshot) and lab["production"]["applied"]["random_page_cost"] == "1.1"
+    assert lab["production"]["server"]["version"].startswith("18.")
     assert "listen_addresses" not in lab["production"]["applied"] and "io_method" not in lab["production"]["applied"]
     rows = {r["setting"]: r for r in lab["settings_compared"]}
     assert rows["work_mem"] == {"setting": "work_mem", "run": "8MB", "default": "4MB", "production": "16MB",

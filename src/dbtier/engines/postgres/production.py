@@ -136,7 +136,9 @@ def applied(snapshot: Snapshot) -> tuple[dict[str, str], int | None]:
 
 def describe(snapshot: Snapshot) -> dict:
     """What a run records of production's settings: the file, the server, each setting as shown."""
-    return {"file": str(snapshot.path), "server": {k: snapshot.server.get(k) for k in ("version", "database")},
+    version = str(snapshot.server.get("version"))  # version(): "PostgreSQL 18.1 on x86_64-pc-linux-gnu, ..."
+    version = version.split()[1] if version.startswith("PostgreSQL ") and len(version.split()) > 1 else version[:40]
+    return {"file": str(snapshot.path), "server": {"version": version, "database": snapshot.server.get("database")},
             "settings": {name: shown(row["setting"], row.get("unit")) for name, row in snapshot.settings.items()}}
 
 
