@@ -12,16 +12,19 @@ test: setup native-test python-test
 
 setup: $(VENV)/.installed
 
-# fio is what users compare dbtier with; the tests run it through the interposer.
+# fio is what users compare dbtier with; the tests run it through the interposer. sysbench is a client
+# nobody here wrote, which the tests of `dbtier run client` run against the lab.
 system-packages:
-	@if ! command -v fio >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing fio (Debian package)"; \
-	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio >/dev/null; \
-	  else \
-	    echo "note: fio is not installed (sudo apt-get install fio); the tests that run it will be skipped"; \
+	@for pkg in fio sysbench; do \
+	  if ! command -v $$pkg >/dev/null 2>&1; then \
+	    if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	      echo "installing $$pkg (Debian package)"; \
+	      apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null; \
+	    else \
+	      echo "note: $$pkg is not installed (sudo apt-get install $$pkg); the tests that run it will be skipped"; \
+	    fi; \
 	  fi; \
-	fi
+	done
 
 $(VENV)/.installed: $(SOURCES) | system-packages
 	python3 -m venv $(VENV)

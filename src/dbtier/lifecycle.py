@@ -30,6 +30,25 @@ def shielded():
             signal.signal(sig, handler)
 
 
+def terminate(proc, timeout: float = 30.0, whole_session: bool = False) -> None:
+    """SIGTERM to a child we started in a session of its own (or to its whole session), then SIGKILL to
+    the session if it lingers; waits for it."""
+    import subprocess
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        try:
+            if sig == signal.SIGTERM and not whole_session:
+                proc.send_signal(sig)
+            else:
+                os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def dies_with_us(cmd: list[str], sig: str = "TERM") -> list[str]:
     """cmd, started through util-linux's setpriv so that it gets `sig` if dbtier dies, even by SIGKILL."""
     setpriv = shutil.which("setpriv")

@@ -172,4 +172,9 @@ def test_the_tutorial_runs_as_printed(tmp_path, module_shm_dir):
             # 20 GB holds all of this database: the advice puts what it reads on NVMe, which the disk's
             # 5 ms reads make several times faster (2x keeps the host's timing out of the answer)
             assert doc["speedups"][0] == 1.0 and doc["speedups"][1] > 2, doc["speedups"]
+            # the dump the run restored was kept: advise --verify and compare copied it, restoring nothing
+            assert "reusing the loaded cluster from" in out, out[:400]
     assert set(said) == {"RUN_DIR", "PLACE"}
+    # the tutorial's commands use the default workspace: what they kept there goes
+    key = json.loads((Path(said["RUN_DIR"]) / "result.json").read_text())["loaded_cluster"]["key"]
+    dbtier("labs", "remove", key, check=True)

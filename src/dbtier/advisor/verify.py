@@ -104,15 +104,16 @@ def run(rec: Recording, devices: list[DeviceSpec], placements: list[tuple[str, P
     workload, options = workload_of(rec), options_of(rec, workspace_path)
     cache_state = rec.result.get("cache_state", "cold")
     out = []
-    with compare_mod.seed_lab(options, say) as seed_lab:
-        with progress_for("setup, once: ") as progress:
-            workload.prepare(seed_lab.handle, progress)
-        seed = seed_lab.seed()
+    from dbtier.experiments.loaded import loaded_seed
+
+    with loaded_seed(workload, options, "postgres", lambda: progress_for("setup, once: "), say) as (seed, kept):
         for label, placement in placements:
             with run_dir(output, f"{workload.name}-{label}", workspace) as folder:
                 with progress_for(f"{label}: ") as progress:
                     result = run_workload(workload, devices, placement, replace(options, seed=seed), progress,
                                           folder.path, say, cache_state)
+                if kept is not None:
+                    result["loaded_cluster"] = kept
                 jsonout.write(folder.path / "result.json", result)
                 runview.write_page(folder.path / "report.html", f"dbtier advise, verifying {label}", result)
             folder.check()

@@ -2,7 +2,8 @@
 that build one: each keyword is an option of `dbtier run WORKLOAD --help` with its dashes written as
 underscores (`io_mode="buffered"`, `rows=300`), or a one-letter option's letter (pgbench's `T=30` is
 `-T 30`), a list for a repeatable option, True for a flag; devices may be given as `DeviceSpec`s and
-the placement as a `Placement`. Where the run goes: `output`, `workspace`, `keep`, `json`. It runs
+the placement as a `Placement`. Where the run goes: `output`, `workspace`, `keep`, `json` (and
+`no_reuse`: load afresh, see `dbtier labs`). It runs
 what the command runs (the same checks, run directory and cleanup) and returns the run directory,
 loaded. It raises UserError for bad input (the command's one-line message), WorkloadError when the
 workload ran but its result check failed (nothing is reported as valid), and KeyboardInterrupt on
@@ -59,6 +60,7 @@ def run(workload, **options) -> Result:
     output = Path(given.get("output") or "results")
     workspace = Path(given["workspace"]) if given.get("workspace") else None
     outcome = runner.run(exp, output, workspace, bool(given.get("keep")), say=lambda _line: None,
+                         reuse=not given.get("no_reuse"),
                          production=Path(given["production"]) if given.get("production") else None)
     if json_path:
         jsonout.write(json_path, {**outcome.result, "run_dir": str(outcome.run_dir)})
@@ -95,7 +97,8 @@ def compare(workload: str, **options) -> Result:
     layouts = [replace(base, devices=tuple(c.devices), placement=c.placement) for c in configs]
     json_path = outputs.check_file(Path(given["json"]), "--json") if given.get("json") else None
     done = run_comparison(layouts, [c.name for c in configs], Path(given.get("output") or "results"),
-                          Path(given["workspace"]) if given.get("workspace") else None, say=lambda _line: None)
+                          Path(given["workspace"]) if given.get("workspace") else None, say=lambda _line: None,
+                          reuse=not given.get("no_reuse"))
     if json_path:
         jsonout.write(json_path, {**done.doc, "run_dir": str(done.run_dir)})
     done.check()

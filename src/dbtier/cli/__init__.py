@@ -23,6 +23,7 @@ COMMANDS = {
     "devices": ("dbtier.cli.devices", "devices"),
     "exec": ("dbtier.cli.exec_cmd", "exec_command"),
     "iobench": ("dbtier.cli.iobench", "iobench"),
+    "labs": ("dbtier.cli.labs", "labs"),
     "predict": ("dbtier.cli.predict", "predict"),
     "reproduce": ("dbtier.cli.reproduce", "reproduce"),
     "run": ("dbtier.cli.run", "run"),

@@ -63,7 +63,8 @@ def execute(cls, kw: dict) -> Path:
     json_path = outputs.check_file(kw["json"], "--json") if kw["json"] else None
     try:
         done = run_comparison(layouts, [c.name for c in configs], kw["output"], kw["workspace"],
-                              lambda prefix: progress_for(out, kw["quiet"], prefix=prefix), say)
+                              lambda prefix: progress_for(out, kw["quiet"], prefix=prefix), say,
+                              reuse=not kw.get("no_reuse"))
     except KeyboardInterrupt as exc:
         for d in getattr(exc, "kept_run_dirs", []):
             out.print(f"kept: {d}", markup=False)

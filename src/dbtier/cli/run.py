@@ -46,7 +46,7 @@ class GroupedCommand(click.Command):
                 formatter.write_dl(list(self.arguments))
         groups: dict[str, list] = {}
         for param in self.get_params(ctx):
-            if isinstance(param, click.Argument):  # in Arguments, with its help
+            if isinstance(param, click.Argument):  # in Arguments with its help, or the words after `--`
                 continue
             record = param.get_help_record(ctx)
             if record is not None:
@@ -106,6 +106,9 @@ def workload_command(cls, execute_, skip=(), extra=()) -> click.Command:
     for option in reversed(extra):
         func = option(func)
     for p in reversed(cls.params):  # the workload's own parameters first in --help
+        if p.trailing:  # after `--`: passed on untouched, options and all
+            func = click.argument(p.key, nargs=-1, type=click.UNPROCESSED, metavar=p.metavar)(func)
+            continue
         kind = click.Choice(p.choices) if p.choices else p.type
         if p.positional:  # required on the command line; its help in the command's Arguments section
             kind = click.Path(path_type=Path) if p.type is Path else kind
@@ -156,7 +159,11 @@ def run(ctx, experiment_path, **runtime) -> Path | None:
 def experiment_of(cls, kw: dict, **given) -> Experiment:
     """The experiment a workload's command line describes (`given`: options that come another way,
     as a compare's layout's devices and placement, typed)."""
-    shared = {o.key: kw[o.key] for o in OPTIONS if o.experiment and o.key in kw}
+    ctx = click.get_current_context(silent=True)
+    # an option left at its default is not given: the experiment's defaults apply (and --settings-from's
+    # shared_buffers stands for a --cache not given)
+    defaulted = {k for k in kw if ctx is not None and ctx.get_parameter_source(k) == click.core.ParameterSource.DEFAULT}
+    shared = {o.key: kw[o.key] for o in OPTIONS if o.experiment and o.key in kw and o.key not in defaulted}
     return Experiment.from_options(cls.name, **{**shared, **given}, **{p.key: kw[p.key] for p in cls.params})
 
 
@@ -171,7 +178,7 @@ def run_experiment(exp: Experiment, kw: dict) -> Path:
     say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
     json_path = outputs.check_file(kw["json"], "--json") if kw["json"] else None
     outcome = runner.run(exp, kw["output"], kw["workspace"], kw["keep"], lambda: progress_for(out, kw["quiet"]), say,
-                         production=kw.get("production"))
+                         reuse=not kw.get("no_reuse"), production=kw.get("production"))
     if not kw["quiet"]:
         from dbtier.report import runview
 

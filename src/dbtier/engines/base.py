@@ -61,6 +61,17 @@ class Engine(Protocol):
     def seed_lab(self, options, say: Callable[[str], None]) -> ContextManager:
         """A lab of one device where a workload's data is loaded once, to be copied into others (compare)."""
 
+    def settings_from(self, path) -> dict:
+        """Production's settings from a snapshot file, checked: {file, server, settings (as shown), applied
+        (name -> the lab's text), cache_bytes (its database cache, or None)}."""
+
+    def version(self, options) -> str:
+        """The server's version its lab would run: part of what a kept loaded cluster is keyed by."""
+
+    def kept_clusters(self, workspace_root) -> Any:
+        """Its loaded clusters kept in the workspace: keep(lab, seed, key, record), use(key), entries(),
+        remove(key) (engines/postgres/kept.py)."""
+
     def describe(self) -> dict:
         """The engine as a result records it."""
 

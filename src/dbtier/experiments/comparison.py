@@ -17,7 +17,7 @@ from typing import Callable
 
 from dbtier.errors import UserError
 from dbtier.experiments import compare as compare_mod
-from dbtier.experiments import runner
+from dbtier.experiments import loaded, runner
 from dbtier.experiments.experiment import EXPERIMENT_FILE, Experiment
 from dbtier.workloads.base import QuietProgress
 
@@ -41,7 +41,7 @@ def _quiet(_prefix: str = ""):
 
 def run_comparison(layouts: list[Experiment], names: list[str], output: Path = Path("results"),
                    workspace: Path | None = None, progress_for: Callable = _quiet,
-                   say: Callable[[str], None] = print) -> Comparison:
+                   say: Callable[[str], None] = print, reuse: bool = True) -> Comparison:
     """Runs each layout (an Experiment of the same workload, options and cache state, with its own
     devices and placement) on a copy of one loaded cluster. progress_for(prefix): a context giving
     a Progress."""
@@ -56,15 +56,15 @@ def run_comparison(layouts: list[Experiment], names: list[str], output: Path = P
     name = layouts[0].workload
     results, run_dirs = [], []
     try:
-        with compare_mod.seed_lab(options, say, layouts[0].engine) as seed_lab:
-            with progress_for("setup, once: ") as progress:
-                workload.prepare(seed_lab.handle, progress)
-            seed = seed_lab.seed()
+        with loaded.loaded_seed(workload, options, layouts[0].engine, lambda: progress_for("setup, once: "),
+                                say, keep=reuse) as (seed, kept):
             for label, exp, (_w, _o, devices) in zip(names, layouts, checked):
                 with run_dir(output, f"{name}-{label}", ws) as folder:
                     with progress_for(f"{label}: ") as progress:
                         result = runner.run_workload(workload, devices, exp.placement, replace(options, seed=seed),
                                                      progress, folder.path, say, engine=exp.engine)
+                    if kept is not None:
+                        result["loaded_cluster"] = kept
                     result["configuration"] = compare_mod.Config(label, list(exp.devices), exp.placement).describe()
                     write_private(folder.path / EXPERIMENT_FILE, exp.to_toml(), mode=0o644)
                     jsonout.write(folder.path / "result.json", result)

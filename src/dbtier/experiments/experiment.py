@@ -8,7 +8,7 @@
 
 Sizes are bytes and factors are numbers once read: the option text (`"32MB"`) is parsed here, once.
 A TOML file's keys are the options' names (`device`, `place`, `cache`, `io-mode`, `page-cache`,
-`cache-state`, `cpu-scale`, `scale-model`, `set`, `pg-bin`, `trace`, and the workload's own, as
+`cache-state`, `cpu-scale`, `scale-model`, `set`, `settings-from`, `pg-bin`, `trace`, and the workload's own, as
 `rows`); `set` is a table of settings. Relative paths in a file are read from the file's folder."""
 
 from __future__ import annotations
@@ -56,6 +56,8 @@ class Experiment:
     pg_bin: Path | None = None
     trace: bool = False
     engine: str = "postgres"
+    settings_from: Path | None = None                     # production's snapshot (--settings-from)
+    production: dict | None = None                        # what it holds and applies (engine.settings_from)
 
     # -- readers --------------------------------------------------------------------------------
 
@@ -84,6 +86,10 @@ class Experiment:
         sets = given.get("set", {})
         sets = engine.parse_settings([f"{k}={v}" for k, v in sets.items()] if isinstance(sets, dict)
                                      else [sets] if isinstance(sets, str) else list(sets))
+        settings_from = _path(given["settings_from"], base) if given.get("settings_from") else None
+        production = engine.settings_from(settings_from) if settings_from else None
+        if "cache" not in given and production and production["cache_bytes"]:
+            given["cache"] = production["cache_bytes"]  # production's shared_buffers, unless --cache is given
         cache = _size(given.get("cache", DEFAULT_CACHE), "--cache")
         page_cache = _size(given["page_cache"], "--page-cache") if given.get("page_cache") else None
         io_mode = given.get("io_mode", engine.default_io_mode)
@@ -99,7 +105,7 @@ class Experiment:
                    cpu_scale=_number(given.get("cpu_scale", 1.0), "--cpu-scale"),
                    scale_factor=_number(given.get("scale_model", 1.0), "--scale-model"),
                    settings=sets, pg_bin=_path(pg_bin, base) if pg_bin else None, trace=bool(given.get("trace")),
-                   engine=engine.name)
+                   engine=engine.name, settings_from=settings_from, production=production)
 
     @classmethod
     def from_dict(cls, doc: dict, where: str, base: Path | None = None) -> "Experiment":
@@ -171,6 +177,8 @@ class Experiment:
                   f"trace = {_toml(self.trace)}"]
         if self.pg_bin is not None:
             lines.append(f"pg-bin = {_toml(str(self.pg_bin))}")
+        if self.settings_from is not None:
+            lines.append(f"settings-from = {_toml(str(self.settings_from))}")
         workload = self.make_workload()
         for p in workload.params:
             value = workload.p[p.key]

@@ -49,6 +49,10 @@ OPTIONS = (
            type=("direct", "buffered", "dsync"), default="direct"),
     Option("set", "Server", "any PostgreSQL setting, on top of dbtier's preset (repeatable)", multiple=True,
            metavar="NAME=VALUE"),
+    Option("settings-from", "Server", "production's settings: a snapshot 'dbtier stats snapshot' wrote; those that "
+           "shape I/O and plans are applied (work_mem, WAL and checkpoints, autovacuum, parallel query, JIT, the "
+           "planner's costs; shared_buffers as --cache unless that is given), within --scale-model; --set wins",
+           type=Path, metavar="SNAPSHOT"),
     Option("pg-bin", "Server", "another PostgreSQL 18 install's bin folder (default: the embedded one)", type=Path),
     Option("cache-state", "Emulation", "cold: restarted, caches empty; hot: the workload run once first; cross: a "
            "different query over the same data run first (seed 001)", type=("cold", "hot", "cross"), default="cold"),
@@ -67,6 +71,9 @@ OPTIONS = (
     Option("output", "Output", "where the run directory (result.json, report.html, server.log, experiment.toml) is "
            "written", type=Path, default=Path("results"), short="-o", experiment=False),
     Option("json", "Output", "also write the result JSON here", type=Path, metavar="PATH", experiment=False),
+    Option("no-reuse", "Output", "load your dump or setup afresh: neither use a loaded cluster kept by an earlier run "
+           "of the same (dbtier labs) nor keep this one (a setup that reads files its options do not name)",
+           flag=True, experiment=False),
     Option("keep", "Output", "keep the workspace (cluster, log) after the run, for inspection", flag=True,
            experiment=False),
     Option("wide", "Output", "print every column of every table, however narrow the terminal (by default a narrow "

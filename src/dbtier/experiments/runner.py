@@ -10,15 +10,16 @@ compare and advise --verify call for each layout."""
 from __future__ import annotations
 
 import contextlib
+import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from dbtier import engines
 from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
-from dbtier.experiments import preflight, scale_model
+from dbtier.experiments import loaded, preflight, scale_model
 from dbtier.experiments.experiment import EXPERIMENT_FILE, Experiment
 from dbtier.workloads.base import Progress, QuietProgress, Workload, check_cache_state
 
@@ -95,6 +96,12 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement, opti
                 result["phases"] = phases
             if artifacts is not None and lab.save_trace(artifacts / "trace.parquet", {"workload": workload.name}):
                 result["trace"] = "trace.parquet"
+            if artifacts is not None:
+                for name, kept in workload.outputs().items():  # a client's own output, before the lab goes
+                    if isinstance(kept, bytes):
+                        (artifacts / name).write_bytes(kept)
+                    else:
+                        shutil.copyfile(kept, artifacts / name, follow_symlinks=False)
     finally:
         if artifacts is not None:  # the server log helps most when something failed
             (artifacts / "server.log").write_text(lab.server_log())
@@ -105,8 +112,10 @@ def lab_options(exp: Experiment, workspace: Path | None = None, keep: bool = Fal
     """The lab's options and devices for an experiment, its scale model applied: (options, devices,
     the scale model or None)."""
     options = engines.get(exp.engine).lab_options(
-        cache_bytes=exp.cache_bytes, io_mode=exp.io_mode, page_cache_bytes=exp.page_cache_bytes, sets=dict(exp.settings),
-        pg_bin=exp.pg_bin, workspace=workspace, trace=exp.trace, keep=keep, cpu_scale=exp.cpu_scale)
+        cache_bytes=exp.cache_bytes, io_mode=exp.io_mode, page_cache_bytes=exp.page_cache_bytes,
+        sets={**(exp.production["applied"] if exp.production else {}), **exp.settings},  # --set wins
+        pg_bin=exp.pg_bin, workspace=workspace, trace=exp.trace, keep=keep, cpu_scale=exp.cpu_scale,
+        production=exp.production)
     return scale_model.apply(exp.scale_factor, options, list(exp.devices), exp.engine)
 
 
@@ -137,11 +146,12 @@ def _quiet_progress():
 
 
 def run(exp: Experiment, output: Path = Path("results"), workspace: Path | None = None, keep: bool = False,
-        progress_for: Callable = _quiet_progress, say: Callable[[str], None] = print,
+        progress_for: Callable = _quiet_progress, say: Callable[[str], None] = print, reuse: bool = True,
         production: Path | None = None) -> Outcome:
     """Runs an experiment into a new run directory under `output` (result.json, report.html,
     server.log, experiment.toml, and trace.parquet with trace on). progress_for(): a context giving
-    a Progress. production: a stats delta the run is put beside (result.json's `production`)."""
+    a Progress. reuse: a user's load is kept, or a kept one of the same used (experiments/loaded.py).
+    production: a stats delta the run is put beside (result.json's `production`)."""
     from dbtier.report import jsonout, outputs, runview
     from dbtier.report.rundir import run_dir
     from dbtier.workspace import Workspace, write_private
@@ -153,10 +163,17 @@ def run(exp: Experiment, output: Path = Path("results"), workspace: Path | None 
         from dbtier.production import delta as delta_mod
 
         delta = delta_mod.read(production)
+    identity = workload.load_identity() if options.seed is None and reuse else None
     with run_dir(output, exp.workload, Workspace.open(workspace)) as folder:
-        with progress_for() as progress:
-            result = run_workload(workload, requests, exp.placement, options, progress, folder.path, say,
-                                  cache_state=exp.cache_state, engine=exp.engine)
+        # a user's load is kept, and a kept one of the same used instead of loading (experiments/loaded.py)
+        seeding = (loaded.loaded_seed(workload, options, exp.engine, progress_for, say, identity=identity)
+                   if identity is not None else contextlib.nullcontext((None, None)))
+        with seeding as (seed, kept), progress_for() as progress:
+            result = run_workload(workload, requests, exp.placement,
+                                  replace(options, seed=seed) if seed is not None else options, progress,
+                                  folder.path, say, cache_state=exp.cache_state, engine=exp.engine)
+        if kept is not None:
+            result["loaded_cluster"] = kept
         if delta is not None:
             from dbtier.production import labcompare
 

@@ -250,6 +250,22 @@ def throughput_line(result: dict, width: int = 60) -> str | None:
             f"min {fmt(min(per_s))}, max {fmt(max(per_s))}")
 
 
+def settings_data(result: dict) -> TableData | None:
+    """The settings the run used where they differ from PostgreSQL's defaults or production's."""
+    lab = result.get("lab") or {}
+    rows = lab.get("settings_compared") or []
+    if not rows:
+        return None
+    prod = lab.get("production")
+    caption = ("settings: this run's where they differ from PostgreSQL's defaults"
+               + (f" or production's ({prod['file']}, PostgreSQL {prod['server'].get('version')})" if prod else
+                  " (--settings-from SNAPSHOT adds production's)"))
+    columns = ["setting", "this run", "PostgreSQL's default", *(["production"] if prod else []), "from"]
+    return TableData(columns, [[r["setting"], str(r["run"]), str(r["default"]),
+                                *([str(r["production"]) if r["production"] is not None else "-"] if prod else []),
+                                r["from"]] for r in rows], caption, len(columns))
+
+
 def write_page(path, title: str, result: dict) -> None:
     """A run's report.html: its verdict first, then its sections (for run, and for each layout a
     comparison or an advice's verification ran)."""
@@ -266,6 +282,7 @@ def print_run(console, result: dict) -> None:
     for note in result.get("notes", []):
         console.print(f"note: {note}", markup=False)
     statements = statements_data(result)
+    settings_table = settings_data(result)
     if result.get("phases"):
         show(console, phases_data(result))
         if statements:
@@ -280,6 +297,8 @@ def print_run(console, result: dict) -> None:
             for note in fidelity_notes(view):
                 console.print(f"note: {view['workload']}: {note}", markup=False)
         _print_production(console, result)
+        if settings_table:
+            show(console, settings_table)
         return
     console.print(summary_table(result))
     show(console, iostat_data(result["devices"], "devices over the measured interval (iostat -x)"), IOSTAT_DROP)
@@ -299,6 +318,8 @@ def print_run(console, result: dict) -> None:
     if tps:
         console.print(tps, markup=False)
     show(console, objects_data(result))
+    if settings_table:
+        show(console, settings_table)
     for note in fidelity_notes(result):
         console.print(f"note: {note}", markup=False)
     _print_production(console, result)
@@ -349,8 +370,10 @@ def run_sections(result: dict) -> list[Section]:
                                   [v["io_wait_s"] for v in views], [v["elapsed_s"] for v in views],
                                   "where the time went, per phase")
         statements = statements_data(result)
+        settings_table = settings_data(result)
         top = Section(f"{result['workload']} placed {placement_text(result)}", charts=[c for c in [chart] if c],
-                      tables=[phases_data(result), *([statements] if statements else [])])
+                      tables=[phases_data(result), *([statements] if statements else []),
+                              *([settings_table] if settings_table else [])])
         return [top] + [section for view in views for section in run_sections(view)]
     objects = TableData(["object", "kind", "device", "tablespace", "MiB", "path"],
                         [[o["object"], o["kind"], str(o["device"]), o["tablespace"], fmt(o["bytes"] / 1048576),
@@ -359,9 +382,10 @@ def run_sections(result: dict) -> list[Section]:
     extra = [t for t in (statements_data(result), scripts_data(result), latency_data(result),
                          replayview.classes_data(result, fold=True)) if t]
     replay_text = [line for line in [replayview.faithfulness_line(result), *replayview.detail_lines(result)] if line]
+    settings_table = settings_data(result)
     per_s = (result.get("metrics") or {}).get("transactions_per_s") or []
     tps_chart = charts.over_time(per_s, "transactions per second", "throughput over the run") if len(per_s) > 1 else None
     return [Section(f"{result['workload']} placed {placement_text(result)}", text=replay_text + fidelity_notes(result),
                     charts=[c for c in [tps_chart, object_time_chart(result)] if c],
                     tables=[times, *extra, events_data(result), iostat_data(result["devices"]), object_io_data(result),
-                            stat_io_data(result), objects])]
+                            stat_io_data(result), objects, *([settings_table] if settings_table else [])])]

@@ -25,10 +25,15 @@ class Param:
     flags: tuple[str, ...] = ()  # other names for it (pgbench's -c, -j, ...)
     metavar: str | None = None
     positional: bool = False  # given without its name (dbtier run replay WORKLOAD_DIR): metavar names it
+    #: the words after `--` on the command line (a program's own command line): a tuple of text, given
+    #: as a list in an experiment file
+    trailing: bool = False
 
     def __post_init__(self):
         if self.positional and (self.multiple or self.flags or self.type is bool or not self.metavar):
             raise ValueError(f"{self.name}: a positional parameter is one value, named by its metavar")
+        if self.trailing and not self.multiple:
+            raise ValueError(f"{self.name}: the words after '--' are a tuple (multiple=True)")
 
     @property
     def key(self) -> str:
@@ -194,6 +199,16 @@ class Workload:
     def files(self) -> list[dict]:
         """The user's files it ran, each {option, path, sha256} (set once they ran)."""
         return []
+
+    def outputs(self) -> dict[str, Path | bytes]:
+        """What its programs wrote that belongs in the run directory, by the name it gets there: a file
+        in the lab, or its content (set after it ran)."""
+        return {}
+
+    def load_identity(self) -> dict | None:
+        """What makes its loaded data what it is (its input files' sha256, its load's own parameters), for
+        a loaded cluster to be kept and used again by a later run of the same; None: not kept."""
+        return None
 
     def warm_cross(self, lab, progress: Progress) -> None:
         """Seed 001's "cross" cache: before the measured run, a different query over the same data

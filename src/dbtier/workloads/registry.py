@@ -24,6 +24,7 @@ WORKLOADS: dict[str, tuple[str, str]] = {
     "pgbench": ("user_pgbench", "UserPgbench"),
     "sql": ("user_sql", "UserSql"),
     "replay": ("replay", "Replay"),
+    "client": ("client", "Client"),
 }
 
 

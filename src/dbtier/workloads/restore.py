@@ -18,6 +18,7 @@ import tarfile
 from pathlib import Path
 
 from dbtier.errors import UserError
+from dbtier.workloads import sqlfile
 from dbtier.workloads.base import Workload
 
 CUSTOM_MAGIC = b"PGDMP"
@@ -102,15 +103,60 @@ def psql_error(stderr: str, what: str, line_offset: int = 0) -> str:
     return f"{what}: {lines[-1] if lines else 'psql failed'}"
 
 
-def run_setup_file(db, path: Path, shown: str | None = None) -> None:
+_CREATE_ROLE = re.compile(r"^\s*CREATE\s+(?:ROLE|USER|GROUP)\s+\"?([A-Za-z_][\w$]*)\"?", re.I | re.M)
+_ROLE_NAMED = re.compile(r"(?:OWNER TO|TO|FROM|AUTHORIZATION) \"?([A-Za-z_][\w$]*)\"?")
+
+
+def _lacking_roles_copy(path: Path, have: set[str], folder: Path) -> tuple[Path | None, int, set[str]]:
+    """A setup file whose ownership and privilege lines name roles the lab lacks (a schema dumped from
+    production: `ALTER TABLE ... OWNER TO postgres`): a copy in `folder` with those lines blanked (line
+    numbers kept), as a dump's are on restore; None when it names none. Roles the file creates itself
+    count as the lab's. Returns (the copy, lines blanked, the roles they named)."""
+    text = sqlfile.read_text(path, "--setup")
+    have = have | {r.lower() for r in _CREATE_ROLE.findall(text)} | {"public", "current_user", "session_user",
+                                                                      "current_role"}
+    lines, blanked, roles, in_copy = text.splitlines(keepends=True), 0, set(), False
+    for number, line in enumerate(lines):
+        if in_copy:
+            in_copy = line.rstrip("\n") != "\\."
+        elif line.startswith("COPY ") and line.rstrip().endswith("FROM stdin;"):
+            in_copy = True
+        elif _OWNERSHIP.match(line):
+            named = {r for r in _ROLE_NAMED.findall(line) if r.lower() not in have}
+            if named:
+                roles |= named
+                blanked += 1
+                lines[number] = "\n"
+    if not blanked:
+        return None, 0, set()
+    copy = folder / f"{secrets.token_hex(4)}-{path.name}"
+    with open(copy, "x", encoding="utf-8") as out:
+        out.writelines(lines)
+    return copy, blanked, roles
+
+
+def run_setup_file(db, path: Path, shown: str | None = None) -> list[str]:
     """A setup file of the user's own, by psql as the user (so psql's own commands work there too, with
-    the user's rights), stopping at the first error."""
-    proc = db.client("psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(path), db.database, as_me=True).run()
+    the user's rights), stopping at the first error. Ownership and privilege lines that name roles the
+    lab lacks are left out (see _lacking_roles_copy); returns the note that says so."""
+    have = {r[0].lower() for r in db.execute("SELECT rolname FROM pg_roles")}
+    copy, blanked, roles = _lacking_roles_copy(path, have, db.client_dir("setup"))
+    notes = ([f"{shown or path.name}: {blanked} ownership and privilege statement(s) naming roles the lab lacks "
+              f"({', '.join(sorted(roles))}) were left out: the lab has no roles but its own"] if blanked else [])
+    try:
+        proc = db.client("psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(copy or path), db.database,
+                         as_me=True).run()
+    finally:
+        if copy is not None:
+            copy.unlink()
     if proc.returncode != 0:
         message = psql_error(proc.stderr, f"--setup {shown or path}")
+        if copy is not None:
+            message = message.replace(str(copy), shown or str(path))
         if shown:
             message = message.replace(str(path), shown)
         raise UserError(message)
+    return notes
 
 
 def _restricted_copy(src: Path, dest_fd: int, key: str) -> tuple[int, set[str], str]:
@@ -228,9 +274,11 @@ def load_user_setup(workload: "UserWorkload", db, dump: Path | None, jobs: int, 
     restore did (None without a dump)."""
     workload.fingerprint_files(skip="restore")  # the dump's is taken as it is read
     restored = restore(db, Path(dump), jobs, progress) if dump is not None else None
+    notes = []
     for path in setup_files:
         progress.phase(f"setup: {Path(path).name}")
-        run_setup_file(db, Path(path).resolve())
+        notes += run_setup_file(db, Path(path).resolve())
+    workload.setup_notes = notes
     return restored
 
 
@@ -241,6 +289,7 @@ class UserWorkload(Workload):
     before they are run again (advise --verify)."""
     user_objects = True
     restored: dict | None = None
+    setup_notes: list[str] = []
     _fingerprints: list[dict] | None = None
 
     def user_files(self) -> list[tuple[str, Path]]:
@@ -257,6 +306,24 @@ class UserWorkload(Workload):
         self._fingerprints = [{"option": option, "path": str(path), "sha256": fingerprint(path)}
                               for option, path in self.user_files() if option != skip]
 
+    def load_identity(self) -> dict | None:
+        """The dump's and setup files' sha256 (None without either: nothing worth keeping)."""
+        dump, setup = self.p.get("restore"), self.p.get("setup") or ()
+        if dump is None and not setup:
+            return None
+        return {"restore": fingerprint(dump) if dump is not None else None,
+                "setup": [fingerprint(path) for path in setup]}
+
+    def load_record(self) -> dict:
+        """What the load did that a run reusing its cluster reports as its own (its restore and notes)."""
+        return {"restored": self.restored, "setup_notes": list(self.setup_notes)}
+
+    def reuse(self, record: dict) -> None:
+        """A kept cluster of the same load stands for this one's: what its load did, as if done here; the
+        files this run runs (its --run files, scripts) fingerprinted now, as a load would have."""
+        self.restored, self.setup_notes = record.get("restored"), list(record.get("setup_notes") or [])
+        self.fingerprint_files(skip="restore")
+
     def files(self) -> list[dict]:
         out = list(self._fingerprints or [])
         if self.restored:
@@ -267,4 +334,4 @@ class UserWorkload(Workload):
         return {"restored": self.restored} if self.restored else {}
 
     def notes(self) -> list[str]:
-        return list(self.restored["notes"]) if self.restored else []
+        return (list(self.restored["notes"]) if self.restored else []) + list(self.setup_notes)

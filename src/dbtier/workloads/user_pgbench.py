@@ -126,6 +126,11 @@ class UserPgbench(restore.UserWorkload):
         return Footprint(objects, wal=2 * sum(objects.values()) + 500 * txns, scratch=64 * txns + size,
                          connections=self.p["client"], connections_option="client")
 
+    def load_identity(self) -> dict | None:
+        """pgbench -i's tables at their scale, or the dump and setup files; all vacuumed."""
+        base = super().load_identity() or ({"workload": self.name} if self.p["init"] else None)
+        return {**base, "init_scale": self.p["scale"] if self.p["init"] else None, "vacuum": True} if base else None
+
     def prepare(self, db, progress) -> None:
         if self.p["init"]:
             progress.phase(f"pgbench -i -s {self.p['scale']}")

@@ -52,23 +52,6 @@ def _log_tail(path: Path, lines: int = 12) -> str:
     return "\n".join(text[-lines:])
 
 
-def _terminate(proc: subprocess.Popen, timeout: float = 30.0) -> None:
-    """SIGTERM to the child, then SIGKILL to its process group if it lingers; waits for it."""
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
-        try:
-            if sig == signal.SIGTERM:
-                proc.send_signal(sig)
-            else:
-                os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 AUTO_CONF = "postgresql.auto.conf"
 
 
@@ -140,7 +123,7 @@ class Cluster:
             self.claim.watch(proc.pid, self.user.uid, signal.SIGTERM)
             output, _ = proc.communicate()
         except BaseException:
-            _terminate(proc)
+            lifecycle.terminate(proc)
             raise
         self.claim.unwatch(proc.pid)
         if proc.returncode != 0:

@@ -63,6 +63,24 @@ class Postgres:
         device = DeviceSpec(SEED_DEVICE, load("ram-san"), spec="ram-san")
         return Lab([device], placement.parse([], [SEED_DEVICE]), replace(options, trace=False, keep=False), say)
 
+    def settings_from(self, path) -> dict:
+        """Production's settings from a snapshot file (engines/postgres/production.py), checked: the file,
+        the server, every setting as shown, those applied (postgresql.conf text) and its cache in bytes."""
+        from dbtier.engines.postgres import production
+        snapshot = production.read(path)
+        applied, cache = production.applied(snapshot)
+        return {**production.describe(snapshot), "applied": applied, "cache_bytes": cache}
+
+    def version(self, options: LabOptions) -> str:
+        """The server's version the lab would run ("18.1")."""
+        from dbtier.engines.postgres import binaries
+        return binaries.find(options.pg_bin).version
+
+    def kept_clusters(self, workspace_root):
+        """The loaded clusters kept in the workspace (engines/postgres/kept.py)."""
+        from dbtier.engines.postgres.kept import KeptClusters
+        return KeptClusters(workspace_root)
+
     def describe(self) -> dict:
         return {"name": self.name}
 

@@ -132,6 +132,13 @@ class LabHandle:
             return Client(argv, dict(cluster.env), self.client_dir(), {})
         return Client(argv, dict(cluster.env), self.scratch_dir(), cluster.user.popen_kwargs())
 
+    def connection_env(self) -> dict[str, str]:
+        """The lab's connection as libpq's environment says it: its private socket folder, port, user
+        and database."""
+        from dbtier.engines.postgres.cluster import PORT, SUPERUSER
+        return {"PGHOST": str(self._lab.cluster.socket_dir), "PGPORT": str(PORT), "PGUSER": SUPERUSER,
+                "PGDATABASE": self.database}
+
     def objects(self, dbname: str | None = None) -> list[DbObject]:
         """Every table, index and materialized view outside the system schemas (TOAST excluded: it goes
         with its table), with its size, tablespace and device."""

@@ -62,6 +62,7 @@ class LabOptions:
     seed: Seed | None = None     # a loaded cluster to copy instead of a new one (dbtier compare)
     cpu_scale: float = 1.0       # the server's CPU K times slower (CPU time dilation; clients unchanged)
     scale_model: dict | None = None  # set by scale_model.apply: the sizes above are 1/F of the system's
+    production: dict | None = None   # production's settings (--settings-from): applied ones are in sets
 
 
 @dataclass
@@ -423,6 +424,21 @@ class Lab:
         """The run's trace (with --trace) as Parquet at `out`, with what a replay needs of its course."""
         return self.recording.save(self.session, out, meta) if self.options.trace else None
 
+    def settings_compared(self) -> list[dict]:
+        """The settings this run used where they differ from PostgreSQL's defaults or production's
+        (engines/postgres/production.py), read from the server itself; [] once it has stopped."""
+        from dbtier.engines.postgres import production
+        if self.cluster is None or not self.cluster.running:
+            return []
+        prod = self.options.production
+        names = sorted({*production.APPLIED, *settings.PRESET, *self.options.sets, "shared_buffers", "debug_io_direct",
+                        "wal_sync_method"})
+        with self.connect() as conn:
+            rows = conn.execute("SELECT name, setting, unit, boot_val, source FROM pg_settings "
+                                "WHERE name = ANY(%s) OR name LIKE 'enable\\_%%' ORDER BY name", (names,)).fetchall()
+        given = {k: v for k, v in self.options.sets.items() if not prod or prod["applied"].get(k) != v}
+        return production.compared(rows, prod, given)
+
     def describe(self) -> dict:
         return {
             "postgres": {"version": self.install.version, "bin": str(self.install.bin_dir), "user": self.user.name},
@@ -435,6 +451,9 @@ class Lab:
             "settings": {k: v for k, v in getattr(self, "server_settings", {}).items()
                          if k != "unix_socket_directories"},
             "user_settings": dict(self.options.sets),
+            **({"production": {k: self.options.production[k] for k in ("file", "server", "applied")}}
+               if self.options.production else {}),
+            "settings_compared": self.settings_compared(),
             "placement": self.placement.describe(),
             "devices": self.session.describe() if self.session else [],
         }
