@@ -39,7 +39,7 @@ native-test:
 	ctest --test-dir build/asan --output-on-failure
 
 python-test: setup
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=20
 
 bench: setup
 	$(PY) bench/interposer_overhead.py
@@ -48,6 +48,9 @@ bench: setup
 	$(PY) bench/sql_overhead.py
 	$(PY) bench/predict_accuracy.py
 	$(PY) bench/advise_quality.py
+	$(PY) bench/import_speed.py
+	$(PY) bench/replay_rate.py
+	$(PY) bench/replay_fidelity.py
 
 clean:
 	rm -rf $(VENV) build

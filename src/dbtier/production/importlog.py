@@ -36,6 +36,7 @@ from dbtier.production.capture import Capture, Source
 from dbtier.production.logread import (FORMATS, Clock, Entry, Unreadable, detect_format, read_csvlog,
                                        read_jsonlog)
 from dbtier.production.logstderr import Prefix, guess, read_stderr
+from dbtier.production.snapshot import MARKER as SNAPSHOT_MARKER
 from dbtier.production.stmtclass import Classifier
 from dbtier.production.workdir import check_output, write_workload
 
@@ -333,6 +334,13 @@ def _build(asm: _Assembler, paths, sources, fmt, pfx, database, user, clock: Clo
         notes.append(f"{unknown:,} statements of sessions whose database the log does not tell (they began "
                      "before it) are left out")
     ours = [s for s in asm.sessions if s.database == database]
+    # `dbtier stats snapshot`'s own sessions (its queries marked, on a connection of its own): monitoring,
+    # not the workload, and they read views a lab without production's extensions would refuse
+    snapshots = [s for s in ours if any(SNAPSHOT_MARKER in st[4] for st in s.statements)]
+    if snapshots:
+        ours = [s for s in ours if not any(s is t for t in snapshots)]
+        notes.append(f"{len(snapshots)} session(s) of dbtier stats snapshot left out "
+                     f"({sum(len(s.statements) for s in snapshots):,} statements)")
     other_users = 0
     if user is not None:
         other_users = sum(len(s.statements) for s in ours if s.user != user)
@@ -388,7 +396,7 @@ def _build(asm: _Assembler, paths, sources, fmt, pfx, database, user, clock: Clo
         "execute": by_kind["execute"], "prepared": len(prepared), "classes": classes.num_rows,
         "copy_from_stdin": sum(s.copy_in for s in kept), "fastpath": sum(s.fastpath for s in kept),
         "portal_fetches": sum(s.fetches for s in kept), "other_databases": sum(per_db.values()) - per_db[database],
-        "other_users": other_users,
+        "other_users": other_users, "snapshot_sessions": len(snapshots),
         "unknown_database": unknown, "errors": errors, "unreadable_lines": bad.count,
     }
     if counts["copy_from_stdin"] or counts["fastpath"] or counts["portal_fetches"]:

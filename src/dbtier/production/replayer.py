@@ -286,8 +286,8 @@ class _Watchdog(threading.Thread):
         session = int(np.searchsorted(plan.first, k, side="right") - 1)
         rp.out.stalls.append({
             "session": session, "seq": k - plan.first[session], "class_id": int(plan.class_id[k]),
-            "statement": plan.text[k].decode(errors="replace")[:SHOWN_CHARS], "waited_s": round(float(waited_s), 3),
-            "blocked_by": [{"session": rp.who.get(bpid), "pid": bpid, "state": state, "statement": query}
+            "statement": shown(plan.text[k]), "waited_s": round(float(waited_s), 3),
+            "blocked_by": [{"session": rp.who.get(bpid), "pid": bpid, "state": state, "statement": shown(query)}
                            for bpid, state, query in holders]})
 
 
@@ -311,6 +311,15 @@ class _Session:
         self.message: str | None = None
         self.connected = False
         self.step = ""
+
+
+def shown(text, limit: int = SHOWN_CHARS) -> str:
+    """A statement or message as a report shows it: one line (its whitespace runs, newlines among
+    them, one space; other control characters dropped), at most `limit` characters."""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    one = " ".join("".join(ch for ch in (text or "") if ch.isprintable() or ch.isspace()).split())
+    return one if len(one) <= limit else one[:limit - 1] + "\u2026"
 
 
 def _first_line(text: str) -> str:
@@ -638,7 +647,7 @@ def summarize(plan: Plan, outcome: Outcome, capture) -> dict:
         lat = latency[mask]
         lat = lat[~np.isnan(lat)]
         pm = prod_mean.get(int(cid))
-        classes.append({"class_id": int(cid), "normalized": normalized.get(int(cid), ""), "count": int(mask.sum()),
+        classes.append({"class_id": int(cid), "normalized": shown(normalized.get(int(cid), ""), 4096), "count": int(mask.sum()),
                         "errors": int(failed[mask].sum()), "new_errors": int(new[mask].sum()),
                         "mean_ms": _ms(lat), "p50_ms": _ms(lat, 50), "p95_ms": _ms(lat, 95), "p99_ms": _ms(lat, 99),
                         "production_mean_ms": None if pm is None else 1e3 * pm})
@@ -649,8 +658,8 @@ def summarize(plan: Plan, outcome: Outcome, capture) -> dict:
     for k in np.flatnonzero(new)[:FIRST_FAILURES]:
         session = int(np.searchsorted(plan.first, k, side="right") - 1)
         firsts.append({"class_id": int(plan.class_id[k]), "session": session, "seq": int(k - plan.first[session]),
-                       "sqlstate": outcome.error_state[k], "message": outcome.error_message[k],
-                       "statement": plan.text[k].decode(errors="replace")[:SHOWN_CHARS]})
+                       "sqlstate": outcome.error_state[k], "message": shown(outcome.error_message[k], 4096),
+                       "statement": shown(plan.text[k])})
     settings = outcome.settings or Settings()
     counts = capture.counts
     return {

@@ -1,0 +1,171 @@
+"""How faithfully `dbtier run replay` plays back a production workload, and how well `predict` foresees
+it elsewhere (issue 30's goals).
+
+Production is a real server whose files sit on emulated devices (everything on a 7,200 rpm disk), so
+the replay has a ground truth on the same devices: pgbench's TPC-B-like script on 4 clients plus
+three sessions of reporting SQL (an aggregate over the accounts, a branch's history, a teller
+summary, each followed by a few seconds of think time), for --minutes, logged as the import wants it.
+The dump is taken as the capture begins (the log is rotated then, and only the hour's files are
+imported). Then:
+
+1. the log imported (`workload import`): its statement classes and counts;
+2. replayed at 1x on the same devices from that dump (`run replay --trace`): statement class counts
+   against production (goal: within 1%), elapsed against production's (goal: within 5%), max lag
+   against the schedule (goal: under 1 s);
+3. replayed with `--speed max` on a RAM SAN: statements per second (goal: at least 5,000 per process);
+4. a `--speed max` replay on the production devices, traced, predicted on two other layouts
+   (everything on a SATA SSD; the WAL alone on it), each run live as fast: prediction error (goal: at
+   most 10% each). At 1x a replay's elapsed time is its schedule's on any layout; as fast as it can
+   go, it is the work's.
+
+Prints each figure beside its goal. Run: python bench/replay_fidelity.py [--minutes 10] [--json PATH]
+(about five times --minutes, plus the loads)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+
+import dbtier
+from dbtier.devices.spec import parse_all
+from dbtier.engines.postgres import placement
+from dbtier.engines.postgres.lab import Lab, LabOptions
+from dbtier.production import capture
+from dbtier.production.importlog import import_logs
+from dbtier.production.logsettings import CAPTURE, STATISTICS, as_sets
+
+PRODUCTION_DEVICE = "hdd=hdd-sata-7200"
+SCALE = 10                 # pgbench's scale: 1,000,000 accounts, about 150 MB with its indexes
+CLIENTS = 4
+REPORTERS = 3
+THINK_S = 3.0
+REPORTS = (
+    "SELECT bid, sum(abalance), count(*) FROM pgbench_accounts WHERE aid BETWEEN %(lo)s AND %(lo)s + 50000 GROUP BY bid",
+    "SELECT tid, count(*), sum(delta) FROM pgbench_history WHERE bid = %(bid)s GROUP BY tid ORDER BY 2 DESC",
+    "SELECT t.tid, t.tbalance, b.bbalance FROM pgbench_tellers t JOIN pgbench_branches b USING (bid) ORDER BY t.tbalance DESC LIMIT 5",
+)
+LAYOUTS = {"all on the SSD": (["ssd=ssd-sata-mlc"], []),
+           "WAL on the SSD": ([PRODUCTION_DEVICE, "ssd=ssd-sata-mlc"], ["data=hdd,wal=ssd"])}
+
+
+def _reporter(dsn: str, seed: int, deadline: float, counts: list[int]) -> None:
+    rng = random.Random(seed)
+    with psycopg.connect(dsn, autocommit=True, application_name=f"report-{seed}") as conn:
+        while time.monotonic() < deadline:
+            conn.execute(rng.choice(REPORTS), {"lo": rng.randint(1, SCALE * 100000 - 50000), "bid": rng.randint(1, SCALE)})
+            counts[0] += 1
+            time.sleep(min(THINK_S * rng.uniform(0.5, 1.5), max(0.0, deadline - time.monotonic())))
+
+
+def production(work: Path, minutes: float) -> dict:
+    """The production run: its dump, its log files of the hour, and its own figures."""
+    sets = as_sets(CAPTURE, STATISTICS)
+    sets.update({"logging_collector": "on", "log_destination": "'csvlog'", "log_rotation_size": "0",
+                 "max_connections": "40"})
+    with Lab(parse_all([PRODUCTION_DEVICE]), placement.parse([], ["hdd"]),
+             LabOptions(sets=sets), say=print) as lab:
+        dsn = f"host={lab.cluster.socket_dir} port=5432 user=dbtier dbname=dbtier"
+        pgbench = str(lab.install.exe("pgbench"))
+        print(f"loading pgbench at scale {SCALE} (emulation paused)")
+        subprocess.run([pgbench, "-i", "-q", "-s", str(SCALE), dsn], check=True, capture_output=True)
+        subprocess.run([str(lab.install.exe("pg_dump")), "-Fc", "-f", str(work / "production.dump"), dsn], check=True)
+        lab.restart_cold()  # (a new log file, named to the second)
+        time.sleep(1.1)  # so the rotation's file is another: the capture's alone
+        before = set((lab.cluster.pgdata / "log").glob("*.csv"))
+        with lab.connect() as conn:
+            conn.execute("SELECT pg_rotate_logfile()")
+        time.sleep(0.5)
+        print(f"production: pgbench ({CLIENTS} clients) and {REPORTERS} reporting sessions for {minutes:g} min")
+        counts = [0]
+        with lab.measure(label="production") as m:
+            deadline = time.monotonic() + minutes * 60
+            threads = [threading.Thread(target=_reporter, args=(dsn, k, deadline, counts)) for k in range(REPORTERS)]
+            for t in threads:
+                t.start()
+            subprocess.run([pgbench, "-n", "-c", str(CLIENTS), "-j", "2", "-T", str(int(minutes * 60)), "-M",
+                            "prepared", dsn], check=True, capture_output=True)
+            for t in threads:
+                t.join()
+        logs = sorted(set((lab.cluster.pgdata / "log").glob("*.csv")) - before)
+        for log in logs:
+            shutil.copy(log, work / log.name)
+        return {"logs": [work / log.name for log in logs], "elapsed_s": m.result["elapsed_s"], "reports": counts[0]}
+
+
+def replay(work: Path, name: str, devices: list[str], place: list[str], **options) -> Path:
+    result = dbtier.run("replay", workload_dir=str(work / "captured"), restore=str(work / "production.dump"),
+                        device=devices, place=place, output=str(work / name),
+                        set=["max_connections=40"], **options)
+    return result.path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10.0, help="production's length (default 10)")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="replay-fidelity-", dir="/var/tmp"))
+    figures: dict = {}
+    try:
+        prod = production(work, args.minutes)
+        t0 = time.monotonic()
+        imported = import_logs(prod["logs"], work / "captured")
+        cap = capture.read(work / "captured")
+        figures["import"] = {"statements": cap.statements.num_rows, "sessions": cap.sessions.num_rows,
+                             "seconds": time.monotonic() - t0}
+        print(f"imported {cap.statements.num_rows:,} statements of {cap.sessions.num_rows} sessions in "
+              f"{figures['import']['seconds']:.1f} s; notes: {'; '.join(imported.notes) or 'none'}")
+
+        run_dir = replay(work, "at-1x", [PRODUCTION_DEVICE], [])
+        doc = json.loads((run_dir / "result.json").read_text())
+        metrics = doc["metrics"]
+        produced = {row["class_id"]: row["calls"] for row in cap.classes.to_pylist()}
+        replayed = {c["class_id"]: c["count"] for c in metrics["classes"]}
+        worst = max(abs(replayed.get(k, 0) - n) / n for k, n in produced.items())
+        r = metrics["replay"]
+        elapsed_error = doc["elapsed_s"] / prod["elapsed_s"] - 1
+        figures["replay"] = {"class_count_error_max": worst, "elapsed_s": doc["elapsed_s"],
+                             "production_elapsed_s": prod["elapsed_s"], "elapsed_error": elapsed_error,
+                             "lag_max_ms": r["lag_max_ms"], "lag_p99_ms": r["lag_p99_ms"]}
+        print(f"statement classes: {len(produced)}, largest count difference {worst:.2%} (goal within 1%)")
+        print(f"elapsed: replay {doc['elapsed_s']:.1f} s against production {prod['elapsed_s']:.1f} s: "
+              f"{elapsed_error:+.1%} (goal within 5%)")
+        print(f"lag against the schedule: p99 {r['lag_p99_ms']:.0f} ms, max {r['lag_max_ms']:.0f} ms (goal under 1 s)")
+
+        fast = json.loads((replay(work, "max", ["ram=ram-san"], [], speed="max") / "result.json").read_text())
+        rate = fast["metrics"]["statements_per_s"]
+        figures["speed_max_statements_per_s"] = rate
+        print(f"--speed max on a RAM SAN: {rate:,.0f} statements/s (goal at least 5,000)")
+
+        # A paced replay's elapsed time is its schedule's wherever it runs; as fast as it can go (closed
+        # loop, think time dropped) the elapsed time is the work's, which a layout changes.
+        recorded = replay(work, "max-recorded", [PRODUCTION_DEVICE], [], speed="max", trace=True)
+        figures["predictions"] = {}
+        for name, (devices, place) in LAYOUTS.items():
+            out = work / f"predicted-{len(figures['predictions'])}.json"
+            subprocess.run([sys.executable, "-m", "dbtier", "predict", str(recorded), *sum((["-d", d] for d in devices), []),
+                            *sum((["--place", p] for p in place), []), "-q", "--json", str(out)], check=True)
+            predicted = sum(ph["predicted"]["elapsed_s"] for ph in json.loads(out.read_text())["phases"])
+            live = json.loads((replay(work, f"live-{len(figures['predictions'])}", devices, place, speed="max")
+                               / "result.json").read_text())["elapsed_s"]
+            figures["predictions"][name] = {"predicted_s": predicted, "live_s": live, "error": predicted / live - 1}
+            print(f"{name}: predicted {predicted:.1f} s, live {live:.1f} s: {predicted / live - 1:+.1%} (goal within 10%)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
