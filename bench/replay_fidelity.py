@@ -40,6 +40,7 @@ import dbtier
 from dbtier.devices.spec import parse_all
 from dbtier.engines.postgres import placement
 from dbtier.engines.postgres.lab import Lab, LabOptions
+from dbtier.experiments import loaded
 from dbtier.production import capture
 from dbtier.production.importlog import import_logs
 from dbtier.production.logsettings import CAPTURE, STATISTICS, as_sets
@@ -116,6 +117,7 @@ def main() -> int:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="replay-fidelity-", dir="/var/tmp"))
     figures: dict = {}
+    kept_before = {e["key"] for e in loaded.kept_list()}  # the replays share one load; it goes at the end
     try:
         prod = production(work, args.minutes)
         t0 = time.monotonic()
@@ -163,6 +165,7 @@ def main() -> int:
             figures["predictions"][name] = {"predicted_s": predicted, "live_s": live, "error": predicted / live - 1}
             print(f"{name}: predicted {predicted:.1f} s, live {live:.1f} s: {predicted / live - 1:+.1%} (goal within 10%)")
     finally:
+        loaded.remove([e["key"] for e in loaded.kept_list() if e["key"] not in kept_before])
         shutil.rmtree(work, ignore_errors=True)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
