@@ -28,7 +28,6 @@ import json
 import random
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -156,10 +155,8 @@ def main() -> int:
         print(f"as fast as it goes on {PRODUCTION_DEVICE.split('=')[1]}, traced: {recorded_s:.1f} s")
         figures["predictions"] = {"recorded_s": recorded_s}
         for name, (devices, place) in LAYOUTS.items():
-            out = work / f"predicted-{len(figures['predictions'])}.json"  # (the first key is the recorded run's)
-            subprocess.run([sys.executable, "-m", "dbtier", "predict", str(recorded), *sum((["-d", d] for d in devices), []),
-                            *sum((["--place", p] for p in place), []), "-q", "--json", str(out)], check=True)
-            predicted = sum(ph["predicted"]["elapsed_s"] for ph in json.loads(out.read_text())["phases"])
+            prediction = dbtier.predict(str(recorded), device=devices, place=place)
+            predicted = sum(ph["predicted"]["elapsed_s"] for ph in prediction.doc["phases"])
             live = json.loads((replay(work, f"live-{len(figures['predictions'])}", devices, place, speed="max")
                                / "result.json").read_text())["elapsed_s"]
             figures["predictions"][name] = {"predicted_s": predicted, "live_s": live, "error": predicted / live - 1}
