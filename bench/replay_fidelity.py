@@ -54,8 +54,11 @@ REPORTS = (
     "SELECT tid, count(*), sum(delta) FROM pgbench_history WHERE bid = %(bid)s GROUP BY tid ORDER BY 2 DESC",
     "SELECT t.tid, t.tbalance, b.bbalance FROM pgbench_tellers t JOIN pgbench_branches b USING (bid) ORDER BY t.tbalance DESC LIMIT 5",
 )
-LAYOUTS = {"all on the SSD": (["ssd=ssd-sata-mlc"], []),
-           "WAL on the SSD": ([PRODUCTION_DEVICE, "ssd=ssd-sata-mlc"], ["data=hdd,wal=ssd"])}
+#: name: (live run's devices and placement, the prediction's); "everything on the SSD" is predicted as the
+#: recorded device given the SSD's profile (a device added by name would get nothing placed on it)
+LAYOUTS = {"all on the SSD": ((["ssd=ssd-sata-mlc"], []), (["hdd=ssd-sata-mlc"], [])),
+           "WAL on the SSD": (([PRODUCTION_DEVICE, "ssd=ssd-sata-mlc"], ["data=hdd,wal=ssd"]),
+                              (["ssd=ssd-sata-mlc"], ["data=hdd,wal=ssd"]))}
 
 
 def _reporter(dsn: str, seed: int, deadline: float, counts: list[int]) -> None:
@@ -109,10 +112,19 @@ def replay(work: Path, name: str, devices: list[str], place: list[str], **option
     return result.path
 
 
+def _predicted_s(recorded: Path, devices: list[str], place: list[str]) -> float:
+    prediction = dbtier.predict(str(recorded), device=devices, place=place)
+    for note in prediction.doc["notes"]:
+        print(f"  note: {note}")
+    return sum(ph["predicted"]["elapsed_s"] for ph in prediction.doc["phases"])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="production's length (default 10)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the work folder (logs, dump, runs) and the loaded cluster, and say where")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="replay-fidelity-", dir="/var/tmp"))
     figures: dict = {}
@@ -153,17 +165,21 @@ def main() -> int:
         recorded = replay(work, "max-recorded", [PRODUCTION_DEVICE], [], speed="max", trace=True)
         recorded_s = json.loads((recorded / "result.json").read_text())["elapsed_s"]
         print(f"as fast as it goes on {PRODUCTION_DEVICE.split('=')[1]}, traced: {recorded_s:.1f} s")
-        figures["predictions"] = {"recorded_s": recorded_s}
-        for name, (devices, place) in LAYOUTS.items():
-            prediction = dbtier.predict(str(recorded), device=devices, place=place)
-            predicted = sum(ph["predicted"]["elapsed_s"] for ph in prediction.doc["phases"])
+        itself = _predicted_s(recorded, [], [])
+        print(f"its own layout predicted: {itself:.1f} s: {itself / recorded_s - 1:+.1%}")
+        figures["predictions"] = {"recorded_s": recorded_s, "own_layout_predicted_s": itself}
+        for name, ((devices, place), (predict_devices, predict_place)) in LAYOUTS.items():
+            predicted = _predicted_s(recorded, predict_devices, predict_place)
             live = json.loads((replay(work, f"live-{len(figures['predictions'])}", devices, place, speed="max")
                                / "result.json").read_text())["elapsed_s"]
             figures["predictions"][name] = {"predicted_s": predicted, "live_s": live, "error": predicted / live - 1}
             print(f"{name}: predicted {predicted:.1f} s, live {live:.1f} s: {predicted / live - 1:+.1%} (goal within 10%)")
     finally:
-        loaded.remove([e["key"] for e in loaded.kept_list() if e["key"] not in kept_before])
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep:
+            print(f"kept: {work} (dbtier labs lists the loaded cluster)")
+        else:
+            loaded.remove([e["key"] for e in loaded.kept_list() if e["key"] not in kept_before])
+            shutil.rmtree(work, ignore_errors=True)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
     return 0

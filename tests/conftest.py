@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import pytest
+
+from tests.preloaded import Preloaded
 
 SHM = Path("/dev/shm")
 
@@ -123,9 +127,34 @@ def retry_while_host_steals(attempt, check, tries: int = 4, host_slow=None):
             time.sleep(2)
 
 
-def dbtier(*args: str, check: bool = False, **kw) -> subprocess.CompletedProcess:
-    """Runs `dbtier ARGS` in a subprocess, as a user would."""
-    proc = subprocess.run([sys.executable, "-m", "dbtier", *args], capture_output=True, text=True, **kw)
+_preloaded: Preloaded | None = None
+_preloaded_lock = threading.Lock()
+
+
+def _preloaded_dbtier() -> Preloaded | None:
+    """The forking parent that has imported dbtier (tests/preloaded.py), started on first use and
+    stopped when the session ends; None where it could not start (then every command is a fresh one)."""
+    global _preloaded
+    with _preloaded_lock:  # the cases of a module run from several threads
+        if _preloaded is None:
+            _preloaded = Preloaded()
+            atexit.register(_preloaded.stop)
+            try:
+                _preloaded.start()
+            except (OSError, RuntimeError):
+                pass
+    return _preloaded
+
+
+def dbtier(*args: str, check: bool = False, fresh: bool = False, **kw) -> subprocess.CompletedProcess:
+    """Runs `dbtier ARGS` as a process of its own, as a user would: forked from a process that has
+    imported dbtier (its output, exit status, environment and folder its own), or, with fresh=True or
+    an environment that changes what is loaded, a new interpreter."""
+    preloaded = None if fresh or set(kw) - {"env", "cwd", "timeout"} else _preloaded_dbtier()
+    if preloaded is not None and preloaded.can_run(kw.get("env")):
+        proc = preloaded.run(list(args), env=kw.get("env"), cwd=kw.get("cwd"), timeout=kw.get("timeout"))
+    else:
+        proc = subprocess.run([sys.executable, "-m", "dbtier", *args], capture_output=True, text=True, **kw)
     if check and proc.returncode != 0:
         raise AssertionError(f"dbtier {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc

@@ -71,6 +71,17 @@ def test_an_index_moved_to_flash(recorded, tmp_path):
     assert phase["predicted"]["elapsed_s"] == pytest.approx(phase["recorded"]["elapsed_s"], rel=0.05)
 
 
+def test_a_device_added_with_nothing_placed_on_it_says_so(recorded, tmp_path):
+    """-d ssd=... adds a device; without --place nothing moves there, and the prediction says so rather
+    than letting "all on the SSD" be read into a figure of the recorded layout."""
+    alone = predicted(recorded, tmp_path)
+    doc = predicted(recorded, tmp_path, "-d", "ssd=ssd-sata-mlc")
+    assert [n for n in doc["notes"] if n.startswith("device ssd: nothing is placed on it")]
+    assert doc["phases"][0]["predicted"]["elapsed_s"] == alone["phases"][0]["predicted"]["elapsed_s"]
+    placed = predicted(recorded, tmp_path, "-d", "ssd=ssd-sata-mlc", "--place", "data=ssd")
+    assert not [n for n in placed["notes"] if "nothing is placed" in n]
+
+
 def test_recorded_calls_replayed_give_the_recorded_device_requests(shm_dir, tmp_path):
     """Live, the interposer records a program's calls and the device requests they caused; offline, the
     calls replayed through the same core on the recorded layout give the same requests."""
@@ -246,3 +257,21 @@ def test_a_scale_model_run_predicts_with_its_profiles_scaled(module_shm_dir, tmp
         assert rec["iostat"]["r_await"] > unscaled + 0.3, (rec["iostat"]["r_await"], unscaled)
 
     retry_while_host_steals(attempt, check)
+
+
+def test_a_prediction_the_hosts_cpus_cannot_keep_says_so():
+    """Freed devices can leave a many-process run CPU-bound: the replay keeps each process's CPU time but
+    does not share CPUs, so the prediction says when the recorded CPU would fill most of the host's
+    CPUs over the predicted time (a 7-session replay on 2 CPUs: 1.68 + 0.41 CPU-s, 0.77 s predicted
+    on a SATA SSD, 1.3 s live)."""
+    from types import SimpleNamespace
+
+    from dbtier.prediction.replay import _cpu_bound_note
+
+    rec = SimpleNamespace(result={"lab": {"host": {"cpus": 2}}})
+    phase = {"server_cpu_s": 1.68, "client_cpu_s": 0.41}
+    note = _cpu_bound_note(rec, phase, 0.77, 1.0)
+    assert note and "2.09 CPU-seconds" in note and "on the host's 2 CPUs, against 0.77 s predicted" in note
+    assert _cpu_bound_note(rec, phase, 3.0, 1.0) is None  # 1.04 s of 3 s: the CPUs keep up
+    assert _cpu_bound_note(rec, phase, 2.5, 2.0) is not None  # a server twice as slow: 1.89 s of 2.5 s
+    assert _cpu_bound_note(SimpleNamespace(result={"lab": {}}), phase, 0.77, 1.0) is None  # no host facts

@@ -179,7 +179,11 @@ class Predictor:
         # A device's folder is only a name in the replay's state (nothing is made there): the recorded
         # one (checked: an absolute path, one line), or one of the claim's for an added device.
         devices = [Device(n, rec.lab.dirs.get(n, tmp / "devices" / n), p) for n, p in scenario.devices]
-        notes: list[str] = []
+        notes = [f"device {name}: nothing is placed on it, so it changes nothing; --place (for example "
+                 f"data={name},wal={name}) moves objects there, and -d {rec.lab.devices[0][0]}=PROFILE gives a "
+                 "recorded device another profile"
+                 for i, (name, _p) in enumerate(scenario.devices)
+                 if i >= len(rec.lab.devices) and i not in set(placed.values())]
         session = Session(devices, tmp, page_cache=_page_cache(rec, scenario))
         session.create()
         replay = native.Replay(session.state_path)
@@ -225,6 +229,9 @@ class Predictor:
                     notes.append(f"phase {step['phase']}: a paced replay ends no sooner than its schedule, "
                                  f"{floor:.3g} s; the devices alone would have let it end at {elapsed:.3g} s")
                     elapsed = floor
+                cpu_note = _cpu_bound_note(rec, recorded_phase, elapsed, scenario.cpu_scale)
+                if cpu_note:
+                    notes.append(f"phase {step['phase']}: {cpu_note}")
                 ratio = elapsed / recorded_phase["elapsed_s"]
                 span = _client_span_ratio(streams, start, end, step["processes"]) or ratio
                 rates = _scaled_rates(recorded_phase.get("rates"), ratio, span)
@@ -263,6 +270,25 @@ def _schedule_end_s(phase: dict) -> float | None:
     if not isinstance(speed, (int, float)) or isinstance(speed, bool) or speed <= 0:
         return None
     return float(r.get("production_span_s") or 0.0) / speed or None
+
+
+def _cpu_bound_note(rec: Recording, phase: dict, elapsed: float, cpu_scale: float) -> str | None:
+    """When the CPU the recorded phase used (the server's, scaled, and its client's on the same host)
+    would fill most of the host's CPUs over the predicted time: the replay keeps each process's CPU
+    time between its calls but does not share CPUs between processes, so a prediction that frees the
+    devices may come out shorter than CPUs allow."""
+    host = (rec.result.get("lab") or {}).get("host") or {}
+    cpus = host.get("cpus")
+    server, client = phase.get("server_cpu_s"), phase.get("client_cpu_s") or 0.0
+    if not isinstance(cpus, int) or cpus < 1 or not isinstance(server, (int, float)) or elapsed <= 0:
+        return None
+    demand = server * cpu_scale + (client if isinstance(client, (int, float)) else 0.0)
+    floor = demand / cpus
+    if floor < 0.7 * elapsed:
+        return None
+    return (f"its server and client used {demand:.3g} CPU-seconds, at least {floor:.3g} s on the host's {cpus} "
+            f"CPUs, against {elapsed:.3g} s predicted: the replay does not share CPUs between processes, so a "
+            "CPU-bound run may take longer than predicted")
 
 
 def _interval_shift(streams, start, end, processes: dict, t1_ns: int, shift: int) -> int | None:
