@@ -62,6 +62,16 @@ def test_a_flash_prediction_against_a_live_run(recorded, tmp_path, module_shm_di
     assert pred_dev["iostat"]["r_await"] == pytest.approx(live_dev["iostat"]["r_await"], rel=0.05)
 
 
+def test_one_process_has_no_race_to_say_and_a_narrow_spread(recorded, tmp_path):
+    """random-index is one backend: no note of races; moving its calls' arrivals by the host's own
+    delays moves only where the platter is when each read comes, which averages out over its reads."""
+    doc = predicted(recorded, tmp_path, "--spread", "4")
+    assert not [n for n in doc["notes"] if n.startswith("several processes")]
+    (phase,) = doc["phases"]
+    e = phase["spread"]["elapsed_s"]
+    assert e["max"] - e["min"] < 0.05 * phase["predicted"]["elapsed_s"]
+
+
 def test_an_index_moved_to_flash(recorded, tmp_path):
     doc = predicted(recorded, tmp_path, "-d", "ssd=ssd-sata-mlc", "--place", "data=hdd,t_attribute_idx=ssd")
     (phase,) = doc["phases"]
@@ -176,9 +186,45 @@ def test_transaction_latencies_of_a_pgbench_run(module_shm_dir, tmp_path):
     (script,) = same
     rec, pred = same[script]["recorded"], same[script]["predicted"]
     assert rec["count"] == pred["count"] == 120
-    assert pred["p50_ms"] == pytest.approx(rec["p50_ms"], rel=0.05)
+    # the mean, not the median: these latencies gather in two modes (a flush waited for or not), and
+    # the median of 120 sits on either as a few transactions move (17 ms or 24 ms, recorded, run to run)
+    assert pred["mean_ms"] == pytest.approx(rec["mean_ms"], rel=0.05)
     flash = predicted(run_dir, tmp_path, "--place", "data=ssd")["phases"][0]["latency"][script]["predicted"]
     assert flash["p50_ms"] < 0.5 * rec["p50_ms"]  # a disk's milliseconds per read and flush, against flash's
+    # two clients on one disk: the recording is one sample of the order their calls reached it in
+    assert [n for n in predicted(run_dir, tmp_path)["notes"] if n.startswith("several processes used a disk")]
+    spread = [predicted(run_dir, tmp_path, "--spread", "6", "--seed", "5")["phases"][0] for _ in range(2)]
+    assert spread[0]["spread"] == spread[1]["spread"]  # seeded: the same moves, the same replays
+    s, point = spread[0]["spread"], spread[0]["predicted"]["elapsed_s"]
+    assert s["replays"] == 7 and s["seed"] == 5 and s["host_delay_us"]["p90"] > 0
+    assert s["elapsed_s"]["min"] <= point <= s["elapsed_s"]["max"]
+    # (whether 120 transactions of two clients meet a race the moves change is the recording's own
+    # luck: as often as not the range is a few ms wide or none; bench/replay_fidelity.py measures one
+    # that is, and the moves themselves are checked below)
+
+
+def test_the_moves_of_a_spread_replay():
+    """Each call reaches the core moved, earlier or later, by one of the given delays (seeded), never
+    before its own start; the processes' wakes and sleeps keep their times."""
+    from dbtier.prediction.events import Streams
+    from dbtier.prediction.replay import _arrivals_moved
+
+    ev = np.zeros(6, dtype=native.REPLAY_EVENT)
+    ev["kind"] = [trace.CALL, trace.CALL, trace.SYNC, trace.CALL, trace.CALL, trace.SYNC]
+    ev["host_ns"] = [20_000, 5_000, 0, 20_000, 0, 0]
+    streams = Streams(ev, np.zeros(1, dtype=np.int64), np.zeros(6, dtype=trace.RECORD))
+    delays = np.array([0, 10_000, 40_000], dtype=np.int64)
+    one = _arrivals_moved(streams, np.random.default_rng(7), delays).events
+    again = _arrivals_moved(streams, np.random.default_rng(7), delays).events
+    assert (one["host_ns"] == again["host_ns"]).all()  # seeded
+    calls = ev["kind"] == trace.CALL
+    moved = one["host_ns"][calls].astype(np.int64) - ev["host_ns"][calls].astype(np.int64)
+    assert (one["host_ns"][~calls] == 0).all() and (ev["host_ns"] == [20_000, 5_000, 0, 20_000, 0, 0]).all()
+    for before, shift in zip(ev["host_ns"][calls].astype(np.int64), moved):
+        assert before + shift >= 0 and (abs(shift) in (0, 10_000, 40_000) or before + shift == 0)
+    many = np.concatenate([_arrivals_moved(streams, np.random.default_rng(k), delays).events["host_ns"][calls]
+                           for k in range(50)]).astype(np.int64)
+    assert (many > 20_000).any() and (many < 20_000).any()  # both ways
 
 
 def test_transaction_latencies_of_the_python_oltp_driver(module_shm_dir, tmp_path):
@@ -196,7 +242,7 @@ def test_transaction_latencies_of_the_python_oltp_driver(module_shm_dir, tmp_pat
     for kind in ("new_order", "payment"):
         rec, pred = same[kind]["recorded"], same[kind]["predicted"]
         assert rec["count"] == pred["count"] > 10
-        assert pred["p50_ms"] == pytest.approx(rec["p50_ms"], rel=0.05)
+        assert pred["mean_ms"] == pytest.approx(rec["mean_ms"], rel=0.05)  # the mean: see the pgbench test
     flash = predicted(run_dir, tmp_path, "--place", "data=ssd")["phases"][0]["latency"]
     for kind in ("new_order", "payment"):  # each commit waits for a WAL flush: a disk's ms against flash's
         assert flash[kind]["predicted"]["p50_ms"] < 0.5 * same[kind]["recorded"]["p50_ms"]

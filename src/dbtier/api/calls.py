@@ -106,10 +106,11 @@ def compare(workload: str, **options) -> Result:
 
 
 def predict(run_dir, device=(), place=(), page_cache: str | None = None, cpu_scale: float = 1.0,
-            workspace=None, json=None) -> Result:
+            spread: int = 0, seed: int = 0, workspace=None, json=None) -> Result:
     """A recorded run predicted on other devices or another placement, as `dbtier predict RUN_DIR`:
     `device` gives a device another profile or adds one (NAME=PROFILE, a list for several), `place` a
-    whole placement. Returns the prediction: its runs are "recorded" and "predicted".
+    whole placement, `spread` N more replays with calls' arrivals moved by the host's own delays (each
+    phase's "spread": min, median, max). Returns the prediction: its runs are "recorded" and "predicted".
 
         predict("results/oltp-20261126-120000", place="data=hdd,wal=ssd")
     """
@@ -119,6 +120,8 @@ def predict(run_dir, device=(), place=(), page_cache: str | None = None, cpu_sca
     from dbtier.report import jsonout, outputs
     from dbtier.workspace import Workspace
 
+    if isinstance(spread, bool) or not isinstance(spread, int) or not 0 <= spread <= 1000:
+        raise UserError(f"spread {spread!r}: a whole number of replays from 0 to 1000")
     json_path = outputs.check_file(Path(json), "--json") if json else None
     workspace = Path(workspace) if workspace else None
     Workspace.locate(workspace)
@@ -126,7 +129,7 @@ def predict(run_dir, device=(), place=(), page_cache: str | None = None, cpu_sca
     scenario = scenario_mod.build(rec, _many(device), _many(place), page_cache, cpu_scale)
     ws = Workspace.open(workspace)
     ws.reap()
-    doc = run_prediction(rec, scenario, ws).to_dict()
+    doc = run_prediction(rec, scenario, ws, spread=spread, seed=int(seed)).to_dict()
     if json_path:
         jsonout.write(json_path, doc)
     return from_document(doc, json_path or Path(run_dir))

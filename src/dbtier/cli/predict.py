@@ -19,11 +19,16 @@ from dbtier.report import jsonout, outputs
 @click.option("--page-cache", metavar="SIZE", help="the emulated OS page cache's size (a buffered run only)")
 @click.option("--cpu-scale", type=float, default=1.0, show_default=True, metavar="K",
               help="the server's CPU time between calls times this (2: a server twice as slow)")
+@click.option("--spread", type=click.IntRange(0, 1000), default=0, show_default=True, metavar="N",
+              help="also replay N more times, each call reaching its device moved by one of this host's recorded "
+                   "delays, and give the range: concurrent processes on a disk make one recording one sample")
+@click.option("--seed", type=int, default=0, show_default=True, help="the seed of --spread's moves")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="write the prediction as JSON")
 @click.option("--workspace", type=click.Path(path_type=Path),
               help="a folder in which dbtier makes its own, for the replay's emulated state (default: /dev/shm)")
 @click.option("--quiet", "-q", is_flag=True, help="print only errors (with --json, the prediction is in the file)")
-def predict(run_dir: Path, devices, places, page_cache, cpu_scale, json_path, workspace, quiet) -> None:
+def predict(run_dir: Path, devices, places, page_cache, cpu_scale, spread, seed, json_path, workspace,
+            quiet) -> None:
     """Predict a recorded run on other devices or another placement, without running it again.
 
     \b
@@ -55,7 +60,7 @@ def predict(run_dir: Path, devices, places, page_cache, cpu_scale, json_path, wo
     scenario = scenario_mod.build(rec, devices, places, page_cache, cpu_scale)
     ws = Workspace.open(workspace)
     ws.reap((lambda _line: None) if quiet else click.echo)
-    doc = run_prediction(rec, scenario, ws).to_dict()
+    doc = run_prediction(rec, scenario, ws, spread=spread, seed=seed).to_dict()
     if not quiet:
         predictview.show(doc)
     if json_path is not None:

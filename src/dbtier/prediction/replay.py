@@ -5,6 +5,7 @@ computed by the same code a live run uses (measure.emulated), in the same shape 
 from __future__ import annotations
 
 import re
+import shutil
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -147,6 +148,7 @@ class Predictor:
         self.workspace = workspace
         self.recorded_dev = {**rec.file_devices, **_recorded_file_devices(rec.records)}
         self.identities = file_identities(rec, self.recorded_dev)
+        self.host_delays_ns = _host_delays_ns(rec.records)
         self.timeline: list[_Interval | dict] = []
         for step in rec.meta["timeline"]:
             if step["event"] == "page cache emptied":
@@ -158,18 +160,62 @@ class Predictor:
                 if step["event"] == "measured" else set()
             self.timeline.append(_Interval(step, clients, event_streams.prepare(recs, clients)))
 
-    def predict(self, scenario: Scenario, figures: bool = True) -> Prediction:
-        """figures=False: elapsed and rates only (no per-device, per-object or latency figures)."""
+    def predict(self, scenario: Scenario, figures: bool = True, spread: int = 0, seed: int = 0) -> Prediction:
+        """figures=False: elapsed and rates only (no per-device, per-object or latency figures).
+        spread=N: also N replays with each call's arrival at its device moved (seeded) by a delay drawn
+        from this recording's own host delays, for the range a live run's races give (see _spread)."""
         if self.workspace is None:
             self.workspace = Workspace.open()
         claim = self.workspace.claim("predict")
         try:
-            return self._predict(scenario, claim.inside("replay"), figures)
+            prediction = self._predict(scenario, claim.inside("replay"), figures)
+            if spread:
+                self._spread(prediction, scenario, claim, spread, seed)
+            elif figures and self._races_possible(scenario):
+                prediction.notes.append(
+                    "several processes used a disk that queues and chooses among their requests: one recording "
+                    "is one sample of the order they reached it in; --spread 20 measures how far that moves "
+                    "the prediction")
+            return prediction
         finally:
             with lifecycle.shielded():
                 claim.remove()
 
-    def _predict(self, scenario: Scenario, tmp: Path, figures: bool) -> Prediction:
+    def _races_possible(self, scenario: Scenario) -> bool:
+        """Whether a measured interval had more than one client process making calls while the
+        recording's or the scenario's devices include a disk (the model that queues and chooses)."""
+        disks = any(p.kind == "hdd" for _n, p in [*self.rec.lab.devices, *scenario.devices])
+        return disks and any(isinstance(i, _Interval) and len(i.clients) > 1 for i in self.timeline)
+
+    def _spread(self, prediction: Prediction, scenario: Scenario, claim, n: int, seed: int) -> None:
+        """Concurrent processes on a drive that queues and chooses reach it, live, in an order their
+        clock readings do not show (a process pre-empted between reading the clock and reaching the
+        device arrives later); a few such races change what the drive finds queued and all that follows.
+        One recording is one sample of that spread: replayed again with every call's arrival moved
+        by a delay of this host's (the recorded wake-up delays, either way), the range is measured."""
+        if not len(self.host_delays_ns):
+            prediction.notes.append("spread: the recording holds no host delays to move calls by; no spread given")
+            return
+        rng = np.random.default_rng(seed)
+        elapsed: list[list[float]] = []
+        for k in range(n):
+            folder = claim.inside(f"spread-{k}")
+            try:
+                moved = self._predict(scenario, folder, False, (rng, self.host_delays_ns))
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)  # one state at a time (each as large as the first)
+            elapsed.append([ph["predicted"]["elapsed_s"] for ph in moved.phases])
+        by_phase = np.array(elapsed)
+        delays_us = self.host_delays_ns / 1e3
+        for i, ph in enumerate(prediction.phases):
+            runs = np.append(by_phase[:, i], ph["predicted"]["elapsed_s"])
+            ph["spread"] = {"replays": n + 1, "seed": seed,
+                            "host_delay_us": {"p50": float(np.percentile(delays_us, 50)),
+                                              "p90": float(np.percentile(delays_us, 90))},
+                            "elapsed_s": {"min": float(runs.min()), "median": float(np.median(runs)),
+                                          "max": float(runs.max())}}
+
+    def _predict(self, scenario: Scenario, tmp: Path, figures: bool, moved=None) -> Prediction:
         rec = self.rec
         started = time.perf_counter()
         same = {i for i, (_name, p) in enumerate(rec.lab.devices)  # devices whose profile the prediction keeps
@@ -202,6 +248,8 @@ class Predictor:
                 replayed = True
                 step = item.step
                 streams = event_streams.place(item.streams, placed, same)
+                if moved is not None:
+                    streams = _arrivals_moved(streams, *moved)
                 before = session.snapshot() if figures and step["event"] == "measured" else None
                 t = time.perf_counter()
                 start, end, flags, reqs = replay.run(streams.events, step["t0_ns"], step["t0_ns"] + shift,
@@ -257,9 +305,10 @@ class Predictor:
         return Prediction(rec, scenario, phases, calls, nevents, time.perf_counter() - started, engine_s, notes)
 
 
-def predict(rec: Recording, scenario: Scenario, workspace: Workspace | None = None) -> Prediction:
+def predict(rec: Recording, scenario: Scenario, workspace: Workspace | None = None, spread: int = 0,
+            seed: int = 0) -> Prediction:
     """One question of one recording (Predictor, for many)."""
-    return Predictor(rec, workspace).predict(scenario)
+    return Predictor(rec, workspace).predict(scenario, spread=spread, seed=seed)
 
 
 def _schedule_end_s(phase: dict) -> float | None:
@@ -270,6 +319,25 @@ def _schedule_end_s(phase: dict) -> float | None:
     if not isinstance(speed, (int, float)) or isinstance(speed, bool) or speed <= 0:
         return None
     return float(r.get("production_span_s") or 0.0) / speed or None
+
+
+def _host_delays_ns(records: np.ndarray) -> np.ndarray:
+    """How late this host let each recorded call go on past what it waited for (its wake-up delay): the
+    measured scale of the host's scheduling noise."""
+    calls = records[records["kind"] == trace.CALL]
+    host_end = np.maximum(calls["start_ns"], calls["submit_ns"])
+    waited_until = np.maximum(calls["complete_ns"], host_end)
+    return np.where(calls["end_ns"] > waited_until, calls["end_ns"] - waited_until, 0).astype(np.int64)
+
+
+def _arrivals_moved(streams: event_streams.Streams, rng: np.random.Generator, delays_ns: np.ndarray
+                    ) -> event_streams.Streams:
+    """Every call reaching the core a host delay earlier or later (never before its own start)."""
+    ev = streams.events.copy()
+    calls = np.flatnonzero(ev["kind"] == trace.CALL)
+    shift = rng.choice(delays_ns, size=len(calls)) * rng.choice(np.array([-1, 1]), size=len(calls))
+    ev["host_ns"][calls] = np.maximum(ev["host_ns"][calls].astype(np.int64) + shift, 0).astype(ev["host_ns"].dtype)
+    return replace(streams, events=ev)
 
 
 def _cpu_bound_note(rec: Recording, phase: dict, elapsed: float, cpu_scale: float) -> str | None:

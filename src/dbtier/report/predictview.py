@@ -28,12 +28,21 @@ def show(doc: dict) -> None:
     total_pred = sum(p["predicted"]["elapsed_s"] for p in doc["phases"])
     out.print(f"[bold]Predicted:[/bold] {doc['workload']} would take {fmt(total_pred)} s on {devices} ({where}), "
               f"against {fmt(total_rec)} s recorded: {_speed(total_rec, total_pred)}.", soft_wrap=True)
+    spreads = [p["spread"] for p in doc["phases"] if p.get("spread")]
+    if spreads and len(spreads) == len(doc["phases"]):
+        lo, mid, hi = (sum(sp["elapsed_s"][k] for sp in spreads) for k in ("min", "median", "max"))
+        out.print(f"Over {spreads[0]['replays']} replays with each call reaching its device moved by one of this "
+                  f"host's recorded delays: {fmt(lo)} to {fmt(hi)} s, median {fmt(mid)} s.", soft_wrap=True)
     for ph in doc["phases"]:
         rec, pred = ph["recorded"], ph["predicted"]
         t = Table(title=f"phase {ph['phase']}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
         for col in ("figure", "recorded", "predicted", "change"):
             t.add_column(col, justify="left" if col == "figure" else "right")
         t.add_row("elapsed s", fmt(rec["elapsed_s"]), fmt(pred["elapsed_s"]), _speed(rec["elapsed_s"], pred["elapsed_s"]))
+        if ph.get("spread"):
+            e = ph["spread"]["elapsed_s"]
+            t.add_row(f"  over {ph['spread']['replays']} replays", "", f"{fmt(e['min'])}-{fmt(e['max'])}",
+                      f"median {fmt(e['median'])}")
         t.add_row("I/O wait s (all processes)", fmt(rec["io_wait_s"]), fmt(pred["io_wait_s"]), "")
         t.add_row("server CPU s", fmt(rec["server_cpu_s"]), fmt(pred["server_cpu_s"]), "")
         for key, value in pred["rates"].items():
