@@ -114,6 +114,7 @@ class Preloaded:
         self.socket = self.folder / "s"
         self.proc: subprocess.Popen | None = None
         self.lock = threading.Lock()
+        self.count = 0  # commands run: each one's output files are numbered
 
     def start(self) -> None:
         proc = subprocess.Popen([sys.executable, "-c", _PARENT, str(self.socket)], stdin=subprocess.PIPE,
@@ -145,12 +146,12 @@ class Preloaded:
     def run(self, args: list[str], env: dict | None = None, cwd=None, timeout: float | None = None
             ) -> subprocess.CompletedProcess:
         with self.lock:
-            self.count = getattr(self, "count", 0) + 1
+            self.count += 1
             n = self.count
         out, err = self.folder / f"{n}.out", self.folder / f"{n}.err"
         req = {"args": list(args), "env": dict(os.environ if env is None else env),
                "cwd": str(cwd) if cwd is not None else os.getcwd(), "stdout": str(out), "stderr": str(err)}
-        pid = code = None
+        pid = None
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.connect(str(self.socket))
             conn.sendall(json.dumps(req).encode() + b"\n")
