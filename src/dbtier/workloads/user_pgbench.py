@@ -139,8 +139,6 @@ class UserPgbench(restore.UserWorkload):
                 raise UserError(f"pgbench -i failed: {_last_line(proc.stderr)}")
         self.restored = restore.load_user_setup(self, db, self.p["restore"], self.p["restore_jobs"],
                                                 self.p["setup"], progress)
-        with db.connect() as conn:
-            conn.execute("VACUUM ANALYZE")  # what pgbench would do first (it runs with -n here)
 
     def phases(self, cache_state: str = "cold") -> list[Phase]:
         return [Phase("pgbench", self._run)]
