@@ -103,3 +103,35 @@ def test_a_kept_cluster_changed_since_is_refused(dump, module_shm_dir, tmp_path)
 def test_labs_refuses_an_unknown_key(module_shm_dir, tmp_path):
     proc = dbtier("labs", "remove", "0123456789abcdef", "--workspace", str(module_shm_dir))
     assert_refused_in_one_line(proc, "no kept cluster 0123456789abcdef", {})
+
+
+def test_the_room_a_kept_load_takes_is_checked_before_the_first_load(dump, module_shm_dir, tmp_path, monkeypatch):
+    """The first run of a dump loads it in a seed lab, kept beside the run's copy: that room is asked for
+    before anything is made; once kept, it is on disk already and not asked for again."""
+    from dbtier.experiments import preflight, runner
+    from dbtier.experiments.experiment import Experiment
+
+    work = tmp_path / "count.sql"
+    work.write_text("SELECT count(*) FROM shop;\n")
+    exp = Experiment.from_options("sql", device="d=ssd-sata-mlc", restore=str(dump), run=[str(work)],
+                                  set=["work_mem=5MB"])
+    asked: list[dict[str, int]] = []
+    real = preflight.place_of
+
+    def recorded(path):
+        place = real(path)
+        asked.append(place.parts)
+        return place
+
+    def seed_parts(seeding):
+        asked.clear()
+        monkeypatch.setattr(preflight, "place_of", recorded)
+        runner.check(exp, module_shm_dir, seeding=seeding)
+        monkeypatch.setattr(preflight, "place_of", real)
+        return [n for parts in asked for what, n in parts.items() if what == "the loaded cluster the run copies"]
+
+    (first,) = seed_parts("kept")
+    assert first >= dump.stat().st_size  # the restored database, at least the dump's size
+    assert seed_parts(None) == [] and seed_parts("fresh") == [first]
+    _run(dump, module_shm_dir, tmp_path, "--set", "work_mem=5MB")  # keeps the load
+    assert seed_parts("kept") == [] and seed_parts("shared") == [] and seed_parts("fresh") == [first]

@@ -92,6 +92,13 @@ def test_counts_per_class_equal_the_captures(lab, conninfo, recorded):
     assert server[LOOKUP] == CLIENTS * ROUNDS and server[MOVE] == CLIENTS * ROUNDS
     assert not np.isnan(out.finished).any()
     assert metrics["replay"]["lag_p50_ms"] is None  # no schedule at max speed
+    # ... but the replayer's own delay is: every statement sent no sooner than its session's previous
+    # answer was read, and after it by what the replayer took to send it
+    assert not np.isnan(out.held_s).any() and (out.held_s >= 0).all()
+    for first, stop in zip(plan.first, plan.stop):
+        sent, answered = out.started[first + 1:stop], out.finished[first:stop - 1]
+        assert (sent >= answered).all() and np.allclose(out.held_s[first + 1:stop], sent - answered, atol=1e-9)
+    assert metrics["replay"]["held_max_ms"] == 1e3 * out.held_s.max()
 
 
 def test_expected_errors_are_not_new_ones(conninfo, recorded):
@@ -134,6 +141,8 @@ def test_rate_mode_keeps_each_sessions_pacing(conninfo, recorded, speed):
     out = replayer.replay(plan, conninfo, replayer.Settings(mode="rate", speed=speed))
     lag_ms = 1e3 * np.nanmedian(out.lag_s)
     assert lag_ms < 20, f"median lag {lag_ms:.1f} ms at speed {speed}"
+    # the replayer's own share of a statement's lag is at most all of it
+    assert not np.isnan(out.held_s).any() and (out.held_s <= np.maximum(out.lag_s, 0) + 1e-9).all()
     expected = recorded.span_s / speed
     assert abs(out.elapsed_s - expected) <= 0.3 * expected + 0.3, (out.elapsed_s, expected)
     # think time kept: each session's gaps between statements follow production's (median within 10 ms)

@@ -18,6 +18,7 @@ def a_replay(classes: int = 25, **replay) -> dict:
     rows.sort(key=lambda c: -c["mean_ms"])
     faith = {"mode": "rate", "speed": 1.0, "synthetic": False, "elapsed_s": 10.5, "production_span_s": 10.0,
              "lag_p50_ms": 0.6, "lag_p99_ms": 5.4, "lag_max_ms": 28.0, "late_statements": 48, "late_threshold_ms": 10.0,
+             "held_p50_ms": 0.1, "held_p99_ms": 0.9, "held_max_ms": 3.5,
              "failures": 12, "new_failures": 1, "expected_failures": 11, "unexpected_successes": 0,
              "first_new_failures": [{"class_id": 1003, "session": 2, "seq": 7, "sqlstate": "42P01",
                                      "message": 'relation "gone" does not exist', "statement": "SELECT * FROM gone"}],
@@ -52,7 +53,8 @@ def test_the_terminal_shows_twenty_classes_slowest_first_and_sums_the_rest():
     text = out.export_text()
     assert "statement classes, slowest first (25 classes" in text
     assert ("replay (rate mode, speed 1): 10.5 s against production's 10.0 s; started late against the schedule: p50 "
-            "0.60 ms, p99 5.40 ms, max 28.0 ms (48 over 10 ms); 1 new failures (11 expected as in production); 1 "
+            "0.60 ms, p99 5.40 ms, max 28.0 ms (48 over 10 ms); held by the replayer itself: p50 0.10 ms, p99 "
+            "0.90 ms, max 3.50 ms; 1 new failures (11 expected as in production); 1 "
             "sessions stalled; not replayed: 2 COPY FROM STDIN, 0 fast-path calls") in " ".join(text.split())
     assert 'new failure: class 1003, session 2 statement 7: relation "gone" does not exist [42P01]' in text
     assert "stall: session 1 statement 0 (UPDATE t SET v = 2) waited 1.20 s on a lock held by session 0 (idle in " \

@@ -12,7 +12,7 @@ from dbtier import ownership
 from dbtier.advisor.search import headline
 from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
-from dbtier.experiments import preflight
+from dbtier.experiments import loaded, preflight
 from dbtier.engines.postgres.lab import LabOptions
 from dbtier.engines.postgres.placement import Placement
 from dbtier.prediction import recording
@@ -88,8 +88,10 @@ def check(rec: Recording, devices: list[DeviceSpec], placements: list[Placement]
     """What a live run would refuse, refused before any prediction."""
     check_trusted(rec)
     workload, options = workload_of(rec), options_of(rec, workspace)
+    seeded = loaded.loads_a_seed(workload, options, "postgres")  # verify loads once, as compare does
     for placement in placements:
-        preflight.check_run(workload, devices, placement, options, rec.result.get("cache_state", "cold"))
+        preflight.check_run(workload, devices, placement, options, rec.result.get("cache_state", "cold"),
+                            seeded=seeded)
 
 
 def run(rec: Recording, devices: list[DeviceSpec], placements: list[tuple[str, Placement]], output: Path,

@@ -49,7 +49,8 @@ def run_comparison(layouts: list[Experiment], names: list[str], output: Path = P
     from dbtier.report.rundir import run_dir
     from dbtier.workspace import Workspace, write_private
 
-    checked = [runner.check(exp, workspace) for exp in layouts]  # every check before anything is made
+    # every check before anything is made; the data loads once, in a seed lab beside each layout's copy
+    checked = [runner.check(exp, workspace, seeding="shared" if reuse else "fresh") for exp in layouts]
     workload, options = checked[0][0], checked[0][1]  # the same for every layout, its devices scaled with it
     outputs.check_dir(output, "--output")
     ws = Workspace.open(workspace)

@@ -34,6 +34,20 @@ def _made_by(workload: Workload, identity: dict) -> dict:
             **{k: v for k, v in identity.items() if k not in ("restore", "setup")}}
 
 
+def loads_a_seed(workload: Workload, options, engine: str, keep: bool = True) -> bool:
+    """Whether loaded_seed() would load the workload into a new seed lab (not one kept earlier): the
+    room that takes is checked before anything is made."""
+    from dbtier.workspace import Workspace
+
+    identity = workload.load_identity() if keep else None
+    if identity is None:
+        return True
+    db_engine = engines.get(engine)
+    root = Workspace.locate(options.workspace)
+    key = load_key(identity, engine, db_engine.version(options), dict(options.sets))
+    return not any(k.key == key for k in db_engine.kept_clusters(root).entries())
+
+
 @contextlib.contextmanager
 def loaded_seed(workload: Workload, options, engine: str, progress_for: Callable[[], ContextManager[Progress]],
                 say: Callable[[str], None], keep: bool = True, identity: dict | None = None):

@@ -90,8 +90,10 @@ def _options_hint(workload: Workload) -> str:
 
 
 def check_run(workload: Workload, requests, placement, options, cache_state: str = "cold",
-              engine: str = "postgres") -> Footprint:
-    """Everything a run of `workload` would refuse, and whether its data fits, before anything starts."""
+              engine: str = "postgres", seeded: bool = False) -> Footprint:
+    """Everything a run of `workload` would refuse, and whether its data fits, before anything starts.
+    seeded: the data is loaded first into a seed lab in the workspace, which stays beside the run's
+    copy of it (a comparison's, a verification's, or a load kept for later runs)."""
     db = engines.get(engine)
     check_engine(workload, db.name)
     if not workload.user_objects:  # a user's objects exist only after the setup: checked then
@@ -129,6 +131,9 @@ def check_run(workload: Workload, requests, placement, options, cache_state: str
                           (db.dump_role, "the dump", foot.dump)):
         device_place[placement.roles[role]].add(f"{what} on {placement.roles[role]}", n)
     ws.add("load files", foot.scratch)
+    if seeded:
+        ws.add("the loaded cluster the run copies",
+               CLUSTER_BYTES + DATABASE_BYTES * foot.databases + foot.data + wal)
     ws.add("the emulation's state", native.state_bytes(sizes.page_cache))
     ws.add("the trace", TRACE_FIXED + 4 * 64 * (foot.data + wal + foot.temp) // PAGE)
     ws.add("the workspace", WORKSPACE_BYTES)

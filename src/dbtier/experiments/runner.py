@@ -119,13 +119,19 @@ def lab_options(exp: Experiment, workspace: Path | None = None, keep: bool = Fal
     return scale_model.apply(exp.scale_factor, options, list(exp.devices), exp.engine)
 
 
-def check(exp: Experiment, workspace: Path | None = None, keep: bool = False):
-    """Everything the run would refuse, refused before anything is made: (workload, options, devices)."""
+def check(exp: Experiment, workspace: Path | None = None, keep: bool = False, seeding: str | None = None):
+    """Everything the run would refuse, refused before anything is made: (workload, options, devices).
+    seeding: how the data will be loaded (experiments/loaded.py): None, in the run's own lab; "kept", a
+    user's load kept for later runs, or a kept one used; "shared", in a seed lab several runs copy
+    (compare, verify), kept or used as "kept"; "fresh", in a seed lab, neither kept nor used."""
     workload = exp.make_workload()
     preflight.check_engine(workload, exp.engine)
     check_cache_state(workload, exp.cache_state)
     options, requests, _ = lab_options(exp, workspace, keep)
-    preflight.check_run(workload, requests, exp.placement, options, exp.cache_state, exp.engine)
+    seeded = seeding == "fresh"
+    if seeding == "shared" or (seeding == "kept" and workload.load_identity() is not None):
+        seeded = loaded.loads_a_seed(workload, options, exp.engine)
+    preflight.check_run(workload, requests, exp.placement, options, exp.cache_state, exp.engine, seeded=seeded)
     return workload, options, requests
 
 
@@ -156,7 +162,7 @@ def run(exp: Experiment, output: Path = Path("results"), workspace: Path | None 
     from dbtier.report.rundir import run_dir
     from dbtier.workspace import Workspace, write_private
 
-    workload, options, requests = check(exp, workspace, keep)
+    workload, options, requests = check(exp, workspace, keep, seeding="kept" if reuse else None)
     outputs.check_dir(output, "--output")
     delta = None
     if production is not None:  # read and checked before the run, which it cannot change

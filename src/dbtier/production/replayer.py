@@ -118,6 +118,9 @@ class Outcome:
     started: np.ndarray                # seconds from the replay's start; nan: not sent
     finished: np.ndarray
     lag_s: np.ndarray                  # started minus scheduled; nan at speed max
+    # started minus when it could have been: its schedule, the session's previous answer read (or its
+    # connection made) and, in order mode, the statements before it started: the replayer's own delay
+    held_s: np.ndarray
     error_state: list[str | None]
     error_message: list[str | None]
     stalled: set[int] = field(default_factory=set)        # statements the watchdog cancelled
@@ -296,7 +299,7 @@ class _Watchdog(threading.Thread):
 
 class _Session:
     __slots__ = ("i", "conn", "fd", "next", "stop", "prepared", "steps", "k", "mask", "copy_out", "error", "message",
-                 "connected", "step")
+                 "connected", "step", "since")
 
     def __init__(self, i: int, first: int, stop: int):
         self.i, self.next, self.stop = i, first, stop
@@ -311,6 +314,7 @@ class _Session:
         self.message: str | None = None
         self.connected = False
         self.step = ""
+        self.since = 0.0  # when the session could send again: connected, answered, or let go in order mode
 
 
 def shown(text, limit: int = SHOWN_CHARS) -> str:
@@ -332,7 +336,8 @@ class _Replay:
         self.plan, self.conninfo, self.settings, self.progress = plan, conninfo.encode(), settings, progress
         n = plan.statements
         self.out = Outcome(elapsed_s=0.0, started=np.full(n, np.nan), finished=np.full(n, np.nan),
-                           lag_s=np.full(n, np.nan), error_state=[None] * n, error_message=[None] * n,
+                           lag_s=np.full(n, np.nan), held_s=np.full(n, np.nan), error_state=[None] * n,
+                           error_message=[None] * n,
                            prepares=[0] * plan.sessions, settings=settings)
         self.sel = selectors.DefaultSelector()
         self.heap: list = []
@@ -392,6 +397,7 @@ class _Replay:
         out.started[k] = now - self.t0
         if self.speed:
             out.lag_s[k] = now - self._at(plan.start_s[k])
+        out.held_s[k] = max(0.0, now - max(self._at(plan.start_s[k]), sess.since))
         name = plan.name[k]
         if plan.execute[k] and name is not None:
             known = sess.prepared.get(name)
@@ -412,6 +418,7 @@ class _Replay:
             self.prefix += 1
             waiting = self.parked.pop(self.prefix, None)
             if waiting is not None:
+                waiting.since = now
                 self.ready.append(waiting)
 
     def _step(self, sess: _Session) -> None:
@@ -462,6 +469,7 @@ class _Replay:
         if state == pq.PollingStatus.OK:
             sess.conn.nonblocking = 1
             sess.connected = True
+            sess.since = now
             self.who[sess.conn.backend_pid] = sess.i
             self._watch(sess, selectors.EVENT_READ)
             self._next(sess, now)
@@ -521,6 +529,7 @@ class _Replay:
     def _finished(self, sess: _Session, now: float) -> None:
         k, out = sess.k, self.out
         out.finished[k] = now - self.t0
+        sess.since = now
         self.busy.pop(sess.conn.backend_pid, None)
         if sess.error is not None:
             out.error_state[k], out.error_message[k] = sess.error, sess.message
@@ -654,6 +663,7 @@ def summarize(plan: Plan, outcome: Outcome, capture) -> dict:
     classes.sort(key=lambda c: -(c["mean_ms"] or 0.0))
     lag = outcome.lag_s[~np.isnan(outcome.lag_s)]
     lag = np.maximum(lag, 0.0)
+    held = outcome.held_s[~np.isnan(outcome.held_s)]
     firsts = []
     for k in np.flatnonzero(new)[:FIRST_FAILURES]:
         session = int(np.searchsorted(plan.first, k, side="right") - 1)
@@ -672,6 +682,8 @@ def summarize(plan: Plan, outcome: Outcome, capture) -> dict:
             "lag_p50_ms": _ms(lag, 50), "lag_p99_ms": _ms(lag, 99),
             "lag_max_ms": float(1e3 * lag.max()) if len(lag) else None,
             "late_statements": int((lag > LATE_S).sum()), "late_threshold_ms": 1e3 * LATE_S,
+            "held_p50_ms": _ms(held, 50), "held_p99_ms": _ms(held, 99),
+            "held_max_ms": float(1e3 * held.max()) if len(held) else None,
             "failures": int(failed.sum()), "expected_failures": int((failed & expected).sum()),
             "new_failures": int(new.sum()), "unexpected_successes": int((~failed & expected).sum()),
             "first_new_failures": firsts,

@@ -47,6 +47,9 @@ def faithfulness_line(result: dict) -> str | None:
     lag = ("lag not measured at max speed" if r["lag_p50_ms"] is None else
            f"started late against the schedule: p50 {fmt(r['lag_p50_ms'])} ms, p99 {fmt(r['lag_p99_ms'])} ms, max "
            f"{fmt(r['lag_max_ms'])} ms ({r['late_statements']:,} over {r['late_threshold_ms']:g} ms)")
+    if r.get("held_p50_ms") is not None:  # the replayer's own share (results before it have none)
+        lag += (f"; held by the replayer itself: p50 {fmt(r['held_p50_ms'])} ms, p99 {fmt(r['held_p99_ms'])} ms, max "
+                f"{fmt(r['held_max_ms'])} ms")
     missing = r["not_replayed"]
     return (f"replay ({r['mode']} mode, {speed}{', a synthetic capture' if r['synthetic'] else ''}): "
             f"{fmt(r['elapsed_s'])} s against production's {fmt(r['production_span_s'])} s; {lag}; "
