@@ -34,14 +34,15 @@ def _made_by(workload: Workload, identity: dict) -> dict:
             **{k: v for k, v in identity.items() if k not in ("restore", "setup")}}
 
 
-def loads_a_seed(workload: Workload, options, engine: str, keep: bool = True) -> bool:
+def loads_a_seed(workload: Workload, options, engine: str, kept_only: bool = False) -> bool:
     """Whether loaded_seed() would load the workload into a new seed lab (not one kept earlier): the
-    room that takes is checked before anything is made."""
+    room that takes is checked before anything is made. kept_only: a seed lab is made only for a load
+    that is kept (a single run's); otherwise any load without a kept one makes one (compare's)."""
     from dbtier.workspace import Workspace
 
-    identity = workload.load_identity() if keep else None
+    identity = workload.load_identity()
     if identity is None:
-        return True
+        return not kept_only
     db_engine = engines.get(engine)
     root = Workspace.locate(options.workspace)
     key = load_key(identity, engine, db_engine.version(options), dict(options.sets))

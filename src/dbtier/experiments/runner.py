@@ -128,9 +128,8 @@ def check(exp: Experiment, workspace: Path | None = None, keep: bool = False, se
     preflight.check_engine(workload, exp.engine)
     check_cache_state(workload, exp.cache_state)
     options, requests, _ = lab_options(exp, workspace, keep)
-    seeded = seeding == "fresh"
-    if seeding == "shared" or (seeding == "kept" and workload.load_identity() is not None):
-        seeded = loaded.loads_a_seed(workload, options, exp.engine)
+    seeded = seeding == "fresh" or (seeding in ("shared", "kept") and loaded.loads_a_seed(
+        workload, options, exp.engine, kept_only=seeding == "kept"))
     preflight.check_run(workload, requests, exp.placement, options, exp.cache_state, exp.engine, seeded=seeded)
     return workload, options, requests
 

@@ -273,8 +273,7 @@ def load_user_setup(workload: "UserWorkload", db, dump: Path | None, jobs: int, 
 
     The vacuum leaves the tables as a production server's long-lived ones are: hint bits set, the
     visibility map and free space map written, statistics taken. Without it the first statements to
-    read each page set its hint bits and write it back, writes production never made (a replay at 1x
-    measured them as lag and as a longer elapsed)."""
+    read each page would set its hint bits and write it back: writes production never made."""
     workload.fingerprint_files(skip="restore")  # the dump's is taken as it is read
     restored = restore(db, Path(dump), jobs, progress) if dump is not None else None
     notes = []
@@ -288,6 +287,9 @@ def load_user_setup(workload: "UserWorkload", db, dump: Path | None, jobs: int, 
     return restored
 
 
+_UNREAD = object()
+
+
 class UserWorkload(Workload):
     """A workload on the user's own objects (run sql, run pgbench): what its setup restored is reported
     with the run's checks, and its notes (what was left out) said to the user. Every file of the
@@ -297,6 +299,7 @@ class UserWorkload(Workload):
     restored: dict | None = None
     setup_notes: list[str] = []
     _fingerprints: list[dict] | None = None
+    _identity: dict | None | object = _UNREAD  # load_identity's, once taken
 
     def user_files(self) -> list[tuple[str, Path]]:
         """(option, path) of every file of the user's the workload runs, in order."""
@@ -313,12 +316,15 @@ class UserWorkload(Workload):
                               for option, path in self.user_files() if option != skip]
 
     def load_identity(self) -> dict | None:
-        """The dump's and setup files' sha256 (None without either: nothing worth keeping)."""
-        dump, setup = self.p.get("restore"), self.p.get("setup") or ()
-        if dump is None and not setup:
-            return None
-        return {"restore": fingerprint(dump) if dump is not None else None,
+        """The dump's and setup files' sha256 (None without either: nothing worth keeping). Taken once
+        per workload: a command asks before it checks for room and again as it loads, and a dump may be
+        gigabytes."""
+        if self._identity is _UNREAD:
+            dump, setup = self.p.get("restore"), self.p.get("setup") or ()
+            self._identity = None if dump is None and not setup else {
+                "restore": fingerprint(dump) if dump is not None else None,
                 "setup": [fingerprint(path) for path in setup], "vacuum": True}
+        return self._identity
 
     def load_record(self) -> dict:
         """What the load did that a run reusing its cluster reports as its own (its restore and notes)."""
