@@ -143,6 +143,10 @@ def test_rate_mode_keeps_each_sessions_pacing(conninfo, recorded, speed):
     assert lag_ms < 20, f"median lag {lag_ms:.1f} ms at speed {speed}"
     # the replayer's own share of a statement's lag is at most all of it
     assert not np.isnan(out.held_s).any() and (out.held_s <= np.maximum(out.lag_s, 0) + 1e-9).all()
+    # the latest statement is the one named, whenever one was late
+    latest = replayer.summarize(plan, out, recorded)["replay"].get("latest")
+    assert (latest is not None) == (np.nanmax(out.lag_s) > replayer.LATE_S)
+    assert latest is None or latest["lag_ms"] == 1e3 * np.nanmax(out.lag_s)
     expected = recorded.span_s / speed
     assert abs(out.elapsed_s - expected) <= 0.3 * expected + 0.3, (out.elapsed_s, expected)
     # think time kept: each session's gaps between statements follow production's (median within 10 ms)
@@ -151,6 +155,32 @@ def test_rate_mode_keeps_each_sessions_pacing(conninfo, recorded, speed):
         gaps_here += list(np.diff(out.started[a:b]))
         gaps_there += list(np.diff(plan.start_s[a:b]) / speed)
     assert abs(np.median(gaps_here) - np.median(gaps_there)) < 0.010
+
+
+def test_the_latest_statement_is_explained_by_the_statements_that_made_it_late():
+    # two sessions: the first on time; in the second, statement 1 took 1.6 s where production took 0.1 s,
+    # so statements 2 and 3 went late (0.6 s, 0.5 s) until think time absorbed it
+    n = 7
+    plan = replayer.Plan(session_start_s=[0.0, 0.0], session_end_s=[None, None], first=[0, 2], stop=[2, 7],
+                         start_s=np.array([0.0, 1.0, 0.0, 1.0, 2.0, 3.0, 4.0]), execute=[False] * n, name=[None] * n,
+                         text=[f"SELECT {k}".encode() for k in range(n)], params=[None] * n,
+                         class_id=np.arange(n) + 100, expected_error=[None] * n, rank=np.arange(n),
+                         duration_s=np.full(n, 0.1))
+    started = np.array([0.0, 1.0, 0.0, 1.0, 2.6, 3.5, 4.0])
+    latency = np.array([0.1, 0.1, 0.1, 1.6, 0.9, 0.1, 0.1])
+    out = replayer.Outcome(elapsed_s=4.1, started=started, finished=started + latency, lag_s=started - plan.start_s,
+                           held_s=np.zeros(n), error_state=[None] * n, error_message=[None] * n)
+    late = replayer._latest(plan, out, latency)
+    assert (late["session"], late["seq"], late["class_id"], late["since_seq"], late["before"]) == (1, 2, 104, 1, 1)
+    assert np.isclose(late["lag_ms"], 600) and np.isclose(late["took_s"], 1.6) and np.isclose(late["production_s"], 0.1)
+    assert late["slowest"]["seq"] == 1 and np.isclose(late["slowest"]["ms"], 1600)
+    assert np.isclose(late["slowest"]["production_ms"], 100)
+    # nothing late, or lag not measured (speed max): nothing named
+    on_time = replayer.Outcome(elapsed_s=4.1, started=plan.start_s, finished=plan.start_s + 0.1,
+                               lag_s=np.zeros(n), held_s=np.zeros(n), error_state=[None] * n, error_message=[None] * n)
+    assert replayer._latest(plan, on_time, np.full(n, 0.1)) is None
+    on_time.lag_s = np.full(n, np.nan)
+    assert replayer._latest(plan, on_time, np.full(n, 0.1)) is None
 
 
 def test_order_mode_keeps_the_global_order(conninfo, recorded):

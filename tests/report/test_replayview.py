@@ -26,6 +26,10 @@ def a_replay(classes: int = 25, **replay) -> dict:
              "stalls": [{"session": 1, "seq": 0, "class_id": 1001, "statement": "UPDATE t SET v = 2", "waited_s": 1.2,
                          "blocked_by": [{"session": 0, "pid": 42, "state": "idle in transaction",
                                          "statement": "UPDATE t SET v = 1"}]}],
+             "latest": {"session": 3, "seq": 40, "class_id": 1002, "lag_ms": 28.0, "statement": "SELECT * FROM t2",
+                        "since_seq": 37, "before": 3, "took_s": 0.05, "production_s": 0.02,
+                        "slowest": {"seq": 38, "class_id": 1009, "ms": 31.0, "production_ms": 4.0,
+                                    "statement": "SELECT * FROM t9"}},
              "prepares": 3, "not_replayed": {"copy_from_stdin": 2, "fastpath": 0}, **replay}
     return a_run(workload="replay", metrics={"statements": sum(c["count"] for c in rows), "sessions": 4,
                                              "statements_per_s": 100.0, "classes": rows, "replay": faith})
@@ -56,6 +60,9 @@ def test_the_terminal_shows_twenty_classes_slowest_first_and_sums_the_rest():
             "0.60 ms, p99 5.40 ms, max 28.0 ms (48 over 10 ms); held by the replayer itself: p50 0.10 ms, p99 "
             "0.90 ms, max 3.50 ms; 1 new failures (11 expected as in production); 1 "
             "sessions stalled; not replayed: 2 COPY FROM STDIN, 0 fast-path calls") in " ".join(text.split())
+    assert ("latest start: session 3 statement 40 (class 1002: SELECT * FROM t2) went 28.0 ms late; since its "
+            "statement 37, its last on time, its 3 statements took 0.05 s against production's 0.02 s; most "
+            "longer: statement 38 (class 1009: SELECT * FROM t9), 31.0 ms against 4.00 ms") in " ".join(text.split())
     assert 'new failure: class 1003, session 2 statement 7: relation "gone" does not exist [42P01]' in text
     assert "stall: session 1 statement 0 (UPDATE t SET v = 2) waited 1.20 s on a lock held by session 0 (idle in " \
            "transaction: UPDATE t SET v = 1); cancelled" in " ".join(text.split())

@@ -101,6 +101,7 @@ class Plan:
     class_id: np.ndarray
     expected_error: list[str | None]   # the SQLSTATE production answered
     rank: np.ndarray                   # its place in the global order of starts
+    duration_s: np.ndarray | None = None  # how long production took; nan where its log did not say
     application: list[str | None] = field(default_factory=list)  # each session's application_name
 
     @property
@@ -220,7 +221,8 @@ def build_plan(capture, drawn: dict[str, list[str]] | None = None, seed: int = 1
                 text=[t.encode() for t in st["text"].to_pylist()], params=values,
                 class_id=st["class_id"].to_numpy().astype(np.int64) if n else np.zeros(0, np.int64),
                 expected_error=st["error_state"].to_pylist(), rank=rank,
-                application=ss["application"].to_pylist())
+                application=ss["application"].to_pylist(),
+                duration_s=st["duration_s"].to_numpy(zero_copy_only=False).astype(float) if n else np.zeros(0))
 
 
 # -- the watchdog ----------------------------------------------------------------------------------
@@ -636,6 +638,38 @@ def _ms(values: np.ndarray, q: float | None = None) -> float | None:
     return float(1e3 * (np.mean(values) if q is None else np.percentile(values, q)))
 
 
+def _latest(plan: Plan, outcome: Outcome, latency: np.ndarray) -> dict | None:
+    """The statement that started latest against its schedule, and why: a session's statement waits
+    for its previous one's answer, so its lag is what the statements since its session was last on
+    time took here beyond what they took in production, less the think time between them. Those
+    statements, and the one of them that took most longer, are named (a DBA's first question: which
+    statement ran slower in the lab). None at speed max, or when none was late."""
+    if not len(outcome.lag_s) or np.all(np.isnan(outcome.lag_s)):
+        return None
+    k = int(np.nanargmax(outcome.lag_s))
+    if not outcome.lag_s[k] > LATE_S:
+        return None
+    session = int(np.searchsorted(plan.first, k, side="right") - 1)
+    a = plan.first[session]
+    j = k  # the first of the statements before k that ran while the session was late
+    while j > a and outcome.lag_s[j - 1] > LATE_S:
+        j -= 1
+    if j > a:
+        j -= 1  # the last one on time: its run may be what made the next one late
+    took = latency[j:k]
+    prod = plan.duration_s[j:k] if plan.duration_s is not None else np.full(k - j, np.nan)
+    excess = took - prod
+    out = {"session": session, "seq": int(k - a), "class_id": int(plan.class_id[k]),
+           "lag_ms": float(1e3 * outcome.lag_s[k]), "statement": shown(plan.text[k]),
+           "since_seq": int(j - a), "before": int(k - j),
+           "took_s": float(np.nansum(took)), "production_s": None if np.all(np.isnan(prod)) else float(np.nansum(prod))}
+    if k > j and not np.all(np.isnan(excess)):
+        m = j + int(np.nanargmax(excess))
+        out["slowest"] = {"seq": int(m - a), "class_id": int(plan.class_id[m]), "ms": float(1e3 * latency[m]),
+                          "production_ms": float(1e3 * plan.duration_s[m]), "statement": shown(plan.text[m])}
+    return out
+
+
 def summarize(plan: Plan, outcome: Outcome, capture) -> dict:
     """The replay's figures: per statement class (count, errors, mean and p50/p95/p99 latency, slowest
     first) and its faithfulness (lag against the schedule, failures production did not have, stalls,
@@ -672,6 +706,7 @@ def summarize(plan: Plan, outcome: Outcome, capture) -> dict:
                        "statement": shown(plan.text[k])})
     settings = outcome.settings or Settings()
     counts = capture.counts
+    latest = _latest(plan, outcome, latency)
     return {
         "statements": plan.statements, "sessions": plan.sessions,
         "statements_per_s": plan.statements / outcome.elapsed_s if outcome.elapsed_s else 0.0,
@@ -682,6 +717,7 @@ def summarize(plan: Plan, outcome: Outcome, capture) -> dict:
             "lag_p50_ms": _ms(lag, 50), "lag_p99_ms": _ms(lag, 99),
             "lag_max_ms": float(1e3 * lag.max()) if len(lag) else None,
             "late_statements": int((lag > LATE_S).sum()), "late_threshold_ms": 1e3 * LATE_S,
+            **({"latest": latest} if latest else {}),
             "held_p50_ms": _ms(held, 50), "held_p99_ms": _ms(held, 99),
             "held_max_ms": float(1e3 * held.max()) if len(held) else None,
             "failures": int(failed.sum()), "expected_failures": int((failed & expected).sum()),

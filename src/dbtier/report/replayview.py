@@ -63,6 +63,21 @@ def detail_lines(result: dict) -> list[str]:
     r = (result.get("metrics") or {}).get("replay") or {}
     out = [f"new failure: class {f['class_id']}, session {f['session']} statement {f['seq']}: {f['message']} "
            f"[{f['sqlstate']}] ({f['statement']})" for f in r.get("first_new_failures", [])]
+    late = r.get("latest")
+    if late:
+        line = (f"latest start: session {late['session']} statement {late['seq']} (class {late['class_id']}: "
+                f"{late['statement']}) went {fmt(late['lag_ms'])} ms late")
+        if late["before"]:
+            prod = late["production_s"]
+            line += (f"; since its statement {late['since_seq']}, its last on time, its {late['before']:,} statements "
+                     f"took {fmt(late['took_s'])} s" + (f" against production's {fmt(prod)} s" if prod is not None else ""))
+            w = late.get("slowest")
+            if w:
+                line += (f"; most longer: statement {w['seq']} (class {w['class_id']}: {w['statement']}), "
+                         f"{fmt(w['ms'])} ms against {fmt(w['production_ms'])} ms")
+        else:
+            line += ": its session's first, after connecting"
+        out.append(line)
     for s in r.get("stalls", []):
         holders = "; ".join(f"session {b['session'] if b['session'] is not None else 'pid ' + str(b['pid'])} "
                             f"({b['state']}: {b['statement']})" for b in s["blocked_by"])
