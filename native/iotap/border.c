@@ -234,14 +234,15 @@ EXPORT char *dbt_layout_json(void) {
     struct named kinds[DBT_KIND_COUNT]; /* the device kinds are the ops table's */
     for (int k = 0; k < DBT_KIND_COUNT; k++) kinds[k] = (struct named){dbt_ops_by_kind(k)->name, (uint64_t)k};
     const struct named_list device_kinds = {"device_kind", kinds, DBT_KIND_COUNT};
-    struct named pg[DBT_PG_CLASSES + 8];
+    struct named pg[DBT_PG_CLASSES + 8 + DBT_LIMITS];
     const struct named_list pg_lists[] = {
         names_of("pg_class", dbt_pg_class_names, DBT_PG_CLASSES, pg),
         names_of("pg_space", dbt_pg_space_names, 4, pg + DBT_PG_CLASSES),
         names_of("pg_fork", dbt_pg_fork_names, 4, pg + DBT_PG_CLASSES + 4),
         device_kinds,
+        names_of("device_limit", dbt_limit_names, DBT_LIMITS, pg + DBT_PG_CLASSES + 8),
     };
-    named_lists(&b, "enums", enums, sizeof enums / sizeof enums[0], pg_lists, 4);
+    named_lists(&b, "enums", enums, sizeof enums / sizeof enums[0], pg_lists, 5);
     named_lists(&b, "flags", flag_sets, sizeof flag_sets / sizeof flag_sets[0], NULL, 0);
     named_lists(&b, "reserved", reserved_sets, sizeof reserved_sets / sizeof reserved_sets[0], NULL, 0);
     dbt_jb_printf(&b, ",\"constants\":");

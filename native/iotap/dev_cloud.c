@@ -50,9 +50,12 @@ static void cloud_init(struct dbt_drive *st, const struct dbt_params *p) {
     c->bytes.tokens = d->bytes_cap;
 }
 
-/* When a request needing n tokens, arriving at t, is admitted. */
-static uint64_t bucket_admit(struct dbt_bucket *b, double base, double peak, double cap, uint64_t t, double n) {
+/* When a request needing n tokens, arriving at t, is admitted; *by_rate: when the rate alone would
+ * have admitted it (any wait after that is for credits, the bucket spent). */
+static uint64_t bucket_admit(struct dbt_bucket *b, double base, double peak, double cap, uint64_t t, double n,
+                             uint64_t *by_rate) {
     uint64_t a = t > b->next_peak ? t : b->next_peak;
+    *by_rate = a;
     if (cap > 0) {
         if (a > b->t_last) {
             b->tokens += base * (double)(a - b->t_last);
@@ -81,8 +84,17 @@ static void cloud_submit(struct dbt_drive *st, const struct dbt_request *rq, str
         return;
     }
     double ios = ceil((double)(rq->len ? rq->len : 1) / d->io_unit_bytes);
-    uint64_t a = bucket_admit(&c->iops, d->iops_base, d->iops_peak, d->iops_cap, rq->arrival_ns, ios);
-    a = bucket_admit(&c->bytes, d->bytes_base, d->bytes_peak, d->bytes_cap, a, (double)rq->len);
+    uint64_t by_iops, by_bytes;
+    uint64_t a_iops = bucket_admit(&c->iops, d->iops_base, d->iops_peak, d->iops_cap, rq->arrival_ns, ios, &by_iops);
+    uint64_t a = bucket_admit(&c->bytes, d->bytes_base, d->bytes_peak, d->bytes_cap, a_iops, (double)rq->len,
+                              &by_bytes);
+    /* What held it: the IOPS bucket from its arrival, then the byte bucket. A bucket whose credits are
+     * spent holds its requests at the baseline, the whole wait (the rate's share of it is the
+     * baseline's too); otherwise at its cap (the burst rate while credits last). */
+    int k = a_iops > by_iops ? DBT_LIMIT_IOPS_CREDITS : DBT_LIMIT_IOPS;
+    out->held_from[k] = rq->arrival_ns, out->held_to[k] = a_iops;
+    k = a > by_bytes ? DBT_LIMIT_THROUGHPUT_CREDITS : DBT_LIMIT_THROUGHPUT;
+    out->held_from[k] = a_iops, out->held_to[k] = a;
     uint64_t xfer = (uint64_t)((double)rq->len / d->bytes_per_ns_iface);
     out->start_ns = a;
     if (rq->op == DBT_OP_READ) {
@@ -100,6 +112,7 @@ const struct dbt_device_ops dbt_cloud_ops = {
     .name = "cloud",
     .version = DBT_OPS_VERSION,
     .kind = DBT_KIND_CLOUD,
+    .caps = DBT_CAP_LIMITED,
     .params = cloud_params,
     .nparams = NELEM(cloud_params),
     .params_size = sizeof(struct dbt_cloud_params),

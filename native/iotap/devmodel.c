@@ -158,7 +158,11 @@ void dbt_model_split(const struct dbt_model_state *st, const struct dbt_request 
 
 /* Every member used is issued its part at the arrival time; the request completes when the slowest
  * member does. */
+const char *const dbt_limit_names[DBT_LIMITS] = {"iops", "throughput", "iops_credits", "throughput_credits"};
+
 void dbt_model_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
+    memset(out->held_from, 0, sizeof out->held_from);
+    memset(out->held_to, 0, sizeof out->held_to);
     /* The state may be shared memory: its kind and member count index tables, so they are checked
      * here too (two compares), not only when the state was attached. */
     if (UNLIKELY((unsigned)st->kind >= DBT_KIND_COUNT || st->members > DBT_MAX_MEMBERS)) {
@@ -178,10 +182,15 @@ void dbt_model_submit(struct dbt_model_state *st, const struct dbt_request *rq, 
     for (int m = 0; m < st->members; m++) {
         if (!used[m]) continue;
         struct dbt_request part = {rq->arrival_ns, lo[m], (uint32_t)(hi[m] - lo[m]), rq->op};
-        struct dbt_result r;
+        struct dbt_result r = {0};
         ops_table[st->kind]->submit(&st->drive[m], &part, &r);
         if (first || r.start_ns < out->start_ns) out->start_ns = r.start_ns;
         if (first || r.complete_ns > out->complete_ns) out->complete_ns = r.complete_ns;
+        for (int k = 0; k < DBT_LIMITS; k++) { /* held while any member was: the members' spans joined */
+            if (r.held_to[k] <= r.held_from[k]) continue;
+            if (out->held_to[k] <= out->held_from[k] || r.held_from[k] < out->held_from[k]) out->held_from[k] = r.held_from[k];
+            if (r.held_to[k] > out->held_to[k]) out->held_to[k] = r.held_to[k];
+        }
         flags &= r.flags;
         first = 0;
     }

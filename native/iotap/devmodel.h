@@ -102,16 +102,25 @@ struct dbt_request {
     uint8_t op;
 };
 
+/* What held a request back before its service, besides a busy drive: a volume's provisioned
+ * limits (DBT_CAP_LIMITED), its rate caps and, once burst credits are spent, its baseline. Names in
+ * dbt_limit_names, which the state's counters and the layout description use. */
+enum dbt_limit { DBT_LIMIT_IOPS, DBT_LIMIT_THROUGHPUT, DBT_LIMIT_IOPS_CREDITS, DBT_LIMIT_THROUGHPUT_CREDITS, DBT_LIMITS };
+extern const char *const dbt_limit_names[DBT_LIMITS];
+
 struct dbt_result {
     uint64_t start_ns;    /* service began (queueing ends) */
     uint64_t complete_ns; /* modelled completion */
     uint32_t flags;
+    /* DBT_CAP_LIMITED: the request waited on each limit over [held_from, held_to) (equal: it did not) */
+    uint64_t held_from[DBT_LIMITS], held_to[DBT_LIMITS];
 };
 
 /* What a kind can do: the emulation core asks these, never which kind a device is. */
 #define DBT_CAP_HOST_TIME 0x1u /* no model: a request takes what the host's own call took (real) */
 #define DBT_CAP_ADDRESSED 0x2u /* its requests carry device byte addresses from the file layout (geometry) */
 #define DBT_CAP_REORDERS 0x4u  /* it may hold several commands and choose among them (queue hooks set) */
+#define DBT_CAP_LIMITED 0x8u   /* its results say when a request waited on a provisioned limit (held_from/to) */
 
 /* A device kind, fio-engine style: a versioned table of hooks, its capabilities, its option table
  * and the size of its own option struct. */

@@ -142,7 +142,7 @@ int dbt_model_take(struct dbt_model_state *st, uint64_t ticket, struct dbt_resul
         struct dbt_queued *q = &st->q[i];
         if (!ticket || q->ticket != ticket) continue;
         if (!q->started) return 0;
-        *res = (struct dbt_result){q->start, q->complete, q->rflags};
+        *res = (struct dbt_result){.start_ns = q->start, .complete_ns = q->complete, .flags = q->rflags};
         *reordered = q->reordered;
         q->ticket = 0;
         st->q_count--;

@@ -37,6 +37,14 @@ static void busy_locked(void *ctx, const struct dbt_request *rq, const struct db
     if (res->complete_ns > d->busy_mark) d->busy_mark = res->complete_ns;
     if (!d->first_ns || rq->arrival_ns < d->first_ns) d->first_ns = rq->arrival_ns;
     if (res->complete_ns > d->last_ns) d->last_ns = res->complete_ns;
+    if (!(d->caps & DBT_CAP_LIMITED)) return;
+    for (int k = 0; k < DBT_LIMITS; k++) { /* a limit's waits end in admission order: their union as busy's */
+        if (res->held_to[k] <= res->held_from[k]) continue;
+        uint64_t since = res->held_from[k] > d->held_mark[k] ? res->held_from[k] : d->held_mark[k];
+        if (res->held_to[k] > since) ADD(d->c.held_ns[k], res->held_to[k] - since);
+        if (res->held_to[k] > d->held_mark[k]) d->held_mark[k] = res->held_to[k];
+        ADD(d->c.held[k], 1);
+    }
 }
 
 /* One request through the device's model, the device's lock held. A `real` device's request

@@ -19,7 +19,7 @@
 /* Moves whenever anything in the file changes layout or meaning (this header, the page cache's
  * region, a kind's params, derived constants or drive state): attach refuses a state of another
  * version, and Python's handshake (dbt_abi_version) carries it. */
-#define DBT_STATE_VERSION 12
+#define DBT_STATE_VERSION 13
 #define DBT_MAX_DEVICES 16
 #define DBT_NAME_MAX 64
 #define DBT_DIR_MAX 1024
@@ -42,6 +42,9 @@ struct dbt_counters {
     /* the emulated page cache, for this device's files: pages found and not found, bytes read ahead
      * and written back (those device requests are also in reads/writes above) */
     _Atomic uint64_t pc_hit_pages, pc_miss_pages, pc_readahead_bytes, pc_writeback_bytes;
+    /* a volume's provisioned limits (DBT_CAP_LIMITED): per enum dbt_limit, the time at least one
+     * request waited on it (a union, as busy_ns) and the requests it held */
+    _Atomic uint64_t held_ns[DBT_LIMITS], held[DBT_LIMITS];
     _Atomic uint64_t late[DBT_LAT_BUCKETS];
 };
 
@@ -68,6 +71,7 @@ struct dbt_device_slot {
     pthread_mutex_t lock;
     /* under lock */
     uint64_t busy_ns, busy_mark; /* union of [arrival, completion]: iostat's io_ticks */
+    uint64_t held_mark[DBT_LIMITS]; /* the end of the union of waits on each limit so far */
     uint64_t first_ns, last_ns;
     struct dbt_model_state model;
     uint64_t alloc_cursor;

@@ -328,13 +328,17 @@ char *dbt_state_json(const char *state_path, char *err, size_t errlen) {
                   "\"flush_ns\":%llu,\"queue_ns\":%llu,\"cache_hits\":%llu,\"streams\":%llu,\"reordered\":%llu,\"other_ops\":%llu,"
                   "\"host_ns\":%llu,\"overruns\":%llu,\"late_sum_ns\":%llu,\"late_max_ns\":%llu,\"spin_ns\":%llu,"
                   "\"pc_hit_pages\":%llu,\"pc_miss_pages\":%llu,\"pc_readahead_bytes\":%llu,"
-                  "\"pc_writeback_bytes\":%llu,\"lateness\":[",
+                  "\"pc_writeback_bytes\":%llu,",
                   (unsigned long long)busy, (unsigned long long)first, (unsigned long long)last, LD(c->reads),
                   LD(c->writes), LD(c->flushes), LD(c->read_bytes), LD(c->write_bytes), LD(c->read_ns),
                   LD(c->write_ns), LD(c->flush_ns), LD(c->queue_ns), LD(c->cache_hits), LD(c->streams), LD(c->reordered),
                   LD(c->other_ops), LD(c->host_ns), LD(c->overruns), LD(c->late_sum_ns), LD(c->late_max_ns),
                   LD(c->spin_ns), LD(c->pc_hit_pages), LD(c->pc_miss_pages), LD(c->pc_readahead_bytes),
                   LD(c->pc_writeback_bytes));
+        for (int k = 0; k < DBT_LIMITS; k++)
+            dbt_jb_printf(&b, "\"held_%s_ns\":%llu,\"held_%s\":%llu,", dbt_limit_names[k], LD(c->held_ns[k]),
+                          dbt_limit_names[k], LD(c->held[k]));
+        dbt_jb_printf(&b, "\"lateness\":[");
         int firstb = 1;
         for (int k = 0; k < DBT_LAT_BUCKETS; k++) {
             unsigned long long n = LD(c->late[k]);

@@ -70,6 +70,12 @@ def test_gp3_caps_hold_live(tmp_path):
                  "--size", "16m")
     print("live gp3:", rows[0]["iops"], "IOPS")
     assert rows[0]["iops"] == pytest.approx(3000, rel=0.05)
+    # and the device says what held it: its IOPS cap, nearly all the time (8 workers always waiting),
+    # each request but the first few admitted by it
+    held = {h["limit"]: h for h in rows[0]["device"]["limits"]}
+    print("live gp3 held:", held)
+    assert set(held) == {"iops"} and held["iops"]["rate"] == 3000
+    assert held["iops"]["held_pct"] > 90 and held["iops"]["requests"] > 0.9 * rows[0]["ios"]
     rows = bench(tmp_path, "-d", "v=ebs-gp3", "--rw", "read", "--bs", "1m", "--jobs", "4", "--runtime", "3",
                  "--size", "64m")
     print("live gp3:", rows[0]["mb_s"], "MiB/s")
@@ -86,3 +92,11 @@ def test_a_burst_runs_out_live(tmp_path):
                    "--size", "16m")
     print("live burst:", row["ios"], "requests")
     assert row["ios"] == pytest.approx(3500, rel=0.05)
+    # held at the 2,500 IOPS burst for its first second, then at the 500 IOPS baseline, credits spent
+    held = {h["limit"]: h for h in row["device"]["limits"]}
+    print("live burst held:", held)
+    assert set(held) == {"iops", "iops_credits"}
+    assert held["iops"]["rate"] == 2500 and held["iops_credits"]["rate"] == 500
+    el = row["device"]["counters"]["held_iops_ns"] / 1e9 + row["device"]["counters"]["held_iops_credits_ns"] / 1e9
+    assert held["iops_credits"]["held_s"] == pytest.approx(2.0, abs=0.3) and el == pytest.approx(3.0, abs=0.3)
+

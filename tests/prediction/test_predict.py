@@ -92,6 +92,34 @@ def test_a_device_added_with_nothing_placed_on_it_says_so(recorded, tmp_path):
     assert not [n for n in placed["notes"] if "nothing is placed" in n]
 
 
+def test_a_prediction_on_a_capped_volume_says_what_held_it(recorded, tmp_path):
+    """One backend's random reads, one at a time, on a volume of 100 IOPS: each waits for the cap
+    (10 ms apart, though a read takes 0.2 ms), so the prediction takes reads / 100 s and says the cap
+    held the volume nearly all the time. With a burst to 1,000 IOPS on 300 credits, full buckets run
+    the first reads at the burst rate, then at the baseline with the credits spent."""
+    def volume(name, extra=""):
+        path = tmp_path / f"{name}.toml"
+        path.write_text(f'kind = "cloud"\n[params]\nread_latency_us = 200\nwrite_latency_us = 200\niops = 100\n{extra}')
+        return str(path)
+
+    capped = predicted(recorded, tmp_path, "-d", f"hdd={volume('capped')}")["phases"][0]["predicted"]
+    dev = capped["devices"][0]
+    reads = dev["iostat"]["r/s"] * capped["elapsed_s"]
+    assert capped["elapsed_s"] == pytest.approx(reads / 100, rel=0.1)
+    (held,) = dev["limits"]
+    assert held["limit"] == "iops" and held["rate"] == 100 and held["held_pct"] > 90
+    burst = "burst_iops = 1000\nburst_credits = 300\n"
+    full = predicted(recorded, tmp_path, "-d", f"hdd={volume('burst', burst)}")["phases"][0]["predicted"]
+    held = {h["limit"]: h for h in full["devices"][0]["limits"]}
+    assert set(held) == {"iops", "iops_credits"} and held["iops"]["rate"] == 1000
+    assert held["iops_credits"]["rate"] == 100 and held["iops_credits"]["held_pct"] > 80
+    # the bucket's credits (300 at most, what the warm-up left of them and the 100/s it earns) buy reads
+    # at 1 ms instead of 10: each saves 9 ms
+    bursts = held["iops"]["requests"]
+    assert 100 < bursts < 400
+    assert capped["elapsed_s"] - full["elapsed_s"] == pytest.approx(bursts * 0.009, abs=0.3)
+
+
 def test_recorded_calls_replayed_give_the_recorded_device_requests(shm_dir, tmp_path):
     """Live, the interposer records a program's calls and the device requests they caused; offline, the
     calls replayed through the same core on the recorded layout give the same requests."""

@@ -56,6 +56,30 @@ def test_a_log_device_is_busy_with_its_flushes():
     assert verdict._device_clause(log).index("flushes/s") < verdict._device_clause(log).index("writes/s")
 
 
+def test_a_capped_volume_says_which_limit_held_it():
+    """The limit that held the volume longest is named with its rate and share; one under 5% is not."""
+    vol = device("data", "ebs-gp3", 2991.0, 2.6, 99.9)
+    vol["limits"] = [{"limit": "iops", "rate": 3000.0, "unit": "IOPS", "held_s": 57.6, "held_pct": 96.0,
+                      "requests": 171_000},
+                     {"limit": "throughput", "rate": 131.07, "unit": "MB/s", "held_s": 1.0, "held_pct": 1.7,
+                      "requests": 12}]
+    doc = {"workload": "pgbench", "elapsed_s": 60.0, "server_cpu_s": 3.0, "io_wait_s": 400.0, "devices": [vol]}
+    lines = verdict.run(doc)
+    assert lines[2] == (f"Data was limited by its {fmt(3000.0)}-IOPS cap for {fmt(96.0)}% of the time (171,000 "
+                        "requests waited on it).")
+    vol["limits"] = [{"limit": "iops_credits", "rate": 300.0, "unit": "IOPS", "held_s": 30.0, "held_pct": 50.0,
+                      "requests": 9000}]
+    assert "its 300-IOPS baseline once its burst credits were spent for 50.0% of the time" in verdict.run(doc)[2]
+    vol["limits"] = [{"limit": "iops", "rate": 3000.0, "unit": "IOPS", "held_s": 1.0, "held_pct": 1.7, "requests": 5}]
+    assert len(verdict.run(doc)) == 2
+
+
+def test_every_limit_the_library_counts_has_words():
+    from dbtier.devices import native
+    from dbtier.measure import limits
+    assert set(native.DEVICE_LIMITS) == set(limits.RATES)
+
+
 def test_a_comparison_names_the_fastest_layout():
     results = [{"elapsed_s": 20.8}, {"elapsed_s": 5.2}, {"elapsed_s": 1.0}]
     lines = verdict.compare(["hdd", "split", "ssd"], results, [1.0, 4.0, 20.8], "elapsed s")

@@ -25,7 +25,7 @@ from dbtier.errors import UserError
 
 IOTAP_LIB = "libdbtier_iotap.so"
 SIM_LIB = "libdbtier_sim.so"
-ABI_VERSION = 3012002  # devmodel ops 3, state file 12, trace format 2: dbt_abi_version's handshake
+ABI_VERSION = 3013002  # devmodel ops 3, state file 13, trace format 2: dbt_abi_version's handshake
 LAYOUT_VERSION = 1  # the version of the layout document (dbt_layout_json) this module reads
 SPEC_VERSION = 1  # the version of the device specs (struct dbt_device_spec, dbt_pc_config) this module writes
 
@@ -471,6 +471,8 @@ REPLAY_REQUEST = _LAYOUT.dtype("replay_request")
 DEVICE_SPEC = _LAYOUT.dtype("device_spec")
 PC_CONFIG = _LAYOUT.dtype("pc_config")
 DEVICE_KINDS = _LAYOUT.enum("device_kind")
+#: what can hold a volume's request back (enum dbt_limit): name -> index, in the library's order
+DEVICE_LIMITS = _LAYOUT.enum("device_limit")
 #: struct dbt_pg_path (native/iotap/pgpath.h) and the names of its values
 PG_PATH = _LAYOUT.dtype("pg_path")
 _PG_CLASSES = {code: name for name, code in _LAYOUT.enum("pg_class").items()}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dbtier.measure import iostat, lateness
+from dbtier.measure import iostat, lateness, limits
 
 _NOT_COUNTERS = ("params", "lateness", "dir", "kind", "name", "first_ns", "last_ns", "late_max_ns")
 
@@ -32,6 +32,7 @@ def rows(devices, after: dict, elapsed_s: float, before: dict | None = None) -> 
             "device": spec.name, "dir": str(spec.directory), "profile": spec.profile.name, "kind": spec.profile.kind,
             "iostat": iostat.figures(dev, elapsed_s), "page_cache": iostat.page_cache(dev),
             "lateness": lateness.summary(dev), "counters": counters,
+            **({"limits": held} if (held := limits.held(dev, elapsed_s)) else {}),
         })
     return out
 

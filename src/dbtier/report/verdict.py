@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from dbtier.measure import limits
 from dbtier.report.terminal import fmt
 
 
@@ -29,6 +30,22 @@ def _device_clause(dev: dict) -> str:
     what = " and ".join(f"{fmt(io[rate])} {name}/s at {fmt(io[lat])} ms each"
                         for name, rate, lat in (_OPERATIONS[i] for i in ops)) or "no reads or writes"
     return f"{dev['device']} ({dev['profile']}) served {what}, busy {fmt(io['%util'])}% of the time"
+
+
+#: a limit that held a device's requests for less than this share of the time is not worth a sentence
+LIMIT_MENTION_PCT = 5.0
+
+
+def _limit_clause(dev: dict) -> str | None:
+    """The provisioned limit that held a volume longest, in a DBA's words; None when none held it for
+    long (measure/limits.py)."""
+    held = dev.get("limits") or []
+    if not held or held[0]["held_pct"] < LIMIT_MENTION_PCT:
+        return None
+    top = held[0]
+    rate = f"{fmt(top['rate'])}-{top['unit']}" if top["unit"] == "IOPS" else f"{fmt(top['rate'])} {top['unit']}"
+    return (f"{dev['device']} was limited by its {rate} {limits.RATES[top['limit']][3]} for {fmt(top['held_pct'])}% "
+            f"of the time ({top['requests']:,} requests waited on it)")
 
 
 def _throughput(result: dict) -> str:
@@ -66,7 +83,11 @@ def run(result: dict) -> list[str]:
     if dev is None:
         return [first]
     where = f" in its longest phase, {longest['phase']}," if result.get("phases") else ""
-    return [first, f"Its busiest device{where} {_device_clause(dev)}."]
+    out = [first, f"Its busiest device{where} {_device_clause(dev)}."]
+    capped = [w for d in longest.get("devices") or [] if (w := _limit_clause(d))]
+    if capped:
+        out.append("; ".join(capped)[0].upper() + "; ".join(capped)[1:] + ".")
+    return out
 
 
 def compare(names: list[str], results: list[dict], speedups: list[float], headline: str) -> list[str]:
