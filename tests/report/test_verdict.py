@@ -65,7 +65,7 @@ def test_a_capped_volume_says_which_limit_held_it():
                       "requests": 12}]
     doc = {"workload": "pgbench", "elapsed_s": 60.0, "server_cpu_s": 3.0, "io_wait_s": 400.0, "devices": [vol]}
     lines = verdict.run(doc)
-    assert lines[2] == (f"Data was limited by its {fmt(3000.0)}-IOPS cap for {fmt(96.0)}% of the time (171,000 "
+    assert lines[2] == (f"The volume data was limited by its {fmt(3000.0)}-IOPS cap for {fmt(96.0)}% of the time (171,000 "
                         "requests waited on it).")
     vol["limits"] = [{"limit": "iops_credits", "rate": 300.0, "unit": "IOPS", "held_s": 30.0, "held_pct": 50.0,
                       "requests": 9000}]

@@ -44,7 +44,7 @@ def _limit_clause(dev: dict) -> str | None:
         return None
     top = held[0]
     rate = f"{fmt(top['rate'])}-{top['unit']}" if top["unit"] == "IOPS" else f"{fmt(top['rate'])} {top['unit']}"
-    return (f"{dev['device']} was limited by its {rate} {limits.RATES[top['limit']][3]} for {fmt(top['held_pct'])}% "
+    return (f"the volume {dev['device']} was limited by its {rate} {limits.RATES[top['limit']][3]} for {fmt(top['held_pct'])}% "
             f"of the time ({top['requests']:,} requests waited on it)")
 
 
