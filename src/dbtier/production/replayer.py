@@ -643,7 +643,8 @@ def _latest(plan: Plan, outcome: Outcome, latency: np.ndarray) -> dict | None:
     for its previous one's answer, so its lag is what the statements since its session was last on
     time took here beyond what they took in production, less the think time between them. Those
     statements, and the one of them that took most longer, are named (a DBA's first question: which
-    statement ran slower in the lab). None at speed max, or when none was late."""
+    statement ran slower in the lab). In order mode the statements of other sessions before it in the
+    global order may have held it too; those are not named. None at speed max, or when none was late."""
     if not len(outcome.lag_s) or np.all(np.isnan(outcome.lag_s)):
         return None
     k = int(np.nanargmax(outcome.lag_s))
