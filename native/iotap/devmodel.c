@@ -156,10 +156,10 @@ void dbt_model_split(const struct dbt_model_state *st, const struct dbt_request 
     }
 }
 
-/* Every member used is issued its part at the arrival time; the request completes when the slowest
- * member does. */
 const char *const dbt_limit_names[DBT_LIMITS] = {"iops", "throughput", "iops_credits", "throughput_credits"};
 
+/* Every member used is issued its part at the arrival time; the request completes when the slowest
+ * member does. */
 void dbt_model_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
     memset(out->held_from, 0, sizeof out->held_from);
     memset(out->held_to, 0, sizeof out->held_to);

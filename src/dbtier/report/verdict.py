@@ -84,9 +84,9 @@ def run(result: dict) -> list[str]:
         return [first]
     where = f" in its longest phase, {longest['phase']}," if result.get("phases") else ""
     out = [first, f"Its busiest device{where} {_device_clause(dev)}."]
-    capped = [w for d in longest.get("devices") or [] if (w := _limit_clause(d))]
+    capped = "; ".join(w for d in longest.get("devices") or [] if (w := _limit_clause(d)))
     if capped:
-        out.append("; ".join(capped)[0].upper() + "; ".join(capped)[1:] + ".")
+        out.append(capped[0].upper() + capped[1:] + ".")
     return out
 
 
