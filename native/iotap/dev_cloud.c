@@ -108,6 +108,17 @@ static void cloud_submit(struct dbt_drive *st, const struct dbt_request *rq, str
     }
 }
 
+/* A bucket without credits (capacity 0) has none to set. Refill counts from `at`; a refill already
+ * counted beyond it (t_last later) is dropped, as the balance is now given. */
+static void cloud_set_credits(struct dbt_drive *st, double fraction, uint64_t at) {
+    const struct dbt_cloud_derived *d = &st->u.cloud.d;
+    struct dbt_cloud_state *c = &st->u.cloud.s;
+    if (!(fraction >= 0.0)) fraction = 0.0;
+    if (fraction > 1.0) fraction = 1.0;
+    c->iops.tokens = d->iops_cap * fraction, c->iops.t_last = at;
+    c->bytes.tokens = d->bytes_cap * fraction, c->bytes.t_last = at;
+}
+
 const struct dbt_device_ops dbt_cloud_ops = {
     .name = "cloud",
     .version = DBT_OPS_VERSION,
@@ -120,4 +131,5 @@ const struct dbt_device_ops dbt_cloud_ops = {
             "provisioned IOPS and throughput as token buckets with burst credits",
     .init = cloud_init,
     .submit = cloud_submit,
+    .set_credits = cloud_set_credits,
 };

@@ -160,6 +160,12 @@ const char *const dbt_limit_names[DBT_LIMITS] = {"iops", "throughput", "iops_cre
 
 /* Every member used is issued its part at the arrival time; the request completes when the slowest
  * member does. */
+void dbt_model_set_credits(struct dbt_model_state *st, double fraction, uint64_t at) {
+    if ((unsigned)st->kind >= DBT_KIND_COUNT || st->members > DBT_MAX_MEMBERS || !ops_table[st->kind]->set_credits)
+        return;
+    for (int m = 0; m < st->members; m++) ops_table[st->kind]->set_credits(&st->drive[m], fraction, at);
+}
+
 void dbt_model_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out) {
     memset(out->held_from, 0, sizeof out->held_from);
     memset(out->held_to, 0, sizeof out->held_to);

@@ -22,7 +22,7 @@
 #include "dev_ram.h"
 
 /* The version of struct dbt_device_ops and what its hooks mean. */
-#define DBT_OPS_VERSION 3
+#define DBT_OPS_VERSION 4
 
 enum dbt_kind { DBT_KIND_REAL = 0, DBT_KIND_HDD = 1, DBT_KIND_SSD = 2, DBT_KIND_RAM = 3, DBT_KIND_CLOUD = 4, DBT_KIND_COUNT };
 
@@ -143,6 +143,9 @@ struct dbt_device_ops {
     int (*queue_depth)(const struct dbt_drive *st);
     uint64_t (*free_at)(const struct dbt_drive *st);
     uint64_t (*estimate)(const struct dbt_drive *st, const struct dbt_request *rq, uint64_t t);
+    /* DBT_CAP_LIMITED: its burst credits set to this fraction of a full bucket (0..1) as of `at`, the
+     * time its refill counts from: a run or prediction says what it starts with (--credits). */
+    void (*set_credits)(struct dbt_drive *st, double fraction, uint64_t at);
 };
 
 const struct dbt_device_ops *dbt_ops_by_kind(int kind);
@@ -165,6 +168,9 @@ void dbt_model_init(struct dbt_model_state *st, int kind, const struct dbt_param
  * segment and channel counts within their arrays, ring positions within the ring. Returns 0, or -1
  * with a message in err. */
 int dbt_model_check(const struct dbt_model_state *st, int kind, char *err, size_t errlen);
+/* Every member's burst credits (DBT_CAP_LIMITED kinds; others have none) set to `fraction` of a full
+ * bucket as of `at`. */
+void dbt_model_set_credits(struct dbt_model_state *st, double fraction, uint64_t at);
 void dbt_model_submit(struct dbt_model_state *st, const struct dbt_request *rq, struct dbt_result *out);
 
 /* Command queueing (SATA NCQ, SCSI TCQ). A drive with queue_depth > 1 holds that many commands (per

@@ -50,6 +50,11 @@ EXPORT struct dbt_model_state *dbt_sim_new(uint32_t spec_version, const struct d
 
 EXPORT void dbt_sim_free(struct dbt_model_state *st) { free(st); }
 
+/* Its burst credits (a capped kind's) set to `fraction` of a full bucket, refill counted from `at`. */
+EXPORT void dbt_sim_set_credits(struct dbt_model_state *st, double fraction, uint64_t at) {
+    dbt_model_set_credits(st, fraction, at);
+}
+
 EXPORT uint64_t dbt_sim_submit(struct dbt_model_state *st, uint64_t arrival, int op, uint64_t addr, uint32_t len,
                                uint64_t *start, uint32_t *flags) {
     struct dbt_request rq = {arrival, addr, len, (uint8_t)op};
@@ -262,6 +267,10 @@ EXPORT int dbt_set_paused(const char *state_path, int paused, char *err, size_t 
 
 EXPORT int dbt_clear_page_cache(const char *state_path, char *err, size_t errlen) {
     return dbt_state_clear_page_cache(state_path, err, errlen);
+}
+
+EXPORT int dbt_set_credits(const char *state_path, double fraction, uint64_t at_ns, char *err, size_t errlen) {
+    return dbt_state_set_credits(state_path, fraction, at_ns, err, errlen);
 }
 
 /* Also in the layout document's constants; kept as a call for the callers that ask it so. */

@@ -294,6 +294,25 @@ int dbt_state_clear_page_cache(const char *state_path, char *err, size_t errlen)
     return 0;
 }
 
+int dbt_state_set_credits(const char *state_path, double fraction, uint64_t at_ns, char *err, size_t errlen) {
+    if (!(fraction >= 0.0 && fraction <= 1.0)) {
+        snprintf(err, errlen, "credits %g: give a fraction of a full bucket, 0 to 1", fraction);
+        return -1;
+    }
+    struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
+    if (!s) return -1;
+    uint64_t at = at_ns ? at_ns : mono_ns();
+    for (uint32_t i = 0; i < s->ndev && i < DBT_MAX_DEVICES; i++) {
+        struct dbt_device_slot *d = &s->dev[i];
+        if (!(d->caps & DBT_CAP_LIMITED)) continue;
+        dbt_dev_lock(d);
+        dbt_model_set_credits(&d->model, fraction, at);
+        dbt_dev_unlock(d);
+    }
+    munmap(s, s->size);
+    return 0;
+}
+
 char *dbt_state_json(const char *state_path, char *err, size_t errlen) {
     struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
     if (!s) return NULL;

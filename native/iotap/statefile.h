@@ -50,6 +50,10 @@ int dbt_state_set_paused(const char *state_path, int paused, char *err, size_t e
 /* Empties the emulated page cache (if the state has one): a cold start. */
 int dbt_state_clear_page_cache(const char *state_path, char *err, size_t errlen);
 
+/* Sets every capped device's burst credits to `fraction` (0..1) of a full bucket, its refill counted
+ * from `at_ns` (0: now, the live clock): what a run or a replay's measured interval starts with. */
+int dbt_state_set_credits(const char *state_path, double fraction, uint64_t at_ns, char *err, size_t errlen);
+
 /* The file layout a replay needs: each chunk as (file index, chunk number, device byte address) in
  * out (3 x cap), and each device's allocation cursor in cursors (DBT_MAX_DEVICES). Returns the
  * number of chunks (more than cap: call again with room), or -1 with err set. */

@@ -60,6 +60,8 @@ CASES = [
       "a=hdd-sata-7200", "--cpu-scale", "0.5"),
     C("compare-cpu-scale-nan", "--cpu-scale nan", "compare", "random-index", "--cpu-scale", "nan",
       "--config", "a:h=hdd-sata-7200", "--config", "b:s=ssd-sata-mlc"),
+    C("run-credits-word", "--credits 'half': give empty, full or a fraction", *RUN, "--credits", "half"),
+    C("iobench-credits-above-one", "--credits '1.5': a fraction of a full bucket", *IOB, "--credits", "1.5"),
     C("run-device-without-profile", "expected NAME=PROFILE", "run", "random-index", "-d", "hdd"),
     C("run-device-bad-name", "a device name is a letter", "run", "random-index", "-d", "9x=hdd-sata-7200"),
     C("run-device-duplicate-name", "already a device named a", *RUN, "-d", "a=ssd-sata-mlc"),

@@ -33,6 +33,25 @@ def test_gp2_bursts_for_the_documented_time_then_falls_to_its_baseline(tmp_path)
     assert fell == pytest.approx(2000, abs=1)
 
 
+def test_credits_set_the_bucket_each_measurement_starts_with(tmp_path):
+    """Half the credits: 2.7M / 2,700 = 1,000 s of burst; none: the 300 IOPS baseline from the start.
+    Live likewise: the small volume of test_a_burst_runs_out_live, its 2,000 credits empty."""
+    common = ["-d", "v=ebs-gp2-100g", "--engine", "model", "--rw", "randread", "--bs", "16k", "--jobs", "8",
+              "--size", "8g"]
+    (half,) = bench(tmp_path, *common, "--runtime", "1200", "--credits", "0.5")
+    fell = next(i for i, v in enumerate(half["per_second"]) if v < 1650)
+    assert fell == pytest.approx(1000, abs=1)
+    (empty,) = bench(tmp_path, *common, "--runtime", "60", "--credits", "empty")
+    assert all(v == pytest.approx(300, abs=2) for v in empty["per_second"][1:59])
+    toml = tmp_path / "small-burst.toml"
+    toml.write_text('name = "small-burst"\nkind = "cloud"\n[params]\nread_latency_us = 200\niops = 500\n'
+                    'burst_iops = 2500\nburst_credits = 2000\nmb_s = 1000\n')
+    (live,) = bench(tmp_path, "-d", f"v={toml}", "--rw", "randread", "--bs", "8k", "--jobs", "8", "--runtime", "1",
+                    "--size", "16m", "--credits", "empty")
+    assert live["ios"] == pytest.approx(500, rel=0.05)
+    assert {h["limit"] for h in live["device"]["limits"]} == {"iops_credits"}
+
+
 def test_the_iobench_table_names_the_step(tmp_path):
     proc = dbtier("iobench", "-q", "-d", "v=azure-p20", "--engine", "model", "--rw", "randread", "--bs", "8k",
                   "--jobs", "8", "--runtime", "2000", "--size", "8g")

@@ -113,11 +113,43 @@ def test_a_prediction_on_a_capped_volume_says_what_held_it(recorded, tmp_path):
     held = {h["limit"]: h for h in full["devices"][0]["limits"]}
     assert set(held) == {"iops", "iops_credits"} and held["iops"]["rate"] == 1000
     assert held["iops_credits"]["rate"] == 100 and held["iops_credits"]["held_pct"] > 80
-    # the bucket's credits (300 at most, what the warm-up left of them and the 100/s it earns) buy reads
-    # at 1 ms instead of 10: each saves 9 ms
+    # the bucket's 300 credits, full as the measured part begins, and the 100/s it earns while they last,
+    # buy 300 / (1 - 100/1000) = 333 reads at 1 ms instead of 10: each saves 9 ms
     bursts = held["iops"]["requests"]
-    assert 100 < bursts < 400
+    assert bursts == pytest.approx(333, rel=0.03)  # a read that came after its slot did not wait: not counted
     assert capped["elapsed_s"] - full["elapsed_s"] == pytest.approx(bursts * 0.009, abs=0.3)
+    # --credits sets the bucket the measured part starts with: half of it buys half the burst; an empty
+    # one none, the baseline from the first read (the capped volume's time)
+    half = predicted(recorded, tmp_path, "-d", f"hdd={volume('burst', burst)}", "--credits", "0.5")
+    assert half["scenario"]["credits"] == 0.5
+    half_held = {h["limit"]: h for h in half["phases"][0]["predicted"]["devices"][0]["limits"]}
+    assert half_held["iops"]["requests"] == pytest.approx(bursts / 2, rel=0.05)
+    empty = predicted(recorded, tmp_path, "-d", f"hdd={volume('burst', burst)}", "--credits", "empty")
+    empty = empty["phases"][0]["predicted"]
+    assert {h["limit"] for h in empty["devices"][0]["limits"]} == {"iops_credits"}
+    assert empty["elapsed_s"] == pytest.approx(capped["elapsed_s"], rel=0.02)
+
+
+def test_a_run_with_its_credits_spent_live_and_predicted(recorded, tmp_path, module_shm_dir):
+    """--credits empty on a volume of 1,000 IOPS that would burst to 5,000: live, the measured part
+    starts with the bucket empty, whatever the load before it spent, so every read waits its 1 ms slot at
+    the baseline, and the run says so; the recorded disk run predicted on it with --credits empty agrees."""
+    toml = tmp_path / "bursting.toml"
+    toml.write_text('kind = "cloud"\n[params]\nread_latency_us = 200\nwrite_latency_us = 200\niops = 1000\n'
+                    'burst_iops = 5000\nburst_credits = 3000\n')
+    out = tmp_path / "live"
+    dbtier("run", "random-index", "--rows", str(ROWS), "-d", f"hdd={toml}", "--credits", "empty", "-q",
+           "--workspace", str(module_shm_dir), "--output", str(out), "--json", str(tmp_path / "r.json"), check=True)
+    live = json.loads((tmp_path / "r.json").read_text())
+    assert live["lab"]["credits"] == 0.0
+    assert 'credits = "empty"' in (next(out.glob("random-index-*")) / "experiment.toml").read_text()
+    held = {h["limit"]: h for h in live["devices"][0]["limits"]}
+    assert held["iops_credits"]["rate"] == 1000 and held["iops_credits"]["requests"] >= ROWS
+    # a read that came after a pause had earned its token: a WAL write may then wait on the burst rate
+    assert all(h["held_pct"] < 1 for k, h in held.items() if k != "iops_credits"), held
+    assert live["elapsed_s"] >= ROWS / 1000
+    pred = predicted(recorded, tmp_path, "-d", f"hdd={toml}", "--credits", "empty")["phases"][0]["predicted"]
+    assert pred["elapsed_s"] == pytest.approx(live["elapsed_s"], rel=0.10)
 
 
 def test_recorded_calls_replayed_give_the_recorded_device_requests(shm_dir, tmp_path):

@@ -106,10 +106,11 @@ def compare(workload: str, **options) -> Result:
 
 
 def predict(run_dir, device=(), place=(), page_cache: str | None = None, cpu_scale: float = 1.0,
-            spread: int = 0, seed: int = 0, workspace=None, json=None) -> Result:
+            credits: str | float | None = None, spread: int = 0, seed: int = 0, workspace=None, json=None) -> Result:
     """A recorded run predicted on other devices or another placement, as `dbtier predict RUN_DIR`:
     `device` gives a device another profile or adds one (NAME=PROFILE, a list for several), `place` a
-    whole placement, `spread` N more replays with calls' arrivals moved by the host's own delays (each
+    whole placement, `credits` a capped volume's burst credits at the start (empty, full, a fraction;
+    default: as recorded), `spread` N more replays with calls' arrivals moved by the host's own delays (each
     phase's "spread": min, median, max). Returns the prediction: its runs are "recorded" and "predicted".
 
         predict("results/oltp-20261126-120000", place="data=hdd,wal=ssd")
@@ -126,7 +127,7 @@ def predict(run_dir, device=(), place=(), page_cache: str | None = None, cpu_sca
     workspace = Path(workspace) if workspace else None
     Workspace.locate(workspace)
     rec = recording.load(Path(run_dir))
-    scenario = scenario_mod.build(rec, _many(device), _many(place), page_cache, cpu_scale)
+    scenario = scenario_mod.build(rec, _many(device), _many(place), page_cache, cpu_scale, credits)
     ws = Workspace.open(workspace)
     ws.reap()
     doc = run_prediction(rec, scenario, ws, spread=spread, seed=int(seed)).to_dict()

@@ -13,6 +13,7 @@ import click
 from dbtier.report.html import TableData
 
 from dbtier import lifecycle
+from dbtier.devices import credits as burst_credits
 from dbtier.devices import hostfs, native, pagecache
 from dbtier.devices.bench import engine_fio, engine_model
 from dbtier.devices.bench.jobs import MODES, PATTERNS, Job, parse_size, size_label
@@ -75,7 +76,7 @@ def _check_room(req, fast: bool, workspace: Path | None, files: int, pc_bytes: i
                         "--size or fewer --jobs, or a folder on a disk (-d NAME=PROFILE:DIR)")
 
 
-def _run_live(out, req, jobs, engines, pc_bytes, fast, workspace, files_bytes, quiet) -> list[dict]:
+def _run_live(out, req, jobs, engines, pc_bytes, fast, workspace, files_bytes, quiet, credits) -> list[dict]:
     """The engines that run through the emulation on files: a claimed folder, removed whatever happens."""
     _check_room(req, fast, workspace, files_bytes, pc_bytes)
     workspace = Workspace.open(workspace)
@@ -89,7 +90,7 @@ def _run_live(out, req, jobs, engines, pc_bytes, fast, workspace, files_bytes, q
                 out.print(f"warning: {warning}", markup=False)
         with out.status("laying out files") as status:
             return run_jobs(device, jobs, engines, pc_bytes, claim.path,
-                            lambda text: status.update(text) if not quiet else None)
+                            lambda text: status.update(text) if not quiet else None, credits)
     finally:
         with lifecycle.shielded():
             claim.remove()
@@ -138,6 +139,9 @@ def _step_reason(profile, rw: str, fell: bool) -> str:
 @click.option("--engine", default="dbtier", show_default=True,
               help="dbtier, fio, model, or several (dbtier,fio): the same jobs through each. model: the device "
                    "model alone in simulated time (direct mode, no files), so a long --runtime takes moments")
+@click.option("--credits", default="full", show_default=True, metavar="empty|full|FRACTION",
+              help="the burst credits a capped cloud volume has as each measurement starts: full, empty (its "
+                   "baseline from the first request), or a fraction such as 0.5")
 @click.option("--page-cache", default="256MB", show_default=True, help="the emulated page cache for buffered modes")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="write the results as JSON here")
 @click.option("--workspace", type=click.Path(path_type=Path),
@@ -145,8 +149,8 @@ def _step_reason(profile, rw: str, fell: bool) -> str:
                    "the benchmark's files (default: /dev/shm)")
 @click.option("--quiet", "-q", is_flag=True, help="print only the table")
 @click.option("--wide", is_flag=True, help="print every column, however narrow the terminal")
-def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, json_path, workspace, quiet,
-            wide) -> None:
+def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, credits, page_cache, json_path, workspace,
+            quiet, wide) -> None:
     """Device tests like the seeds' (IOMeter, SiSoft Sandra, fio): MB/s, IOPS and latency percentiles
     for each pattern, block size, worker count and I/O mode, with iostat's view of the device.
 
@@ -154,6 +158,7 @@ def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, 
     Examples:
       dbtier iobench -d hdd=hdd-sata-7200 --rw randread,read --bs 8k,1m
       dbtier iobench -d ram=ram-san --engine dbtier,fio
+      dbtier iobench -d gp2=ebs-gp2-100g --engine model --runtime 3600 --credits 0.5
       dbtier iobench -d disk=real:/var/tmp/bench --mode direct,buffered --jobs 1,4"""
     out = console(wide=wide)
     (req,) = parse_all([device_arg])
@@ -179,6 +184,7 @@ def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, 
     if file_size < max(sizes):
         raise UserError(f"--size {size}: each worker's file must hold at least one block of the largest --bs "
                         f"({size_label(max(sizes))}); give a larger --size or smaller blocks")
+    credit = burst_credits.parse(credits)
     pc_bytes = pagecache.check_page_cache(units.parse_option_size(page_cache, "--page-cache"))
     jobs = [Job(r, b, w, m, file_size, runtime) for m, r, b, w in itertools.product(modes, patterns, sizes, workers)]
     if json_path:
@@ -195,9 +201,9 @@ def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, 
         device = Device(req.name, Path("."), req.profile)
         with out.status("simulating") as status:
             rows = run_jobs(device, jobs, engines, pc_bytes, Path("."),
-                            lambda text: status.update(text) if not quiet else None)
+                            lambda text: status.update(text) if not quiet else None, credit)
     else:
-        rows = _run_live(out, req, jobs, engines, pc_bytes, fast, workspace, max(workers) * file_size, quiet)
+        rows = _run_live(out, req, jobs, engines, pc_bytes, fast, workspace, max(workers) * file_size, quiet, credit)
     columns = ["rw", "mode", "engine", "bs", "jobs", "MiB/s", "IOPS", "mean us", "p50 us", "p99 us",
                "device r/w_await ms", "%util"]
     cells, steps = [], []
@@ -212,10 +218,13 @@ def iobench(device_arg, rw, bs, njobs, mode, size, runtime, engine, page_cache, 
             before, after, at = changed
             steps.append(f"{Job(**j).label()}: {before:,.0f} requests/s until {at:,} s, then {after:,.0f}/s "
                          f"({_step_reason(req.profile, j['rw'], after < before)})")
-    show(out, TableData(columns, cells, f"iobench on {req.name} ({req.profile.name}), {runtime:g} s each, files of {size}",
+    credited = f", burst credits {burst_credits.text(credit)}" if credit != 1.0 and req.profile.kind == "cloud" else ""
+    show(out, TableData(columns, cells, f"iobench on {req.name} ({req.profile.name}), {runtime:g} s each, files of {size}"
+                        f"{credited}",
                         3), ("mean us", "%util", "device r/w_await ms", "p99 us", "mode"))
     for line in steps:
         out.print(line, markup=False)
     if json_path:
         jsonout.write(json_path, {"kind": "iobench", "device": {"name": req.name, "profile": req.profile.name},
+                                  "credits": credit,
                                   "results": rows})

@@ -19,6 +19,9 @@ from dbtier.report import jsonout, outputs
 @click.option("--page-cache", metavar="SIZE", help="the emulated OS page cache's size (a buffered run only)")
 @click.option("--cpu-scale", type=float, default=1.0, show_default=True, metavar="K",
               help="the server's CPU time between calls times this (2: a server twice as slow)")
+@click.option("--credits", metavar="empty|full|FRACTION",
+              help="the burst credits a capped cloud volume (gp2, a bursting Premium SSD) has when the measured part "
+                   "begins (default: as the recorded run had them, full unless its --credits said otherwise)")
 @click.option("--spread", type=click.IntRange(0, 1000), default=0, show_default=True, metavar="N",
               help="also replay N more times, each call reaching its device moved by one of this host's recorded "
                    "delays, and give the range: concurrent processes on a disk make one recording one sample")
@@ -27,7 +30,7 @@ from dbtier.report import jsonout, outputs
 @click.option("--workspace", type=click.Path(path_type=Path),
               help="a folder in which dbtier makes its own, for the replay's emulated state (default: /dev/shm)")
 @click.option("--quiet", "-q", is_flag=True, help="print only errors (with --json, the prediction is in the file)")
-def predict(run_dir: Path, devices, places, page_cache, cpu_scale, spread, seed, json_path, workspace,
+def predict(run_dir: Path, devices, places, page_cache, cpu_scale, credits, spread, seed, json_path, workspace,
             quiet) -> None:
     """Predict a recorded run on other devices or another placement, without running it again.
 
@@ -36,6 +39,7 @@ def predict(run_dir: Path, devices, places, page_cache, cpu_scale, spread, seed,
       dbtier run oltp -d hdd=hdd-sata-7200 -d ssd=ssd-sata-mlc --trace   # record once
       dbtier predict RUN_DIR -d hdd=nvme-gen4                            # everything on NVMe
       dbtier predict RUN_DIR --place data=hdd,wal=ssd                    # the WAL alone on the SSD
+      dbtier predict RUN_DIR -d hdd=ebs-gp2-100g --credits empty         # a gp2 whose burst is spent
       dbtier predict RUN_DIR -d fast=nvme-gen4 --place data=hdd,stock=fast
 
     The run's trace (record it with --trace) holds every call the server's processes made on their
@@ -57,7 +61,7 @@ def predict(run_dir: Path, devices, places, page_cache, cpu_scale, spread, seed,
 
     Workspace.locate(workspace)  # checked before anything is read or made
     rec = recording.load(run_dir)
-    scenario = scenario_mod.build(rec, devices, places, page_cache, cpu_scale)
+    scenario = scenario_mod.build(rec, devices, places, page_cache, cpu_scale, credits)
     ws = Workspace.open(workspace)
     ws.reap((lambda _line: None) if quiet else click.echo)
     doc = run_prediction(rec, scenario, ws, spread=spread, seed=seed).to_dict()

@@ -25,7 +25,7 @@ from dbtier.errors import UserError
 
 IOTAP_LIB = "libdbtier_iotap.so"
 SIM_LIB = "libdbtier_sim.so"
-ABI_VERSION = 3013002  # devmodel ops 3, state file 13, trace format 2: dbt_abi_version's handshake
+ABI_VERSION = 4013002  # devmodel ops 4, state file 13, trace format 2: dbt_abi_version's handshake
 LAYOUT_VERSION = 1  # the version of the layout document (dbt_layout_json) this module reads
 SPEC_VERSION = 1  # the version of the device specs (struct dbt_device_spec, dbt_pc_config) this module writes
 
@@ -81,6 +81,9 @@ def lib() -> ctypes.CDLL:
     sim.dbt_bench_loop.restype = ctypes.c_int64
     sim.dbt_bench_loop.argtypes = [c_int, c_int, vp, u64, u64, c_int, u64, u64, arr, u64, ctypes.POINTER(u64),
                                    ctypes.POINTER(u64)]
+    sim.dbt_set_credits.restype = c_int
+    sim.dbt_set_credits.argtypes = [cp, ctypes.c_double, u64, cp, ctypes.c_size_t]
+    sim.dbt_sim_set_credits.argtypes = [vp, ctypes.c_double, u64]
     sim.dbt_clear_page_cache.restype = c_int
     sim.dbt_clear_page_cache.argtypes = [cp, cp, ctypes.c_size_t]
     sim.dbt_max_devices.restype = c_int
@@ -241,6 +244,14 @@ def clear_page_cache(state_path: Path) -> None:
         raise UserError(err.value.decode())
 
 
+def set_credits(state_path: Path, fraction: float, at_ns: int = 0) -> None:
+    """Every capped volume's burst credits set to `fraction` of a full bucket, refilling from
+    `at_ns` (0: now): what the measured interval starts with."""
+    err = ctypes.create_string_buffer(1024)
+    if lib().dbt_set_credits(str(state_path).encode(), fraction, at_ns, err, len(err)) != 0:
+        raise UserError(err.value.decode())
+
+
 def dump_state(state_path: Path) -> dict:
     err = ctypes.create_string_buffer(1024)
     ptr = lib().dbt_dump_state(str(state_path).encode(), err, len(err))
@@ -302,6 +313,10 @@ class Model:
         if getattr(self, "_h", None):
             lib().dbt_sim_free(self._h)
             self._h = None
+
+    def set_credits(self, fraction: float, at_ns: int = 0) -> None:
+        """Its burst credits (a capped volume's) set to `fraction` of a full bucket as of at_ns."""
+        lib().dbt_sim_set_credits(self._h, fraction, at_ns)
 
     def submit(self, arrival_ns: int, op: int, addr: int, length: int) -> tuple[int, int]:
         """Returns (service start, completion) in ns."""

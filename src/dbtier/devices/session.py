@@ -147,6 +147,10 @@ class Session:
     def clear_page_cache(self) -> None:
         native.clear_page_cache(self.state_path)
 
+    def set_credits(self, fraction: float, at_ns: int = 0) -> None:
+        """Capped volumes' burst credits: `fraction` of a full bucket from at_ns (0: now)."""
+        native.set_credits(self.state_path, fraction, at_ns)
+
     def snapshot(self) -> dict:
         return native.dump_state(self.state_path)
 

@@ -8,7 +8,7 @@
 
 Sizes are bytes and factors are numbers once read: the option text (`"32MB"`) is parsed here, once.
 A TOML file's keys are the options' names (`device`, `place`, `cache`, `io-mode`, `page-cache`,
-`cache-state`, `cpu-scale`, `scale-model`, `set`, `settings-from`, `pg-bin`, `trace`, and the workload's own, as
+`cache-state`, `cpu-scale`, `scale-model`, `credits`, `set`, `settings-from`, `pg-bin`, `trace`, and the workload's own, as
 `rows`); `set` is a table of settings. Relative paths in a file are read from the file's folder."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dbtier import units
+from dbtier.devices import credits as burst_credits
 from dbtier.devices.spec import DeviceSpec, parse_all
 from dbtier.errors import UserError
 from dbtier import engines
@@ -52,6 +53,7 @@ class Experiment:
     cache_state: str = "cold"
     cpu_scale: float = 1.0
     scale_factor: float = 1.0                             # --scale-model F: the sizes above are the system's
+    credits: float = 1.0                                  # --credits: a capped volume's burst bucket, 0..1, at start
     settings: dict[str, str] = field(default_factory=dict)  # --set NAME=VALUE, checked
     pg_bin: Path | None = None
     trace: bool = False
@@ -104,6 +106,7 @@ class Experiment:
                    cache_bytes=cache, page_cache_bytes=page_cache, io_mode=io_mode, cache_state=cache_state,
                    cpu_scale=_number(given.get("cpu_scale", 1.0), "--cpu-scale"),
                    scale_factor=_number(given.get("scale_model", 1.0), "--scale-model"),
+                   credits=burst_credits.parse(given.get("credits", "full")),
                    settings=sets, pg_bin=_path(pg_bin, base) if pg_bin else None, trace=bool(given.get("trace")),
                    engine=engine.name, settings_from=settings_from, production=production)
 
@@ -174,7 +177,7 @@ class Experiment:
             lines.append(f"page-cache = {_toml(units.size_text(self.page_cache_bytes))}")
         lines += [f"io-mode = {_toml(self.io_mode)}", f"cache-state = {_toml(self.cache_state)}",
                   f"cpu-scale = {_toml(self.cpu_scale)}", f"scale-model = {_toml(self.scale_factor)}",
-                  f"trace = {_toml(self.trace)}"]
+                  f"credits = {_toml(burst_credits.text(self.credits))}", f"trace = {_toml(self.trace)}"]
         if self.pg_bin is not None:
             lines.append(f"pg-bin = {_toml(str(self.pg_bin))}")
         if self.settings_from is not None:

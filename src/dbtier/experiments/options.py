@@ -65,6 +65,9 @@ OPTIONS = (
            "(--cache, --page-cache, --set work_mem...) as that system's, and dbtier divides them and each HDD's "
            "write cache by F and stretches its seeks as over F times the data; 1: off", type=float, default=1.0,
            metavar="F"),
+    Option("credits", "Emulation", "the burst credits a capped cloud volume (gp2, a bursting Premium SSD) has when "
+           "the measured part begins: full (left idle), empty (its baseline from the first request), or a "
+           "fraction such as 0.25", default="full", metavar="empty|full|FRACTION"),
     Option("trace", "Emulation", "record every I/O: trace.parquet in the run directory", flag=True),
     Option("workspace", "Output", "a folder in which dbtier makes its own, dbtier-UID, for clusters and devices "
            "(default: /dev/shm, in RAM)", type=Path, experiment=False),

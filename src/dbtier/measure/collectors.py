@@ -161,11 +161,14 @@ class Emulation(_Base):
     measurement it could not cover whole (I/O it could not see) is refused."""
     start_rank, stop_rank = 10, 30
 
-    def __init__(self, session, devices, dilated: bool = False):
+    def __init__(self, session, devices, dilated: bool = False, credits: float | None = None):
         self.session, self.devices, self.dilated = session, devices, dilated
+        self.credits = credits  # capped volumes' burst credits as the interval starts; None: as they are
 
     def start(self, interval) -> None:
         self.session.pause(False)
+        if self.credits is not None:  # as late as can be: what the run's load before this spent is not counted
+            self.session.set_credits(self.credits)
         self.before = self.session.snapshot()
 
     def stop(self, interval) -> None:

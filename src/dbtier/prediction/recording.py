@@ -202,6 +202,7 @@ class RecordedLab:
     dirs: dict[str, Path]                # each device's recorded folder: a name in the replay's device map
     placement: dict                      # the recorded --place: roles and objects -> device names
     settings: dict[str, str] = field(default_factory=dict)  # the server's settings as the run had them
+    credits: float = 1.0                 # capped volumes' burst credits when the measured part began
 
     def options(self, workspace: Path | None = None):
         """The lab options a live run of the recorded workload takes (advise --verify)."""
@@ -209,7 +210,8 @@ class RecordedLab:
 
         return LabOptions(cache_bytes=self.cache_bytes, io_mode=self.io_mode,
                           page_cache_bytes=self.page_cache.bytes if self.page_cache else None,
-                          sets=dict(self.user_settings), workspace=workspace, cpu_scale=self.cpu_scale)
+                          sets=dict(self.user_settings), workspace=workspace, cpu_scale=self.cpu_scale,
+                          credits=self.credits)
 
 
 def recorded_lab(result: dict, where: Path) -> RecordedLab:
@@ -239,6 +241,9 @@ def recorded_lab(result: dict, where: Path) -> RecordedLab:
     cpu_scale = lab.get("cpu_scale", 1.0)
     if isinstance(cpu_scale, bool) or not isinstance(cpu_scale, (int, float)) or not 1.0 <= cpu_scale <= 1000.0:
         raise bad(f"lab.cpu_scale is {cpu_scale!r}; a run's --cpu-scale is from 1 to 1000")
+    credits = lab.get("credits", 1.0)  # a run before --credits started with them full
+    if isinstance(credits, bool) or not isinstance(credits, (int, float)) or not 0.0 <= credits <= 1.0:
+        raise bad(f"lab.credits is {credits!r}; a run's --credits is a fraction from 0 to 1")
     page_cache = _page_cache(lab.get("page_cache"), memory, bad)
     scale = lab.get("scale_model") or {}
     factor = scale.get("factor", 1.0) if isinstance(scale, dict) else None
@@ -297,7 +302,7 @@ def recorded_lab(result: dict, where: Path) -> RecordedLab:
     if stray is not None:
         raise bad(f"lab.placement puts {stray} on {objects[stray]!r}, which is not a device of the run")
     return RecordedLab(cache, io_mode, page_cache, float(cpu_scale), sets, float(factor), out,
-                       {n: d for n, d in dirs.items() if d is not None}, placement, dict(server))
+                       {n: d for n, d in dirs.items() if d is not None}, placement, dict(server), float(credits))
 
 
 def _page_cache(pc, memory: int | None, bad) -> PageCache | None:

@@ -51,7 +51,8 @@ class Prediction:
             "workload": self.recording.result.get("workload"),
             "scenario": {"devices": [{"name": n, "profile": p.name, "kind": p.kind} for n, p in s.devices],
                          "placement": s.placement.describe() if s.placement else "as recorded",
-                         "page_cache_bytes": s.page_cache_bytes, "cpu_scale": s.cpu_scale},
+                         "page_cache_bytes": s.page_cache_bytes, "cpu_scale": s.cpu_scale,
+                         "credits": self.recording.lab.credits if s.credits is None else s.credits},
             "phases": self.phases,
             "replay": {"events": self.events, "calls": self.calls, "seconds": self.replay_s,
                        "engine_seconds": self.engine_s,
@@ -240,6 +241,7 @@ class Predictor:
             measured = iter(rec.phases)
             shift = 0  # how far behind the recorded clock the replay runs
             replayed = False  # a new state's page cache is empty: nothing to clear before the first interval
+            credited = False  # capped volumes' credits are set as the first measured interval begins
             for item in self.timeline:
                 if not isinstance(item, _Interval):  # the page cache emptied
                     if replayed:
@@ -250,6 +252,10 @@ class Predictor:
                 streams = event_streams.place(item.streams, placed, same)
                 if moved is not None:
                     streams = _arrivals_moved(streams, *moved)
+                if step["event"] == "measured" and not credited:  # as the live run: when it began measuring
+                    session.set_credits(rec.lab.credits if scenario.credits is None else scenario.credits,
+                                        step["t0_ns"] + shift)
+                    credited = True
                 before = session.snapshot() if figures and step["event"] == "measured" else None
                 t = time.perf_counter()
                 start, end, flags, reqs = replay.run(streams.events, step["t0_ns"], step["t0_ns"] + shift,

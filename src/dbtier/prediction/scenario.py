@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dbtier.devices import credits as burst_credits
 from dbtier.devices import native
 from dbtier.devices import profile as profiles
 from dbtier.devices import spec as device_spec
@@ -26,6 +27,7 @@ class Scenario:
     placement: placement_mod.Placement | None = None  # None: every file where the recorded run had it
     page_cache_bytes: int | None = None       # None: as recorded
     cpu_scale: float = 1.0
+    credits: float | None = None              # capped volumes' burst credits at the start; None: as recorded
 
     @property
     def names(self) -> list[str]:
@@ -46,7 +48,7 @@ def objects_of(rec: Recording) -> dict[str, str]:
 
 
 def build(rec: Recording, device_texts: tuple[str, ...], place_texts: tuple[str, ...], page_cache: str | None,
-          cpu_scale: float) -> Scenario:
+          cpu_scale: float, credits: str | float | None = None) -> Scenario:
     devices = []
     for name, prof in rec.lab.devices:  # checked as a profile file's when the recording was read
         if prof.kind == "real":
@@ -81,7 +83,8 @@ def build(rec: Recording, device_texts: tuple[str, ...], place_texts: tuple[str,
                             "already; give one of them this profile instead (-d EXISTING=PROFILE)")
         else:
             devices.append((name, prof))
-    scenario = Scenario(devices, cpu_scale=cpu_scale)
+    scenario = Scenario(devices, cpu_scale=cpu_scale,
+                        credits=None if credits is None else burst_credits.parse(credits))
     if not (cpu_scale > 0) or cpu_scale > 1000:
         raise UserError(f"--cpu-scale {cpu_scale}: give a factor above 0 (2 = a server twice as slow)")
     if place_texts:

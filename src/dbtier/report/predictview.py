@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich import box
 from rich.table import Table
 
+from dbtier.devices import credits as burst_credits
 from dbtier.report.terminal import console, fmt, label
 
 
@@ -24,6 +25,8 @@ def show(doc: dict) -> None:
     where = "placement as recorded" if placement == "as recorded" else "placed " + ",".join(
         [f"{k}={v}" for k, v in placement.items() if k not in ("objects", "dump")]
         + [f"{k}={v}" for k, v in placement["objects"].items()])
+    if sc.get("credits", 1.0) != 1.0 and any(d["kind"] == "cloud" for d in sc["devices"]):
+        where += f"; burst credits {burst_credits.text(sc['credits'])} at the start"
     total_rec = sum(p["recorded"]["elapsed_s"] for p in doc["phases"])
     total_pred = sum(p["predicted"]["elapsed_s"] for p in doc["phases"])
     out.print(f"[bold]Predicted:[/bold] {doc['workload']} would take {fmt(total_pred)} s on {devices} ({where}), "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich import box
 from rich.table import Table
 
+from dbtier.devices import credits as burst_credits
 from dbtier.measure.iostat import COLUMNS
 from dbtier.report import charts, replayview
 from dbtier.report.html import Section, TableData
@@ -46,6 +47,9 @@ def time_rows(result: dict) -> list[tuple[str, str]]:
         *([("CPU scale", f"{result['lab']['cpu_scale']:g}x slower server CPU: {fmt(result['cpu_dilation_s'])} s of the "
                          "server CPU above is the dilation")]
           if result.get("cpu_dilation_s") is not None and "lab" in result else []),
+        *([("burst credits", f"{burst_credits.text(result['lab']['credits'])} when the measured part began (--credits): "
+                             "a capped volume ran at its baseline once they were spent")]
+          if (result.get("lab") or {}).get("credits", 1.0) != 1.0 else []),
         *([("scale model", scale_text(result["lab"]["scale_model"]))]
           if "lab" in result and result["lab"].get("scale_model") else []),
         ("client CPU", f"{fmt(result['client_cpu_s'])} s (dbtier's own driver)"),

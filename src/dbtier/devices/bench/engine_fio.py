@@ -26,9 +26,12 @@ def command(job: Job, directory: Path) -> list[str]:
     return cmd
 
 
-def run(job: Job, directory: Path, env: dict[str, str]) -> Figures:
+def run(job: Job, directory: Path, env: dict[str, str], begin=None) -> Figures:
+    """`begin()` runs just before fio starts (its own start-up is counted in what follows)."""
     if not available():
         raise UserError("--engine fio: fio is not installed (apt-get install fio)")
+    if begin is not None:
+        begin()
     proc = subprocess.run(lifecycle.dies_with_us(command(job, directory)), env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise UserError(f"fio failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")

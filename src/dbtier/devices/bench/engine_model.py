@@ -16,8 +16,9 @@ LATENCY_CAP = 8_000_000
 STEP = 0.25
 
 
-def run(job: Job, profile: Profile) -> Figures:
+def run(job: Job, profile: Profile, credits: float = 1.0) -> Figures:
     model = profile.model()
+    model.set_credits(credits)
     op = native.OP_READ if job.is_read else native.OP_WRITE
     lat, per_s, moved = native.sim_pattern(model, op, job.is_random, job.bs, job.size, job.jobs, 1000, job.runtime,
                                            LATENCY_CAP)

@@ -33,9 +33,10 @@ def lay_out(directory: Path, jobs: int, size: int) -> None:
 
 
 def run_jobs(device: Device, jobs: list[Job], engines: list[str], page_cache_bytes: int, workdir: Path,
-             progress) -> list[dict]:
+             progress, credits: float = 1.0) -> list[dict]:
     """Runs each job with each engine, a fresh emulation session each (in `workdir`, which the caller
-    owns and removes); the model engine runs in simulated time, without files or a session."""
+    owns and removes); the model engine runs in simulated time, without files or a session. Each job
+    starts with a capped volume's burst credits at `credits` (a fraction of a full bucket)."""
     if any(e in ENGINES for e in engines):
         lay_out(device.directory, max(j.jobs for j in jobs), max(j.size for j in jobs))
     disk = diskstats.block_device(device.directory) if device.profile.kind == "real" else None
@@ -44,7 +45,7 @@ def run_jobs(device: Device, jobs: list[Job], engines: list[str], page_cache_byt
         for engine in engines:
             progress(f"{job.label()} with {engine}")
             if engine == "model":
-                rows.append({"job": job.__dict__, "engine": engine, **engine_model.run(job, device.profile).asdict(),
+                rows.append({"job": job.__dict__, "engine": engine, **engine_model.run(job, device.profile, credits).asdict(),
                              "device": None})
                 continue
             session = Session([device], workdir / f"session-{n}-{engine}",
@@ -55,7 +56,8 @@ def run_jobs(device: Device, jobs: list[Job], engines: list[str], page_cache_byt
                     hostfs.evict_from_page_cache(device.directory)
                 before = session.snapshot()
                 disk_before = diskstats.read(disk) if disk else None
-                figures = ENGINES[engine].run(job, device.directory, session.env())
+                figures = ENGINES[engine].run(job, device.directory, session.env(),
+                                              begin=lambda: session.set_credits(credits))
                 elapsed = figures.elapsed_s  # the measured loop: device figures over the same interval
                 after = session.snapshot()
                 row = {"job": job.__dict__, "engine": engine, **figures.asdict(),

@@ -63,6 +63,7 @@ class LabOptions:
     cpu_scale: float = 1.0       # the server's CPU K times slower (CPU time dilation; clients unchanged)
     scale_model: dict | None = None  # set by scale_model.apply: the sizes above are 1/F of the system's
     production: dict | None = None   # production's settings (--settings-from): applied ones are in sets
+    credits: float = 1.0             # capped volumes' burst credits when the first measured interval begins
 
 
 @dataclass
@@ -91,6 +92,7 @@ class Lab:
         self.cluster: Cluster | None = None
         self.devices: list[Device] = []
         self.recording = RunRecording()  # what a replay needs of the run's course, written beside its trace
+        self._measured_once = False  # --credits applies when the first measured interval begins
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -366,9 +368,11 @@ class Lab:
         collectors (measure/collectors.py) are run by measure/interval.py."""
         m = Measurement()
         parts = [collectors.ObjectNames(self.connect, DATABASE),
-                 collectors.Emulation(self.session, self.devices, dilated=self.options.cpu_scale != 1.0),
+                 collectors.Emulation(self.session, self.devices, dilated=self.options.cpu_scale != 1.0,
+                                      credits=None if self._measured_once else self.options.credits),
                  collectors.RealDisks(self.devices), collectors.ServerStats(self.connect),
                  collectors.ServerCpu(self.cluster.server_pid()), collectors.WaitEvents(self.connect, sample_waits)]
+        self._measured_once = True  # the run's first measured interval starts with --credits, the rest as left
         with interval.measured(parts, label) as measured:
             yield m
         self.recording.measured(measured)
@@ -446,6 +450,7 @@ class Lab:
             "cache_bytes": self.cache_bytes,
             "io_mode": self.options.io_mode,
             "cpu_scale": self.options.cpu_scale,
+            "credits": self.options.credits,
             "scale_model": self.options.scale_model,
             "page_cache": self.page_cache.describe(),
             "settings": {k: v for k, v in getattr(self, "server_settings", {}).items()
