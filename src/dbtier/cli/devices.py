@@ -55,7 +55,9 @@ def devices(ctx: click.Context, quiet: bool) -> None:
 def show(name: str, json_path: Path | None, quiet: bool) -> None:
     """Show a profile's parameters and the model's expected QD1 figures.
 
-    NAME is a packaged profile or a path to a .toml profile. The figures are the device model's,
+    NAME is a packaged profile or a path to a .toml profile, with what is provisioned in braces
+    ('ebs-gp3{iops=6000,mb_s=250}': quote it for the shell); a cloud volume lists what a buyer sets,
+    in the vendor's units, with its limits. The figures are the device model's,
     computed offline by the same C code the interposer runs: queue depth 1, no think time, 8 KiB
     requests, random over a 1 GiB file (the first on a fresh device) or sequential through it."""
     to_stdout = json_path is not None and str(json_path) == "-"
@@ -67,7 +69,8 @@ def show(name: str, json_path: Path | None, quiet: bool) -> None:
     if json_path is not None:
         doc = {"kind": "profile", "profile": p.name, "device_kind": p.kind, "summary": p.summary,
                "params": {k: {"value": v, "unit": defs[k]["unit"], "help": defs[k]["help"]} for k, v in p.params.items()},
-               "expected_qd1": [f.__dict__ for f in figures]}
+               "expected_qd1": [f.__dict__ for f in figures],
+               "provision": _provision_doc(p)}
         if to_stdout:
             click.echo(jsonout.dumps(doc))
             return
@@ -82,6 +85,18 @@ def show(name: str, json_path: Path | None, quiet: bool) -> None:
     for key, value in p.params.items():
         params.add_row(key, f"{value:g}", defs[key]["unit"], defs[key]["help"])
     out.print(params)
+    if p.provision:
+        prov = Table(title=f"what a buyer sets: {escape(p.name.split('{')[0])}{{key=value,...}}, quoted for the shell",
+                     title_justify="left")
+        for col in ("key", "set to", "unit", "range and ratios", "sets too", "source"):
+            prov.add_column(col, justify="right" if col == "set to" else "left")
+        units = {k: e.unit for k, e in p.provision.items()}
+        for key, e in p.provision.items():
+            prov.add_row(key, f"{e.vendor(p.params[key]):,g}", e.unit, e.limits_text(units),
+                         ", ".join(e.derive) or "-", escape(" ".join(filter(None, (e.source, e.note)))) or "-")
+        out.print(prov)
+    elif p.provision is not None:
+        out.print("Sold as it is: nothing of it is provisioned.")
     if figures:
         exp = Table(title="expected at QD1 (model)", title_justify="left")
         for col in ("pattern", "mean us", "p50 us", "p99 us", "IOPS", "MB/s"):
@@ -89,6 +104,17 @@ def show(name: str, json_path: Path | None, quiet: bool) -> None:
         for f in figures:
             exp.add_row(f.pattern, fmt(f.mean_us), fmt(f.p50_us), fmt(f.p99_us), fmt(f.iops), fmt(f.mb_s))
         out.print(exp)
+
+
+def _provision_doc(p) -> dict | None:
+    """What a buyer may set, in the vendor's units: None when any parameter may be set (model units)."""
+    if p.provision is None:
+        return None
+    units = {k: e.unit for k, e in p.provision.items()}
+    return {k: {"value": e.vendor(p.params[k]), "unit": e.unit, "factor": e.factor, "min": e.min, "max": e.max,
+                "max_per": e.max_per, "ratio_floor": e.ratio_floor, "derives": sorted(e.derive),
+                "limits": e.limits_text(units), "source": e.source, "note": e.note}
+            for k, e in p.provision.items()}
 
 
 @devices.command()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from dbtier.devices import native
+from dbtier.devices import native, provision
 from dbtier.errors import UserError
 
 PROFILE_SUFFIX = ".toml"
@@ -27,6 +27,8 @@ class Profile:
     params: dict[str, float] = field(default_factory=dict)  # every parameter of the kind, defaults filled
     source: str = ""  # where it was loaded from
     era: str = ""  # when such devices were sold: one of ERAS (empty for a user's own)
+    provision: dict | None = None  # what a buyer may set (key -> provision.Entry); None: any parameter
+    provisioned: str = ""  # what the spec's braces set, as said to a user ("iops=6,000 IOPS")
 
     def model(self) -> native.Model:
         return native.Model(self.kind, self.params)
@@ -47,7 +49,7 @@ def _suggest(word: str, choices: list[str]) -> str:
 
 
 #: The keys a profile file may have at its top level (its parameters go under [params]).
-TOP_KEYS = ("name", "kind", "summary", "era", "params")
+TOP_KEYS = ("name", "kind", "summary", "era", "params", "provision")
 #: When a profile's device was current, oldest first, with what the era holds: `dbtier devices`
 #: groups by these.
 ERAS = {"1990s": "the drives DiskSim's authors measured, for validating the disk model",
@@ -90,7 +92,9 @@ def parse(text: str, source: str) -> Profile:
     if not isinstance(given, dict):
         raise UserError(f"{source}: [params] must be a table")
     params = check_params(kind, given, source)
-    return Profile(name=name, kind=kind, summary=summary, params=params, source=source, era=era)
+    kind_params = {p["name"] for p in table[kind]["params"]}
+    entries = provision.table(doc.get("provision"), kind_params, source)
+    return Profile(name=name, kind=kind, summary=summary, params=params, source=source, era=era, provision=entries)
 
 
 #: A cloud volume's burst rates, each with its baseline and the credit bucket it spends
@@ -179,7 +183,30 @@ def _striped(m: re.Match, spec: str) -> Profile:
 
 
 def load(spec: str) -> Profile:
-    """A profile by packaged name, NxNAME[@STRIPE] for a RAID 0 of N of them, or a path to a .toml file."""
+    """A profile by packaged name, NxNAME[@STRIPE] for a RAID 0 of N of them, or a path to a .toml file,
+    with what is provisioned in braces (NAME{iops=6000}: devices/provision.py)."""
+    packaged = _packaged()
+    m = _ARRAY.match(spec)
+    if m and spec not in packaged and "{" in m.group("member"):  # 2xebs-gp3{iops=6000}: provisioned members
+        return _striped(m, spec)
+    base, given = provision.split(spec)
+    if given is None:
+        return _load(spec)
+    m = _ARRAY.match(base)
+    if m and base not in packaged:
+        raise UserError(f"device profile {spec!r}: give each member's settings, before the stripe: "
+                        f"{m.group('n')}x{m.group('member')}{{...}}" + (f"@{m.group('stripe')}{m.group('unit') or ''}"
+                                                                        if m.group("stripe") else ""))
+    prof = _load(base)
+    if prof.kind == "real":
+        raise UserError(f"device profile {spec!r}: a real folder has no parameters to set")
+    params, shown = provision.apply(prof.name, prof.kind, prof.params, prof.provision, given, spec)
+    params = check_params(prof.kind, params, f"device profile {spec!r}")
+    return Profile(name=spec, kind=prof.kind, summary=f"{prof.summary}; provisioned: {shown}", params=params,
+                   source=prof.source, era=prof.era, provision=prof.provision, provisioned=shown)
+
+
+def _load(spec: str) -> Profile:
     packaged = _packaged()
     m = _ARRAY.match(spec)
     if m and spec not in packaged and m.group("member") in packaged:
@@ -194,6 +221,9 @@ def load(spec: str) -> Profile:
     if exists:
         return parse(read_profile_file(path), str(path))
     shown = spec if len(spec) <= 100 else spec[:97] + "..."
+    if "=" in spec:  # NAME{a=1,b=2} unquoted: the shell made it NAMEa=1 and NAMEb=2
+        raise UserError(f"unknown device profile '{shown}': settings go in braces, PROFILE{{key=value,...}}; "
+                        + provision.QUOTE_HINT)
     raise UserError(
         f"unknown device profile '{shown}'{_suggest(spec, list(packaged))}; "
         f"'dbtier devices' lists them, NxNAME stripes N of one (6xhdd-sata-750), or give a path to a .toml profile"

@@ -1,7 +1,8 @@
 """The one `--device` grammar of every command: NAME=PROFILE[:DIR].
 
 NAME names the device (in --place, in reports); PROFILE is a profile from `dbtier devices`, NxPROFILE
-for a RAID 0, a .toml file of your own, or `real` for a folder on a real disk; DIR is a folder of yours
+for a RAID 0, a .toml file of your own, or `real` for a folder on a real disk, with what is provisioned
+in braces (`ebs-gp3{iops=6000,mb_s=250}`: devices/provision.py); DIR is a folder of yours
 the device's files go into (without it, the command makes one in its workspace; `exec` needs it,
 since the program must know where its files are).
 

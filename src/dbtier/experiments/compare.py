@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from dbtier import engines
+from dbtier.devices import provision
 from dbtier.devices.spec import DeviceSpec, parse_all
 from dbtier.engines.base import SEED_DEVICE
 from dbtier.errors import UserError
@@ -60,7 +61,7 @@ def parse_option(text: str) -> Config:
         raise UserError(f"--config {text!r}: expected NAME:DEVICES[:PLACEMENT], for example "
                         "idx-ssd:hdd=hdd-sata-7200,ssd=ssd-sata-mlc:data=hdd,indexes=ssd (a device on a folder of "
                         "yours goes in an --experiment file)")
-    name, devices = parts[0].strip(), [d.strip() for d in parts[1].split(",") if d.strip()]
+    name, devices = parts[0].strip(), provision.split_list(parts[1])
     return _config(name, devices, [parts[2]] if len(parts) == 3 else [], f"--config {text!r}")
 
 

@@ -37,8 +37,9 @@ class Option:
 OPTIONS = (
     Option("engine", "Server", "the database the workload runs on (the engines dbtier runs: "
            f"{', '.join(ENGINES)})", type=tuple(ENGINES), default="postgres"),
-    Option("device", "Devices and placement", "a device: a profile from 'dbtier devices' (or a .toml), optionally on "
-           "your own folder DIR (repeatable; the first is the default for everything)", multiple=True, short="-d",
+    Option("device", "Devices and placement", "a device: a profile from 'dbtier devices' (or a .toml), provisioned in "
+           "braces if you like ('data=ebs-gp3{iops=6000,mb_s=250}', quoted), optionally on your own folder DIR "
+           "(repeatable; the first is the default for everything)", multiple=True, short="-d",
            metavar="NAME=PROFILE[:DIR]"),
     Option("place", "Devices and placement", "where things go: data, indexes, wal, temp, dump, or a table or index "
            "name (e.g. data=hdd,wal=ssd,t_attribute_idx=ssd)", multiple=True, short="-p", metavar="KEY=DEVICE[,...]"),
