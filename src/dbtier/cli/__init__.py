@@ -18,6 +18,7 @@ from dbtier.errors import UserError
 #: refusing a bad input, starts in a fraction of the time.
 COMMANDS = {
     "advise": ("dbtier.cli.advise", "advise"),
+    "catalog": ("dbtier.cli.catalog", "catalog"),
     "compare": ("dbtier.cli.compare", "compare"),
     "demo": ("dbtier.cli.demo", "demo"),
     "devices": ("dbtier.cli.devices", "devices"),

@@ -18,14 +18,26 @@ VERIFY_MAX = 10
 @click.option("--from-stats", "from_stats", type=click.Path(path_type=Path), metavar="DELTA",
               help="instead of a run: estimate from production's statistics alone (a 'dbtier stats delta' file), "
                    "without predicting or running anything")
-@click.option("--fast", required=True, metavar="NAME=PROFILE",
+@click.option("--fast", metavar="NAME=PROFILE",
               help="the fast device: a profile from 'dbtier devices' (a device of the run, or a new one)")
+@click.option("--catalog", "catalog_name", metavar="NAME|FILE",
+              help="instead of --fast: which volumes to buy, from a priced catalogue ('dbtier catalog' lists them), "
+                   "with --target or --max-cost")
+@click.option("--target", metavar="SPEC",
+              help="with --catalog, what the run must reach at least cost: elapsed<=120s, tps>=500, tpm>=20000, "
+                   "p99<=20ms or p99[SCRIPT]<=20ms")
+@click.option("--volumes", "most_volumes", type=int, default=3, show_default=True, metavar="N",
+              help="with --catalog, at most this many volumes (data, indexes, the WAL, temp)")
+@click.option("--duration", metavar="TIME",
+              help="with --catalog, how long production sustains this load (24h): burst credits are judged spent "
+                   "when the run is shorter, and the advice says when they would run out")
 @click.option("--slow", metavar="NAME=PROFILE",
               help="the slow device (default: the device the run's data was on, with its profile; with --from-stats "
                    "production's device, PROFILE alone naming it 'slow', default hdd-sata-7200)")
 @click.option("--budget", metavar="SIZE", help="how much the fast device holds for this database, e.g. 2GB")
 @click.option("--cost", metavar="fast=$/GB,slow=$/GB", help="the two devices' prices per GiB (with --max-cost)")
-@click.option("--max-cost", type=float, metavar="$", help="what the storage may cost in all (with --cost)")
+@click.option("--max-cost", type=float, metavar="$",
+              help="what the storage may cost in all (with --cost); with --catalog, the most to spend a month")
 @click.option("--verify", type=int, default=0, show_default=True, metavar="K",
               help="run the K best placements live on the emulated devices, beside their predictions")
 @click.option("--workspace", type=click.Path(path_type=Path),
@@ -36,8 +48,8 @@ VERIFY_MAX = 10
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="also write the advice as JSON here")
 @click.option("-q", "--quiet", is_flag=True, help="print only errors and the advice's directory")
 @click.option("--wide", is_flag=True, help="print every column, however narrow the terminal")
-def advise(run_dir: Path | None, from_stats: Path | None, fast, slow, budget, cost, max_cost, verify, workspace, output, json_path, quiet,
-           wide) -> None:
+def advise(run_dir: Path | None, from_stats: Path | None, fast, catalog_name, target, most_volumes, duration, slow,
+           budget, cost, max_cost, verify, workspace, output, json_path, quiet, wide) -> None:
     """Where should limited fast storage go? Advice from a recorded run, predicted and verified.
 
     \b
@@ -66,7 +78,27 @@ def advise(run_dir: Path | None, from_stats: Path | None, fast, slow, budget, co
       dbtier advise --from-stats hour.json --fast nvme=nvme-gen4 --budget 20GB --slow hdd-sata-7200
     each object's reads and writes per second, the share of them random as far as the statistics
     tell, times the two devices' expected 8 KiB latencies, chosen under the budget by the same
-    knapsack; printed as an estimate with its assumptions, and with the command that checks it live."""
+    knapsack; printed as an estimate with its assumptions, and with the command that checks it live.
+
+    
+    --catalog NAME|FILE asks which volumes to buy instead:
+      dbtier advise RUN_DIR --catalog aws --target 'p99<=20ms'
+      dbtier advise RUN_DIR --catalog azure --max-cost 200 --volumes 2 --duration 24h
+    each part of the database (data, indexes, the WAL, temp) on each offer, provisioned step by step
+    (size, IOPS, throughput), predicted; every layout on at most --volumes volumes combined and priced;
+    the cheapest that meet the target predicted whole. It prints the finding, the answers ranked with
+    their monthly price and the saving against the recorded layout, the -d and --place to run each."""
+    if catalog_name is not None:
+        if from_stats is not None or fast or slow or budget or cost:
+            raise UserError("--catalog chooses the volumes itself: give it with --target or --max-cost, without "
+                            "--fast, --slow, --budget, --cost or --from-stats")
+        return _catalog(run_dir, catalog_name, target, max_cost, most_volumes, duration, verify, workspace, output,
+                        json_path, quiet, wide)
+    if target is not None or duration is not None:
+        raise UserError("--target and --duration go with --catalog (which volumes to buy)")
+    if fast is None:
+        raise UserError("give --fast NAME=PROFILE (where limited fast storage should go) or --catalog NAME (which "
+                        "volumes to buy)")
     if from_stats is not None:
         return _from_stats(run_dir, from_stats, fast, slow, budget, cost, max_cost, verify, json_path, quiet)
     if run_dir is None:
@@ -157,3 +189,46 @@ def _from_stats(run_dir, delta_path, fast, slow, budget, cost, max_cost, verify,
         out.print(doc["recommended"]["place"], markup=False)
         return
     productionview.show_estimate(out, doc)
+
+
+def _catalog(run_dir, catalog_name, target, max_cost, most, duration, verify, workspace, output, json_path, quiet,
+             wide) -> None:
+    if run_dir is None:
+        raise UserError("give the run directory to advise on (dbtier run ... --trace printed it)")
+    if verify:
+        raise UserError("--verify with --catalog is not there yet: run the advice's command (it prints it) to check it")
+    outputs.check_dir(output, "--output")
+    if json_path is not None:
+        json_path = outputs.check_file(json_path, "--json")
+    from dbtier.advisor import catalog as catalogs, volumes
+    from dbtier.cli.progress import progress_for
+    from dbtier.prediction import recording
+    from dbtier.report import adviseview, html
+    from dbtier.report.rundir import run_dir as make_run_dir
+    from dbtier.report.terminal import console
+    from dbtier.workspace import Workspace
+
+    cat = catalogs.load(catalog_name)
+    goal = volumes.parse_target(target) if target is not None else None
+    span = volumes.parse_duration(duration)
+    out = console(wide=wide)
+    Workspace.locate(workspace)
+    rec = recording.load(run_dir)
+    ws = Workspace.open(workspace)
+    ws.reap((lambda _line: None) if quiet else (lambda line: out.print(line, markup=False)))
+    with progress_for(out, quiet) as progress:
+        progress.phase("predicting volumes")
+        doc, _answers = volumes.advise(rec, cat, goal, max_cost, most, span, ws,
+                                       lambda n, what: progress.phase(f"predicting volumes: {n:,} so far ({what})"))
+    with make_run_dir(output, f"advise-{doc['workload']}", ws) as folder:
+        jsonout.write(folder.path / "result.json", doc)
+        html.write(folder.path / "report.html", f"dbtier advise {doc['workload']} --catalog {cat.name}",
+                   doc["run_dir"], adviseview.volume_sections(doc))
+    folder.check()
+    if json_path is not None:
+        jsonout.write(json_path, {**doc, "advice_dir": str(folder.final)})
+    if quiet:
+        out.print(str(folder.final), markup=False)
+        return
+    adviseview.show_volumes(out, doc)
+    out.print(f"advice: {folder.final} (result.json, report.html)", markup=False, soft_wrap=True)

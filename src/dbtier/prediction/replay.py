@@ -161,15 +161,17 @@ class Predictor:
                 if step["event"] == "measured" else set()
             self.timeline.append(_Interval(step, clients, event_streams.prepare(recs, clients)))
 
-    def predict(self, scenario: Scenario, figures: bool = True, spread: int = 0, seed: int = 0) -> Prediction:
-        """figures=False: elapsed and rates only (no per-device, per-object or latency figures).
+    def predict(self, scenario: Scenario, figures: bool = True, spread: int = 0, seed: int = 0,
+                latency: bool = False) -> Prediction:
+        """figures=False: elapsed and rates only (no per-device, per-object or latency figures; with
+        latency=True, the transactions' latencies too).
         spread=N: also N replays with each call's arrival at its device moved (seeded) by a delay drawn
         from this recording's own host delays, for the range a live run's races give (see _spread)."""
         if self.workspace is None:
             self.workspace = Workspace.open()
         claim = self.workspace.claim("predict")
         try:
-            prediction = self._predict(scenario, claim.inside("replay"), figures)
+            prediction = self._predict(scenario, claim.inside("replay"), figures, with_latency=latency)
             if spread:
                 self._spread(prediction, scenario, claim, spread, seed)
             elif figures and self._races_possible(scenario):
@@ -216,7 +218,8 @@ class Predictor:
                             "elapsed_s": {"min": float(runs.min()), "median": float(np.median(runs)),
                                           "max": float(runs.max())}}
 
-    def _predict(self, scenario: Scenario, tmp: Path, figures: bool, moved=None) -> Prediction:
+    def _predict(self, scenario: Scenario, tmp: Path, figures: bool, moved=None,
+                 with_latency: bool = False) -> Prediction:
         rec = self.rec
         started = time.perf_counter()
         same = {i for i, (_name, p) in enumerate(rec.lab.devices)  # devices whose profile the prediction keeps
@@ -291,8 +294,11 @@ class Predictor:
                 rates = _scaled_rates(recorded_phase.get("rates"), ratio, span)
                 cpu_s = recorded_phase.get("server_cpu_s", 0.0) * scenario.cpu_scale
                 if not figures:
+                    txn = latency.predict(rec.transactions, streams, start, end, item.clients, step["t0_ns"],
+                                          step["t1_ns"], scenario.cpu_scale)[0] if with_latency else None
                     phases.append({"phase": step["phase"], "recorded": _recorded(recorded_phase),
-                                   "predicted": {"elapsed_s": elapsed, "server_cpu_s": cpu_s, "rates": rates}})
+                                   "predicted": {"elapsed_s": elapsed, "server_cpu_s": cpu_s, "rates": rates},
+                                   **({"latency": txn} if txn else {})})
                     continue
                 emu = emulated.figures(devices, before, after, elapsed,
                                        _requests_as_records(reqs, streams.records, flags), rec.files,

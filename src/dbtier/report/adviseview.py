@@ -144,12 +144,17 @@ def sections(doc: dict) -> list[Section]:
 
 
 def show(console, doc: dict) -> None:
+    _print(console, verdict(doc), [alternatives_data(doc), curve_data(doc), objects_data(doc), verify_data(doc)], doc)
+
+
+def _print(console, lines: list[str], tables: list, doc: dict) -> None:
+    """The verdict (its first line bold), the tables, then how the search went and the notes."""
     from dbtier.report.terminal import show as show_table
 
-    for i, line in enumerate(verdict(doc)):
+    for i, line in enumerate(lines):
         console.print(line, style="bold" if i == 0 else None, soft_wrap=True, markup=False, highlight=False)
     console.print()
-    for data in (alternatives_data(doc), curve_data(doc), objects_data(doc), verify_data(doc)):
+    for data in tables:
         if data is not None:
             show_table(console, data)
     s = doc["search"]
@@ -157,3 +162,59 @@ def show(console, doc: dict) -> None:
                   soft_wrap=True)
     for note in doc.get("notes", []):
         console.print(f"note: {note}", markup=False, soft_wrap=True)
+
+# -- which volumes to buy (advise --catalog) --------------------------------------------------------
+
+
+def _fig(doc: dict, value) -> str:
+    if value is None:
+        return "-"
+    t = doc.get("target")
+    unit = {"elapsed": " s", "tps": " tps", "tpm": " tpm", "p99": " ms"}.get(t["figure"], "") if t else \
+        {"elapsed s": " s"}.get(doc.get("metric"), f" {doc.get('metric', '')}")
+    return f"{fmt(value)}{unit}"
+
+
+def volume_verdict(doc: dict) -> list[str]:
+    rec = doc["recommended"]
+    lines = [doc["finding"] + "."]
+    lines.append("Buy: " + "; ".join(f"{v['name']} ({', '.join(v['parts'])}): {v['provisioned']}, "
+                                     f"${v['monthly']:,.2f} a month" for v in rec["volumes"]) +
+                 f". In all ${rec['cost']:,.2f} a month, predicted {_fig(doc, rec['value'])}.")
+    lines.append(f"Run it: {rec['devices']} --place {rec['place']}")
+    return lines
+
+
+def volume_answers_data(doc: dict) -> TableData:
+    rows = []
+    for i, a in enumerate([doc["recommended"], *doc["alternatives"]]):
+        vols = "; ".join(f"{v['name']}: {v['provisioned']}" for v in a["volumes"])
+        saving = "-" if a["saving"] is None else f"${a['saving']:,.2f}"
+        rows.append(["advised" if i == 0 else f"#{i + 1}", vols, f"${a['cost']:,.2f}", saving,
+                     _fig(doc, a["value"]), "yes" if a["met"] else "no" if a["met"] is False else "-"])
+    cur = doc["current"]
+    rows.append(["recorded", "; ".join(f"{d['name']}: {d['profile']}" for d in cur["devices"]),
+                 "-" if cur["cost"] is None else f"${cur['cost']:,.2f}", "-", _fig(doc, cur["value"]),
+                 "yes" if cur["met"] else "no" if cur["met"] is False else "-"])
+    target = doc["target"]["text"] if doc.get("target") else "-"
+    return TableData(["", "volumes (provisioned)", "a month", "saving", "predicted", f"meets {target}"], rows,
+                     f"the answers predicted whole, from catalogue {doc['catalog']['name']} "
+                     f"({doc['catalog']['region']}, prices read {doc['catalog']['read']})", 1)
+
+
+def volume_curve_data(doc: dict) -> TableData:
+    rows = [[f"${p['cost']:,.2f}", _fig(doc, p["value"]), p["volumes"]] for p in doc["curve"]]
+    return TableData(["a month", "predicted", "volumes (provisioned)"], rows,
+                     "the best figure predicted at each price: what the next dollar buys", 2)
+
+
+def volume_sections(doc: dict) -> list[Section]:
+    s = doc["search"]
+    text = volume_verdict(doc) + [f"Search: {s['method']}; {s['predictions']:,} predictions in {s['seconds']:.1f} s."] \
+        + doc.get("notes", [])
+    return [Section(f"Which volumes to buy: {doc['workload']}", text=text,
+                    tables=[volume_answers_data(doc), volume_curve_data(doc)])]
+
+
+def show_volumes(console, doc: dict) -> None:
+    _print(console, volume_verdict(doc), [volume_answers_data(doc), volume_curve_data(doc)], doc)

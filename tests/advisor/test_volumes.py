@@ -1,0 +1,237 @@
+"""dbtier advise --catalog: which volumes to buy. A run built so the answer is known (a table read in
+whole scans, many commits each waiting for its WAL write) on a catalogue of two volumes made for it
+(one of cheap IOPS and little throughput, one of cheap throughput and slow I/Os) gets that answer: the
+WAL on a small volume with IOPS, the table on throughput. Prices, targets and every bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from dbtier.advisor import catalog, volumes
+from dbtier.errors import UserError
+from tests.conftest import dbtier
+
+IOPS_VOL = '''name = "iops-vol"
+kind = "cloud"
+summary = "quick small I/O, little throughput"
+[params]
+capacity_gb = 10.73741824
+read_latency_us = 300
+write_latency_us = 300
+iops = 1000
+mb_s = 20
+[provision.capacity_gb]
+unit = "GiB"
+factor = 1.073741824
+min = 1
+max = 1000
+[provision.iops]
+unit = "IOPS"
+min = 1000
+max = 64000
+'''
+TPUT_VOL = '''name = "tput-vol"
+kind = "cloud"
+summary = "throughput, slow I/Os"
+[params]
+capacity_gb = 10.73741824
+read_latency_us = 1000
+write_latency_us = 1000
+iops = 5000
+mb_s = 50
+io_unit_kib = 1024
+[provision.capacity_gb]
+unit = "GiB"
+factor = 1.073741824
+min = 1
+max = 1000
+[provision.mb_s]
+unit = "MB/s"
+min = 50
+max = 2000
+'''
+CATALOG = '''name = "handmade"
+title = "two volumes made for the test"
+region = "-"
+currency = "USD"
+read = "2026-11-27"
+[sources]
+made = { title = "made for the test", url = "", date = "2026-11-27" }
+[[offer]]
+name = "iops"
+profile = "iops-vol.toml"
+source = "made"
+price.capacity_gb = { month = 0.10 }
+price.iops = { month = 0.01, free = 1000 }
+[[offer]]
+name = "tput"
+profile = "tput-vol.toml"
+source = "made"
+price.capacity_gb = { month = 0.05 }
+price.mb_s = { month = 0.02, free = 50 }
+'''
+
+
+@pytest.fixture(scope="module")
+def made(module_shm_dir, tmp_path_factory):
+    """`big` (60 MB) scanned 4 times, 400 single-row inserts each committed: on memory, traced."""
+    work = tmp_path_factory.mktemp("volumes")
+    (work / "setup.sql").write_text(
+        "CREATE TABLE big (id int, pad text);\n"
+        "INSERT INTO big SELECT g, repeat('x', 900) FROM generate_series(1, 60000) g;\n"
+        "CREATE TABLE log (id serial, note text);\n")
+    (work / "run.sql").write_text("".join("SELECT count(*) FROM big;\n" + "".join(
+        f"INSERT INTO log (note) VALUES ('n{i}-{j}');\n" for j in range(100)) for i in range(4)))
+    (work / "iops-vol.toml").write_text(IOPS_VOL)
+    (work / "tput-vol.toml").write_text(TPUT_VOL)
+    (work / "handmade.toml").write_text(CATALOG)
+    out = work / "runs"
+    dbtier("run", "sql", "--setup", str(work / "setup.sql"), "--run", str(work / "run.sql"), "-d", "data=ram-san",
+           "--trace", "-q", "--workspace", str(module_shm_dir), "-o", str(out), check=True)
+    return work, next(out.glob("sql-*")), module_shm_dir
+
+
+def advised(made, tmp_path, *args) -> dict:
+    work, run, ws = made
+    path = tmp_path / "a.json"
+    proc = dbtier("advise", str(run), "--catalog", str(work / "handmade.toml"), *args, "-o", str(tmp_path), "--json",
+                  str(path), "--workspace", str(ws))
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(path.read_text())
+
+
+def test_the_wal_gets_iops_and_the_scans_throughput(made, tmp_path):
+    """Asked for the best the catalogue reaches (within 3%), the advice splits the run: the WAL on the
+    IOPS volume, provisioned above its baseline, as small as sold; the table on the throughput volume,
+    provisioned above its baseline. Every answer named was predicted whole."""
+    work, run, ws = made
+    proc = dbtier("advise", str(run), "--catalog", str(work / "handmade.toml"), "--target", "elapsed<=0.01s",
+                  "--volumes", "2", "-o", str(tmp_path), "--workspace", str(ws))
+    assert proc.returncode == 2 and "no layout of catalogue handmade meets it at any price searched" in proc.stderr
+    best = float(re.search(r"the best predicted: elapsed ([0-9.]+) s", proc.stderr).group(1))
+    doc = advised(made, tmp_path, "--target", f"elapsed<={best * 1.03:.3f}s", "--volumes", "2")
+    rec = doc["recommended"]
+    by_part = {p: v for v in rec["volumes"] for p in v["parts"]}
+    assert by_part["wal"]["offer"] == "iops" and by_part["data"]["offer"] == "tput", rec
+    assert by_part["wal"]["name"] == "wal" and by_part["wal"]["spec"].endswith("{capacity_gb=1,iops=%s}" % re.search(
+        r"iops=(\d+)", by_part["wal"]["spec"]).group(1))
+    assert int(re.search(r"iops=(\d+)", by_part["wal"]["spec"]).group(1)) > 1000
+    assert float(re.search(r"mb_s=([0-9.]+)", by_part["data"]["spec"]).group(1)) > 50
+    assert rec["met"] and rec["value"] <= best * 1.03 and rec["place"] == "data=data,wal=wal"
+    assert rec["cost"] == pytest.approx(sum(v["monthly"] for v in rec["volumes"]))
+    assert doc["search"]["predicted_whole"] >= 1 and doc["search"]["predictions"] > doc["search"]["predicted_whole"]
+    # every answer listed meets the target and none is cheaper than the advice
+    assert all(a["met"] and a["cost"] >= rec["cost"] - 1e-9 for a in doc["alternatives"])
+
+
+def test_a_loose_target_is_met_by_one_cheap_volume(made, tmp_path):
+    """What the recorded run took on memory, give or take half: one volume, the cheapest that does."""
+    work, run, _ws = made
+    recorded = json.loads((run / "result.json").read_text())["elapsed_s"]
+    doc = advised(made, tmp_path, "--target", f"elapsed<={recorded * 3:.3f}s")
+    rec = doc["recommended"]
+    assert rec["met"] and len(rec["volumes"]) == 1 and rec["cost"] == min(
+        [rec["cost"], *(a["cost"] for a in doc["alternatives"])])
+    assert doc["finding"].startswith("The least that meets") or doc["finding"].startswith("The recorded layout")
+
+
+def test_under_a_cost_the_best_figure(made, tmp_path):
+    doc = advised(made, tmp_path, "--max-cost", "5")
+    assert doc["recommended"]["cost"] <= 5 and doc["finding"].startswith("The best at or under $5.00 a month")
+    assert all(a["cost"] <= 5 for a in doc["alternatives"])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--target", "p99<=20ms"], "the run has no transactions whose latency was recorded"),
+    (["--target", "tps>=100"], "the run has no tps"),
+    (["--target", "fast"], "--target 'fast': give a figure and a bound"),
+    (["--target", "tps<=100"], "tps is a rate: ask for at least (>=)"),
+    (["--target", "elapsed>=1s"], "elapsed is a time: ask for at most (<=)"),
+    (["--target", "elapsed<=1s", "--fast", "ssd=ssd-sata-mlc"], "--catalog chooses the volumes itself"),
+    ([], "give --target"),
+    (["--max-cost", "-3"], "--max-cost -3: give the most to spend a month, above 0"),
+    (["--target", "elapsed<=1s", "--volumes", "9"], "--volumes 9: from 1 to 4"),
+    (["--target", "elapsed<=1s", "--duration", "soon"], "--duration 'soon': a length of time such as 24h"),
+])
+def test_bad_questions_are_one_line(made, tmp_path, args, message):
+    work, run, ws = made
+    proc = dbtier("advise", str(run), "--catalog", str(work / "handmade.toml"), *args, "-o", str(tmp_path),
+                  "--workspace", str(ws))
+    assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not list(tmp_path.glob("advise-*"))
+
+
+def test_targets_and_durations_parse():
+    assert volumes.parse_target("p99[payment]<=20ms") == volumes.Target("p99", 20.0, "payment", "p99[payment]<=20ms")
+    assert volumes.parse_target("elapsed<=2min").value == 120 and volumes.parse_target("tps>=500").higher
+    assert volumes.parse_target("p99<=0.5s").value == 500
+    assert volumes.parse_duration("24h") == 86400 and volumes.parse_duration("90min") == 5400
+    with pytest.raises(UserError, match="only p99 is per script"):
+        volumes.parse_target("tps[x]>=5")
+
+
+def test_layouts_are_every_split_on_at_most_n_volumes():
+    three = volumes.layouts(["data", "indexes", "wal"], 3)
+    assert len(three) == 5 and all("data" in lay[0] for lay in three)
+    assert len(volumes.layouts(["data", "indexes", "wal", "temp"], 2)) == 8
+    assert volumes.layouts(["data", "wal"], 1) == [(frozenset({"data", "wal"}),)]
+
+
+def test_prices_as_vendors_make_them():
+    aws = catalog.load("aws")
+    gp3, io2 = aws.offer("gp3"), aws.offer("io2")
+    assert gp3.monthly({"capacity_gb": 100, "iops": 6000, "mb_s": 250}) == pytest.approx(8 + 15 + 5)
+    # io2: $0.065 up to 32,000 IOPS, $0.0455 to 64,000, $0.032 beyond
+    assert io2.monthly({"capacity_gb": 100, "iops": 70000}) == pytest.approx(12.5 + 32000 * 0.065 + 32000 * 0.0455
+                                                                             + 6000 * 0.032)
+    nvme = catalog.load("onprem").offer("nvme-plp")
+    assert nvme.monthly({"capacity_gb": 600}) == pytest.approx(600 * 0.15 / 60)
+    assert catalog.load("azure").offer("p20").monthly({}) == pytest.approx(73.22)
+
+
+@pytest.mark.parametrize("body, message", [
+    ('[[offer]]\nname = "x"\nprofile = "ebs-gp3"\nprice.capacity_gb = { month = -0.08 }\n', "is negative"),
+    ('[[offer]]\nname = "x"\nprofile = "ebs-gp3"\n', "no price; give price.capacity_gb"),
+    ('[[offer]]\nname = "x"\nprofile = "ebs-gp9"\nprice.capacity_gb = { month = 1 }\n', "unknown device profile"),
+    ('[[offer]]\nname = "x"\nprofile = "ebs-gp3"\nprice.rpm = { month = 1 }\n', "price.rpm: ebs-gp3 is priced by"),
+    ('[[offer]]\nname = "x"\nprofile = "azure-p20"\nprice.capacity_gb = { month = 1 }\n', "is priced by volume"),
+    ('[[offer]]\nname = "x"\nprofile = "ebs-gp3"\nsource = "nowhere"\nprice.capacity_gb = { month = 1 }\n',
+     "source 'nowhere' is not in the catalogue's [sources]"),
+    ('[[offer]]\nname = "x"\nprofile = "ebs-io2-64k"\nprice.iops = { tiers = [[100, 0.1]] }\n', "tiers start at 0"),
+    ('offer = 3\n', "offers are [[offer]] tables"),
+    ('', "no [[offer]]"),
+    ('extends = "mars"\n', "extends = 'mars': give a shipped catalogue"),
+    ('colour = "red"\n', "unknown key 'colour'"),
+])
+def test_a_bad_catalogue_is_one_line(tmp_path, body, message):
+    path = tmp_path / "mine.toml"
+    path.write_text(body)
+    with pytest.raises(UserError) as exc:
+        catalog.load(str(path))
+    assert message in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_catalogue_of_ones_own_extends_a_shipped_one(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text('extends = "aws"\nregion = "eu-west-1"\n[[offer]]\nname = "gp3"\nprofile = "ebs-gp3"\n'
+                    'price.capacity_gb = { month = 0.088 }\n')
+    mine = catalog.load(str(path))
+    assert mine.region == "eu-west-1" and set(mine.offers) == {"gp3", "gp2", "io2", "st1"}
+    assert mine.offer("gp3").monthly({"capacity_gb": 10, "iops": 3000, "mb_s": 125}) == pytest.approx(0.88)
+
+
+def test_the_catalog_command_lists_and_shows():
+    proc = dbtier("catalog", "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    names = {c["name"] for c in json.loads(proc.stdout)["catalogs"]}
+    assert names == {"aws", "azure", "gcp", "onprem"}
+    proc = dbtier("catalog", "gcp", "--json", "-")
+    offers = {o["name"]: o for o in json.loads(proc.stdout)["offers"]}
+    assert offers["hyperdisk-balanced"]["unpriced"] and offers["pd-ssd"]["price"] == "$0.17/GiB-month"
+    proc = dbtier("catalog", "aws")
+    assert proc.returncode == 0 and "gp3" in proc.stdout and "saisci.com" in proc.stdout
+    proc = dbtier("catalog", "ibm")
+    assert proc.returncode == 2 and "unknown catalogue 'ibm'" in proc.stderr
