@@ -68,6 +68,23 @@ def test_the_randomly_read_table_goes_to_flash(recorded, tmp_path):
     assert curve[0]["fast_bytes"] == 0 and curve[0]["speedup"] == pytest.approx(1.0)
     assert all(b["fast_bytes"] > a["fast_bytes"] and b["speedup"] > a["speedup"] for a, b in zip(curve, curve[1:]))
     assert (tmp_path / "out").is_dir() and any((tmp_path / "out").glob("advise-sql-*/report.html"))
+    # what a DBA runs to make it so, in an order PostgreSQL takes: lookups to a tablespace on the SSD;
+    # when the advice puts the catalogs (data) there too, what stays on the disk leaves the database's
+    # default first, then the database's default moves (ALTER DATABASE refuses once a relation is there)
+    (sql,) = (tmp_path / "out").glob("advise-sql-*/migration.sql")
+    text = sql.read_text()
+    moves = {m["name"]: m for m in doc["migration"]["moves"]}
+    assert "CREATE TABLESPACE dev_ssd LOCATION" in text and "ACCESS EXCLUSIVE on the table" in text
+    assert all(m["seconds"] > 0 for m in moves.values() if m["bytes"] > 1 << 20)
+    if where.roles["data"] == "ssd":  # lookups goes with the database's default
+        order, db = list(moves), moves["the database's default tablespace"]
+        assert "ALTER TABLE scanned SET TABLESPACE dev_hdd;" in text and moves["scanned"]["to"] == "hdd"
+        assert order.index("scanned") < order.index(db["name"]) and "lookups" not in moves
+        assert db["to"] == "ssd" and db["bytes"] >= objects["lookups"]["bytes"]
+        assert text.index("SET TABLESPACE dev_hdd") < text.index('ALTER DATABASE :"target_db" SET TABLESPACE dev_ssd')
+    else:
+        assert "ALTER TABLE lookups SET TABLESPACE dev_ssd;" in text and "ALTER TABLE scanned" not in text
+        assert moves["lookups"]["bytes"] == objects["lookups"]["bytes"]
 
 
 def test_a_cost_budget_is_a_fast_capacity(recorded, tmp_path):

@@ -47,6 +47,8 @@ REFERENCE = "ram-san{latency_us=1,interface_mb_s=100000,capacity_gb=100000}"
 TOP = 5
 #: figures this close are a tie (the replay's own spread is larger)
 TIE = 0.01
+#: a combination estimated this close to the target is predicted whole as if it met it
+ESTIMATE_MARGIN = 0.05
 
 
 # -- the question -----------------------------------------------------------------------------------
@@ -281,8 +283,11 @@ def layouts(parts: list[str], most: int) -> list[tuple[frozenset, ...]]:
     return [tuple(frozenset(b) for b in sorted(blocks, key=lambda b: "data" not in b)) for blocks in out]
 
 
-def volume_name(block: frozenset) -> str:
-    return "_".join(p for p in PARTS if p in block)
+def volume_name(block: frozenset, taken: frozenset = frozenset()) -> str:
+    """A volume named by the parts it holds (data_wal), never as a device of the recorded run is: a
+    migration moves from one to the other."""
+    name = "_".join(p for p in PARTS if p in block)
+    return f"new_{name}" if name in taken else name
 
 
 @dataclass
@@ -293,13 +298,24 @@ class Answer:
     estimate: float | None = None
     value: float | None = None      # predicted whole
     met: bool | None = None
+    taken: frozenset = frozenset()  # the recorded run's device names
+
+    def name(self, block: frozenset) -> str:
+        return volume_name(block, self.taken)
 
     def devices(self) -> list[tuple[str, str]]:
-        return [(volume_name(b), c.spec) for b, c in zip(self.layout, self.choices)]
+        return [(self.name(b), c.spec) for b, c in zip(self.layout, self.choices)]
+
+    def volumes(self) -> list[tuple[str, Choice]]:
+        return [(self.name(b), c) for b, c in zip(self.layout, self.choices)]
+
+    def placement(self) -> Placement:
+        where = {p: self.name(b) for b in self.layout for p in b}
+        return Placement({r: where.get(r, where["data"]) for r in ROLES}, {})
 
     def place_text(self) -> str:
         """--place, as short as it can be said: data's volume, then each part elsewhere."""
-        where = {p: volume_name(b) for b in self.layout for p in b}
+        where = {p: self.name(b) for b in self.layout for p in b}
         data = where["data"]
         return ",".join([f"data={data}"] + [f"{p}={where[p]}" for p in PARTS[1:] if where.get(p, data) != data])
 
@@ -317,6 +333,7 @@ class VolumeSearch:
         self.alone: dict[tuple[frozenset, str], list[tuple[Choice, float]]] = {}
         self.whole: list[Answer] = []
         self.recorded = [(n, p) for n, p in rec.lab.devices]
+        self.taken = frozenset(n for n, _p in self.recorded)
         self.higher = target.higher if target else headline([{"recorded": p} for p in rec.phases], "recorded")[2]
 
     # one prediction
@@ -348,8 +365,8 @@ class VolumeSearch:
         if key in self.alone:
             return self.alone[key]
         ref = profiles.load(REFERENCE)
-        name = volume_name(block)
-        where = {p: (name if p in block else "ref") for p in PARTS}
+        name = volume_name(block, self.taken)
+        where = {p: (name if p in block else "dbtier_ref") for p in PARTS}
         out = []
         for offer in self.catalog.priced():
             if offer.roles and not block <= set(offer.roles):
@@ -361,7 +378,7 @@ class VolumeSearch:
             current = vol.choice(levels)
             if current is None:
                 continue
-            value = self.predict([(name, current.profile()), ("ref", ref)], where)
+            value = self.predict([(name, current.profile()), ("dbtier_ref", ref)], where)
             out.append((current, value))
             self.progress(self.predictions, f"{name} on {current.describe()}")
             for _ in range(MAX_STEPS):
@@ -371,7 +388,7 @@ class VolumeSearch:
                     c = vol.choice(step)
                     if c is None:
                         continue
-                    v = self.predict([(name, c.profile()), ("ref", ref)], where)
+                    v = self.predict([(name, c.profile()), ("dbtier_ref", ref)], where)
                     out.append((c, v))
                     self.progress(self.predictions, f"{name} on {c.describe()}")
                     if v is not None and value is not None and self._gain(v, value) >= STEP_GAIN and (
@@ -388,7 +405,7 @@ class VolumeSearch:
         started = time.perf_counter()
         ref = profiles.load(REFERENCE)
         names = list(parts)
-        self.reference = self.predict([("ref", ref)], {p: "ref" for p in PARTS})
+        self.reference = self.predict([("dbtier_ref", ref)], {p: "dbtier_ref" for p in PARTS})
         candidates: list[Answer] = []
         for layout in layouts(names, self.most):
             options = []
@@ -401,13 +418,14 @@ class VolumeSearch:
                 cost = sum(c.cost for c, _v in combo)
                 if self.max_cost is not None and cost > self.max_cost:
                     continue
-                candidates.append(Answer(layout, tuple(c for c, _v in combo), cost, self._estimate([v for _c, v in combo])))
+                candidates.append(Answer(layout, tuple(c for c, _v in combo), cost, self._estimate([v for _c, v in combo]),
+                                         taken=self.taken))
         if not candidates:
             return {"seconds": time.perf_counter() - started}
         sign = -1 if self.higher else 1
-        if self.target is not None:  # those estimated to meet it cheapest first, then the closest to it
+        if self.target is not None:  # those estimated to meet it (or nearly) cheapest first, then the closest to it
             order = sorted(candidates, key=lambda a: (
-                (0, a.cost, len(a.layout)) if self.target.met(a.estimate) else (1, sign * (a.estimate or 0), a.cost)))
+                (0, a.cost, len(a.layout)) if self._near(a.estimate) else (1, sign * (a.estimate or 0), a.cost)))
         else:
             order = sorted(candidates, key=lambda a: (sign * (a.estimate or 0), a.cost))
         seen = set()
@@ -418,14 +436,22 @@ class VolumeSearch:
             if key in seen:
                 continue
             seen.add(key)
-            a.value = self.predict([(volume_name(b), c.profile()) for b, c in zip(a.layout, a.choices)],
-                                   {p: volume_name(b) for b in a.layout for p in b})
+            a.value = self.predict([(a.name(b), c.profile()) for b, c in zip(a.layout, a.choices)],
+                                   {p: a.name(b) for b in a.layout for p in b})
             a.met = self.target.met(a.value) if self.target else None
             self.whole.append(a)
             self.progress(self.predictions, a.place_text())
             if self.target is not None and sum(1 for w in self.whole if w.met) >= TOP:
                 break
         return {"seconds": time.perf_counter() - started, "combinations": len(candidates)}
+
+    def _near(self, estimate: float | None) -> bool:
+        """Estimated to meet the target, or within ESTIMATE_MARGIN of it: the estimate only orders the
+        search, and adding each volume's cost up is off by a few % (the whole prediction decides)."""
+        if estimate is None:
+            return False
+        t = self.target
+        return estimate >= t.value * (1 - ESTIMATE_MARGIN) if t.higher else estimate <= t.value * (1 + ESTIMATE_MARGIN)
 
     def _estimate(self, values: list[float | None]) -> float | None:
         """The reference's figure plus what each volume alone cost it (in time per unit of work)."""
@@ -490,7 +516,7 @@ class Advice:
 
 
 def _answer_doc(a: Answer, current_cost: float | None, parts: dict) -> dict:
-    return {"volumes": [{"name": volume_name(b), "parts": [p for p in PARTS if p in b],
+    return {"volumes": [{"name": a.name(b), "parts": [p for p in PARTS if p in b],
                          "bytes": sum(parts[p]["bytes"] for p in b if p in parts),
                          "offer": c.offer.name, "spec": c.spec, "provisioned": c.describe(), "monthly": c.cost}
                         for b, c in zip(a.layout, a.choices)],
@@ -504,7 +530,7 @@ def _bursts(a: Answer) -> list[tuple[str, Choice, dict]]:
     for b, c in zip(a.layout, a.choices):
         p = c.profile().params
         if p.get("burst_iops") or p.get("burst_mb_s"):
-            out.append((volume_name(b), c, p))
+            out.append((a.name(b), c, p))
     return out
 
 
@@ -514,8 +540,8 @@ def sustained(search: VolumeSearch, a: Answer, duration_s: float) -> list[str]:
     bursting = _bursts(a)
     if not bursting:
         return []
-    volumes = [(volume_name(b), c.profile()) for b, c in zip(a.layout, a.choices)]
-    where = {p: volume_name(b) for b in a.layout for p in b}
+    volumes = [(a.name(b), c.profile()) for b, c in zip(a.layout, a.choices)]
+    where = {p: a.name(b) for b in a.layout for p in b}
     names = [n for n, _ in search.recorded]
     devices = list(search.recorded) + [(n, p) for n, p in volumes if n not in names]
     devices = [(n, dict(volumes).get(n, p)) for n, p in devices]
@@ -624,7 +650,7 @@ def advise(rec, catalog: Catalog, target: Target | None, max_cost: float | None,
     for a in sorted((a for a in ranked if a.value is not None), key=lambda a: a.cost):
         if best_value is None or search._gain(a.value, best_value) > TIE:
             curve.append({"cost": a.cost, "value": a.value, "place": a.place_text(), "devices": a.device_args(),
-                          "volumes": "; ".join(f"{volume_name(b)}: {c.describe()}" for b, c in zip(a.layout, a.choices))})
+                          "volumes": "; ".join(f"{a.name(b)}: {c.describe()}" for b, c in zip(a.layout, a.choices))})
             best_value = a.value
     doc = {
         "kind": "volume-advice", "run_dir": str(rec.run_dir), "workload": rec.result.get("workload"),

@@ -142,6 +142,10 @@ def advise(run_dir: Path | None, from_stats: Path | None, fast, catalog_name, ta
     # The advice is written before it is verified: live runs take minutes, and an interrupted
     # verification keeps the advice it was verifying.
     with make_run_dir(output, f"advise-{doc['workload']}", ws) as folder:
+        from dbtier.advisor import migration
+        doc["migration"] = migration.write(folder.path, rec, q.candidates,
+                                           advisor.placement(frozenset(doc["recommended"]["fast"])), dict(q.devices),
+                                           f"dbtier advise {doc['workload']}: --place {doc['recommended']['place']}")
         write(folder.path)
     advice_dir = folder.final
     folder.check()
@@ -164,7 +168,8 @@ def advise(run_dir: Path | None, from_stats: Path | None, fast, catalog_name, ta
         out.print(str(advice_dir), markup=False)
         return
     adviseview.show(out, doc)
-    out.print(f"advice: {advice_dir} (result.json, report.html)", markup=False, soft_wrap=True)
+    out.print(_migration_line(doc["migration"]), markup=False, soft_wrap=True)
+    out.print(f"advice: {advice_dir} (result.json, report.html, migration.sql)", markup=False, soft_wrap=True)
 
 
 
@@ -218,9 +223,15 @@ def _catalog(run_dir, catalog_name, target, max_cost, most, duration, verify, wo
     ws.reap((lambda _line: None) if quiet else (lambda line: out.print(line, markup=False)))
     with progress_for(out, quiet) as progress:
         progress.phase("predicting volumes")
-        doc, _answers = volumes.advise(rec, cat, goal, max_cost, most, span, ws,
+        doc, answers = volumes.advise(rec, cat, goal, max_cost, most, span, ws,
                                        lambda n, what: progress.phase(f"predicting volumes: {n:,} so far ({what})"))
     with make_run_dir(output, f"advise-{doc['workload']}", ws) as folder:
+        from dbtier.advisor import migration
+        from dbtier.advisor.candidates import candidates
+        best = answers[0]
+        doc["migration"] = migration.write(
+            folder.path, rec, candidates(rec), best.placement(), {n: c.profile() for n, c in best.volumes()},
+            f"dbtier advise {doc['workload']} --catalog {cat.name}: {best.device_args()} --place {best.place_text()}")
         jsonout.write(folder.path / "result.json", doc)
         html.write(folder.path / "report.html", f"dbtier advise {doc['workload']} --catalog {cat.name}",
                    doc["run_dir"], adviseview.volume_sections(doc))
@@ -231,4 +242,16 @@ def _catalog(run_dir, catalog_name, target, max_cost, most, duration, verify, wo
         out.print(str(folder.final), markup=False)
         return
     adviseview.show_volumes(out, doc)
-    out.print(f"advice: {folder.final} (result.json, report.html)", markup=False, soft_wrap=True)
+    out.print(_migration_line(doc["migration"]), markup=False, soft_wrap=True)
+    out.print(f"advice: {folder.final} (result.json, report.html, migration.sql)", markup=False, soft_wrap=True)
+
+
+def _migration_line(m: dict) -> str:
+    from dbtier.units import fmt_bytes
+
+    moves = m["moves"]
+    secs = [x["seconds"] for x in moves]
+    time_text = f", about {sum(secs):,.1f} s of copying" if moves and None not in secs else ""
+    extra = (" and the WAL (with the server stopped)" if m["wal"] else "") + (", temp's tablespace" if m["temp"] else "")
+    return (f"migration.sql: {len(m['new_devices'])} tablespaces to make, {len(moves)} moves of "
+            f"{fmt_bytes(sum(x['bytes'] for x in moves))}{time_text}{extra}; each holds a lock while it copies")

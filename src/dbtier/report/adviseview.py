@@ -189,7 +189,7 @@ def volume_answers_data(doc: dict) -> TableData:
     rows = []
     for i, a in enumerate([doc["recommended"], *doc["alternatives"]]):
         vols = "; ".join(f"{v['name']}: {v['provisioned']}" for v in a["volumes"])
-        saving = "-" if a["saving"] is None else f"${a['saving']:,.2f}"
+        saving = "-" if a["saving"] is None else f"{'-' if a['saving'] < 0 else ''}${abs(a['saving']):,.2f}"
         rows.append(["advised" if i == 0 else f"#{i + 1}", vols, f"${a['cost']:,.2f}", saving,
                      _fig(doc, a["value"]), "yes" if a["met"] else "no" if a["met"] is False else "-"])
     cur = doc["current"]
@@ -199,13 +199,13 @@ def volume_answers_data(doc: dict) -> TableData:
     target = doc["target"]["text"] if doc.get("target") else "-"
     return TableData(["", "volumes (provisioned)", "a month", "saving", "predicted", f"meets {target}"], rows,
                      f"the answers predicted whole, from catalogue {doc['catalog']['name']} "
-                     f"({doc['catalog']['region']}, prices read {doc['catalog']['read']})", 1)
+                     f"({doc['catalog']['region']}, prices read {doc['catalog']['read']})", 2)
 
 
 def volume_curve_data(doc: dict) -> TableData:
     rows = [[f"${p['cost']:,.2f}", _fig(doc, p["value"]), p["volumes"]] for p in doc["curve"]]
     return TableData(["a month", "predicted", "volumes (provisioned)"], rows,
-                     "the best figure predicted at each price: what the next dollar buys", 2)
+                     "the best figure predicted at each price: what the next dollar buys", (2,))
 
 
 def volume_sections(doc: dict) -> list[Section]:
