@@ -16,8 +16,8 @@ static const struct dbt_param_def hdd_params[] = {
     {"seek_full_ms", "ms", DBT_KIND_PARAM(hdd, seek_full_ms), 17, 1, 50, "full-stroke read seek"},
     {"outer_mb_s", "MB/s", DBT_KIND_PARAM(hdd, outer_mb_s), 125, 1, 2000, "sustained media rate at the outer edge (10^6 B/s)"},
     {"inner_mb_s", "MB/s", DBT_KIND_PARAM(hdd, inner_mb_s), 65, 1, 2000, "sustained media rate at the inner edge"},
-    {"controller_overhead_ms", "ms", DBT_KIND_PARAM(hdd, controller_overhead_ms), 0.3, 0, 5, "command overhead of a media access"},
-    {"cache_hit_overhead_us", "us", DBT_KIND_PARAM(hdd, cache_hit_overhead_us), 50, 0, 5000, "command overhead of a request served from the drive's buffer"},
+    {"controller_overhead_ms", "ms", DBT_KIND_PARAM(hdd, controller_overhead_ms), 0.3, 0, 5, "command overhead of a read that goes to the media (after a read; after a write too, unless controller_overhead_after_write_ms)"},
+    {"cache_hit_overhead_us", "us", DBT_KIND_PARAM(hdd, cache_hit_overhead_us), 50, 0, 5000, "command overhead of a request served from the drive's buffer (after a read; after a write too, unless cache_hit_overhead_after_write_us)"},
     {"interface_mb_s", "MB/s", DBT_KIND_PARAM(hdd, interface_mb_s), 300, 1, 100000, "host interface rate (SATA 3 Gb/s ~ 300 MB/s)"},
     {"cache_mib", "MiB", DBT_KIND_PARAM(hdd, cache_mib), 32, 0, 4096, "drive buffer used for read-ahead segments"},
     {"cache_segments", "count", DBT_KIND_PARAM(hdd, cache_segments), 16, 1, DBT_HDD_MAX_SEGMENTS, "read-ahead segments the buffer is split into"},
@@ -25,7 +25,10 @@ static const struct dbt_param_def hdd_params[] = {
     {"write_cache_mib", "MiB", DBT_KIND_PARAM(hdd, write_cache_mib), 16, 0, 4096, "buffer space for dirty data awaiting destage"},
     {"cylinders", "count", DBT_KIND_PARAM(hdd, cylinders), 100000, 100, 10000000, "cylinders over the stroke: seek distances are counted in these"},
     {"write_cache_protected", "0/1", DBT_KIND_PARAM(hdd, write_cache_protected), 0, 0, 1, "1: the write cache survives power loss (a RAID controller's battery-backed cache): a flush returns once the data is in it, destage goes on behind"},
-    {"write_overhead_us", "us", DBT_KIND_PARAM(hdd, write_overhead_us), 0, 0, 5000, "command overhead of a write, acknowledged from the write cache or written through; 0 = as a read's (cache_hit_overhead_us, controller_overhead_ms)"},
+    {"write_overhead_us", "us", DBT_KIND_PARAM(hdd, write_overhead_us), 0, 0, 5000, "command overhead of a write, acknowledged from the write cache or written through (after a read; after a write too, unless write_overhead_after_write_us); 0 = as a read's (cache_hit_overhead_us, controller_overhead_ms)"},
+    {"controller_overhead_after_write_ms", "ms", DBT_KIND_PARAM(hdd, controller_overhead_after_write_ms), 0, 0, 5, "command overhead of a read that goes to the media when the previous command was a write (DiskSim's Read miss over. after write); 0 = controller_overhead_ms"},
+    {"cache_hit_overhead_after_write_us", "us", DBT_KIND_PARAM(hdd, cache_hit_overhead_after_write_us), 0, 0, 5000, "command overhead of a read served from the buffer when the previous command was a write (Read hit over. after write); 0 = cache_hit_overhead_us"},
+    {"write_overhead_after_write_us", "us", DBT_KIND_PARAM(hdd, write_overhead_after_write_us), 0, 0, 5000, "command overhead of a write when the previous command was a write (Write hit over. after write with a write cache, Write miss over. without); 0 = write_overhead_us"},
     {"readahead_kib", "KiB", DBT_KIND_PARAM(hdd, readahead_kib), 0, 0, 4194304, "how far the drive reads ahead after a read; 0 = a segment (cache_mib / cache_segments)"},
     {"readahead_includes_request", "0/1", DBT_KIND_PARAM(hdd, readahead_includes_request), 0, 0, 1, "1: the read-ahead is counted from the request's start (the request is part of it), 0: from its end"},
     {"read_watermark", "fraction", DBT_KIND_PARAM(hdd, read_watermark), 0, 0, 1, "the drive starts sending a read's data to the host once this fraction of it is in its buffer (SCSI reconnection); 0 = with the first sector"},
@@ -133,7 +136,7 @@ static uint64_t hdd_write_through(const struct dbt_hdd_derived *d, double from, 
 
 uint64_t dbt_hdd_media(const struct dbt_hdd_derived *d, double from, uint64_t t, uint64_t addr, uint32_t len,
                        int is_write) {
-    return hdd_media_with(d, from, t, addr, len, is_write, d->ctrl_overhead_ns, 0.0);
+    return hdd_media_with(d, from, t, addr, len, is_write, d->ctrl_overhead_ns[0], 0.0);
 }
 
 static void hdd_init(struct dbt_drive *st, const struct dbt_params *p) {
@@ -146,10 +149,20 @@ static void hdd_init(struct dbt_drive *st, const struct dbt_params *p) {
     d->outer_bytes_per_ns = hp->outer_mb_s * 1e6 / 1e9;
     d->bytes_per_ns_iface = hp->interface_mb_s * 1e6 / 1e9;
     d->rot_ns = 60e9 / hp->rpm;
-    d->ctrl_overhead_ns = hp->controller_overhead_ms * 1e6;
-    d->hit_overhead_ns = hp->cache_hit_overhead_us * 1e3;
-    d->wack_overhead_ns = (hp->write_overhead_us > 0 ? hp->write_overhead_us : hp->cache_hit_overhead_us) * 1e3;
-    d->wthrough_overhead_ns = hp->write_overhead_us > 0 ? hp->write_overhead_us * 1e3 : d->ctrl_overhead_ns;
+    /* The command overheads after a read ([0]) and after a write ([1]); an after-write figure left 0
+     * is the after-read one, and a write's left 0 is a read's, after the same command. */
+    d->ctrl_overhead_ns[0] = hp->controller_overhead_ms * 1e6;
+    d->ctrl_overhead_ns[1] = hp->controller_overhead_after_write_ms > 0 ? hp->controller_overhead_after_write_ms * 1e6
+                                                                        : d->ctrl_overhead_ns[0];
+    d->hit_overhead_ns[0] = hp->cache_hit_overhead_us * 1e3;
+    d->hit_overhead_ns[1] = hp->cache_hit_overhead_after_write_us > 0 ? hp->cache_hit_overhead_after_write_us * 1e3
+                                                                      : d->hit_overhead_ns[0];
+    double write_us[2] = {hp->write_overhead_us, hp->write_overhead_us};
+    if (hp->write_overhead_after_write_us > 0) write_us[1] = hp->write_overhead_after_write_us;
+    for (int i = 0; i < 2; i++) {
+        d->wack_overhead_ns[i] = write_us[i] > 0 ? write_us[i] * 1e3 : d->hit_overhead_ns[i];
+        d->wthrough_overhead_ns[i] = write_us[i] > 0 ? write_us[i] * 1e3 : d->ctrl_overhead_ns[i];
+    }
     /* Seek curve through (1, track), (D/3, average) with a + b sqrt(d); linear on to (D, full). */
     double D = d->cyl, knee = D / 3.0;
     double t1 = hp->seek_track_ms * 1e6, tavg = hp->seek_avg_read_ms * 1e6, tfull = hp->seek_full_ms * 1e6;
@@ -419,6 +432,10 @@ static void hdd_read(struct dbt_drive *st, const struct dbt_request *rq, struct 
     uint64_t start = rq->arrival_ns > h->busy_until ? rq->arrival_ns : h->busy_until;
     uint64_t end = rq->addr + rq->len;
     double xfer_iface = (double)rq->len / d->bytes_per_ns_iface;
+    /* its overheads are those after the previous command's kind (DiskSim's lastflags); the next
+     * command's, those after a read */
+    int aw = h->after_write;
+    h->after_write = 0;
     wb_idle(d, h, start);
     out->start_ns = start;
     out->flags = 0;
@@ -436,7 +453,7 @@ static void hdd_read(struct dbt_drive *st, const struct dbt_request *rq, struct 
     }
     if (hit) {
         if (hit_active && d->ra_on_hit) hdd_readahead_on(d, h, start, rq->addr, end);
-        out->complete_ns = start + (uint64_t)(d->hit_overhead_ns + xfer_iface);
+        out->complete_ns = start + (uint64_t)(d->hit_overhead_ns[aw] + xfer_iface);
         out->flags = DBT_RES_CACHE_HIT;
         h->busy_until = out->complete_ns;
         return;
@@ -450,14 +467,15 @@ static void hdd_read(struct dbt_drive *st, const struct dbt_request *rq, struct 
         int reachable = rq->addr >= hdd_seg_start(d, s, cur) && cur < h->fill_limit && rq->addr < h->fill_limit;
         if (reachable && rq->addr > cur) {
             uint64_t ready = h->fill_t + (uint64_t)((double)(end - s->end) / h->fill_bpns);
-            uint64_t media = dbt_hdd_media(d, dbt_hdd_cyl_of(d, cur), start, rq->addr, rq->len, 0);
+            uint64_t media =
+                hdd_media_with(d, dbt_hdd_cyl_of(d, cur), start, rq->addr, rq->len, 0, d->ctrl_overhead_ns[aw], 0.0);
             reachable = ready <= media;
         }
         if (reachable) {
             uint64_t limit = hdd_readahead_limit(d, s->start, rq->addr, end);
             if (limit > h->fill_limit) h->fill_limit = limit;
             uint64_t ready = h->fill_t + (uint64_t)((double)(end - s->end) / h->fill_bpns);
-            uint64_t quick = start + (uint64_t)(d->hit_overhead_ns + xfer_iface);
+            uint64_t quick = start + (uint64_t)(d->hit_overhead_ns[aw] + xfer_iface);
             out->complete_ns = ready > quick ? ready : quick;
             out->flags = DBT_RES_STREAM;
             /* Keep the segment to its size: it holds the most recent part of the stream. */
@@ -472,7 +490,7 @@ static void hdd_read(struct dbt_drive *st, const struct dbt_request *rq, struct 
     /* Media access, once a destage operation under way ends (reads go before waiting destage). */
     hdd_stop_readahead(d, h, start);
     uint64_t go = start > h->act_free ? start : h->act_free;
-    uint64_t done = dbt_hdd_media(d, h->head_cyl, go, rq->addr, rq->len, 0);
+    uint64_t done = hdd_media_with(d, h->head_cyl, go, rq->addr, rq->len, 0, d->ctrl_overhead_ns[aw], 0.0);
     int v = hdd_seg_victim(d, h);
     h->seg[v].start = rq->addr;
     h->seg[v].end = end;
@@ -492,11 +510,13 @@ static void hdd_write(struct dbt_drive *st, const struct dbt_request *rq, struct
     struct dbt_hdd_state *h = &st->u.hdd.s;
     uint64_t start = rq->arrival_ns > h->busy_until ? rq->arrival_ns : h->busy_until;
     uint64_t end = rq->addr + rq->len;
+    int aw = h->after_write; /* as a read's, after the previous command's kind; the next follows a write */
+    h->after_write = 1;
     out->flags = 0;
     if (d->wc_bytes <= 0) { /* write-through: the command ends when the data is on the media */
         hdd_stop_readahead(d, h, start);
         uint64_t go = start > h->act_free ? start : h->act_free;
-        uint64_t done = hdd_write_through(d, h->head_cyl, go, rq->addr, rq->len, d->wthrough_overhead_ns);
+        uint64_t done = hdd_write_through(d, h->head_cyl, go, rq->addr, rq->len, d->wthrough_overhead_ns[aw]);
         h->head_cyl = dbt_hdd_cyl_of(d, end);
         h->head_pos = end;
         h->act_free = done;
@@ -519,7 +539,7 @@ static void hdd_write(struct dbt_drive *st, const struct dbt_request *rq, struct
         else break; /* larger than the whole buffer: it goes in alone */
     }
     out->start_ns = start;
-    uint64_t acked = start + (uint64_t)(d->wack_overhead_ns + (double)rq->len / d->bytes_per_ns_iface);
+    uint64_t acked = start + (uint64_t)(d->wack_overhead_ns[aw] + (double)rq->len / d->bytes_per_ns_iface);
     if (grow == 0) out->flags = DBT_RES_CACHE_HIT; /* a rewrite of data still in the buffer */
     wb_insert(h, rq->addr, end, acked);
     /* The buffer is one memory: the written data takes a segment from the read cache (the least
@@ -536,7 +556,9 @@ static void hdd_flush(struct dbt_drive *st, const struct dbt_request *rq, struct
     const struct dbt_hdd_derived *d = &st->u.hdd.d;
     struct dbt_hdd_state *h = &st->u.hdd.s;
     uint64_t start = rq->arrival_ns > h->busy_until ? rq->arrival_ns : h->busy_until;
-    uint64_t done = start + (uint64_t)d->hit_overhead_ns;
+    /* DiskSim has no flush: it pays the after-read hit overhead, whatever came before, and leaves the
+     * next command's overheads to the read or write before it */
+    uint64_t done = start + (uint64_t)d->hit_overhead_ns[0];
     out->start_ns = start;
     out->flags = 0;
     if (!d->wc_protected) { /* the flush returns once every dirty byte is on the media */
@@ -564,6 +586,7 @@ static uint64_t hdd_estimate(const struct dbt_drive *st, const struct dbt_reques
     const struct dbt_hdd_state *h = &st->u.hdd.s;
     uint64_t s = t > h->busy_until ? t : h->busy_until, end = rq->addr + rq->len;
     double xfer_iface = (double)rq->len / d->bytes_per_ns_iface;
+    int aw = h->after_write; /* rq would follow the command served last */
     double from = h->head_cyl;
     uint64_t go = s > h->act_free ? s : h->act_free;
     if (h->active >= 0) { /* a media access stops the read-ahead where it got to */
@@ -573,20 +596,21 @@ static uint64_t hdd_estimate(const struct dbt_drive *st, const struct dbt_reques
     }
     if (rq->op == DBT_OP_WRITE) {
         if (d->wc_bytes > 0 && (double)(wb_dirty_at(h, s) + rq->len) <= d->wc_bytes)
-            return (uint64_t)(d->wack_overhead_ns + xfer_iface);
-        double oh = d->wc_bytes > 0 ? d->ctrl_overhead_ns : d->wthrough_overhead_ns;
+            return (uint64_t)(d->wack_overhead_ns[aw] + xfer_iface);
+        double oh = d->wc_bytes > 0 ? d->ctrl_overhead_ns[aw] : d->wthrough_overhead_ns[aw];
         uint64_t done = d->wc_bytes > 0 ? hdd_media_with(d, from, go, rq->addr, rq->len, 1, oh, 0.0)
                                          : hdd_write_through(d, from, go, rq->addr, rq->len, oh);
         return done - s;
     }
-    uint64_t hit = (uint64_t)(d->hit_overhead_ns + xfer_iface);
+    uint64_t hit = (uint64_t)(d->hit_overhead_ns[aw] + xfer_iface);
     if (wb_holds(h, rq->addr, end, s)) return hit;
     for (int i = 0; i < d->nseg; i++) {
         const struct dbt_hdd_seg *g = &h->seg[i];
         uint64_t g_end = (i == h->active) ? hdd_fill_end(h, s) : g->end;
         if (g->end > g->start && rq->addr >= hdd_seg_start(d, g, g_end) && end <= g_end) return hit;
     }
-    uint64_t media = hdd_host_done(d, dbt_hdd_media(d, from, go, rq->addr, rq->len, 0), rq->addr, rq->len);
+    uint64_t media = hdd_host_done(d, hdd_media_with(d, from, go, rq->addr, rq->len, 0, d->ctrl_overhead_ns[aw], 0.0),
+                                   rq->addr, rq->len);
     if (h->active >= 0) { /* the read-ahead may get there first */
         const struct dbt_hdd_seg *g = &h->seg[h->active];
         if (rq->addr >= hdd_seg_start(d, g, hdd_fill_end(h, s)) && rq->addr < h->fill_limit && end > g->end) {
@@ -614,6 +638,11 @@ static int hdd_check(const struct dbt_drive *dr, int m, char *err, size_t errlen
     }
     if (h->active < -1 || h->active >= nseg) {
         snprintf(err, errlen, "its member %d's active segment %d is outside -1..%d", m, h->active, nseg - 1);
+        return -1;
+    }
+    if (h->after_write != 0 && h->after_write != 1) { /* it indexes the overheads */
+        snprintf(err, errlen, "its member %d's previous command kind %d is neither 0 (read) nor 1 (write)", m,
+                 h->after_write);
         return -1;
     }
     if (h->wb_count > DBT_HDD_WB_EXTENTS) {

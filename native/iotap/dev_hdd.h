@@ -24,11 +24,16 @@ struct dbt_hdd_params {
         readahead_includes_request, read_watermark, head_switch_ms;
     double readahead_track, readahead_on_hit;
     double span_scale, queue_depth;
+    /* a command's overheads after a write (DiskSim's "after write" figures), where they differ from
+     * controller_overhead_ms, cache_hit_overhead_us and write_overhead_us, those after a read */
+    double controller_overhead_after_write_ms, cache_hit_overhead_after_write_us, write_overhead_after_write_us;
 };
 
 /* Derived constants, computed once from the parameters. */
 struct dbt_hdd_derived {
-    double bytes_per_ns_iface, hit_overhead_ns, ctrl_overhead_ns, rot_ns, wack_overhead_ns, wthrough_overhead_ns;
+    double bytes_per_ns_iface, rot_ns;
+    /* command overheads, each indexed by the previous command: [0] after a read, [1] after a write */
+    double hit_overhead_ns[2], ctrl_overhead_ns[2], wack_overhead_ns[2], wthrough_overhead_ns[2];
     double seek_a_r, seek_b_r, seek_c_r, seek_e_r; /* read curve: a + b sqrt(d) to knee, c + e d after */
     double seek_a_w, seek_b_w, seek_c_w, seek_e_w;
     double knee, cyl, cap_bytes, r_in; /* r_in: inner radius as a fraction of outer */
@@ -61,6 +66,7 @@ struct dbt_hdd_state {
     uint64_t fill_limit; /* read-ahead stops here */
     double fill_bpns;
     uint64_t use_clock;
+    int after_write; /* the previous read or write was a write: the next command pays its after-write overhead */
     /* write-back: dirty extents sorted by address, and the one being destaged */
     uint32_t wb_count;
     uint64_t wb_dirty; /* bytes in wb[] */
@@ -78,8 +84,8 @@ struct dbt_hdd_drive {
 double dbt_hdd_seek_ns(const struct dbt_hdd_derived *d, double dist_cyl, int is_write);
 double dbt_hdd_media_bpns(const struct dbt_hdd_derived *d, uint64_t addr);
 double dbt_hdd_cyl_of(const struct dbt_hdd_derived *d, uint64_t addr);
-/* One media access: from cylinder `from` at t, controller overhead, seek, rotation to addr, then
- * len bytes at the media rate. Returns when the last byte is off (or on) the media. */
+/* One media access: from cylinder `from` at t, controller overhead (after a read), seek, rotation to
+ * addr, then len bytes at the media rate. Returns when the last byte is off (or on) the media. */
 uint64_t dbt_hdd_media(const struct dbt_hdd_derived *d, double from, uint64_t t, uint64_t addr, uint32_t len,
                        int is_write);
 

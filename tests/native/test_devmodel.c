@@ -508,6 +508,78 @@ static void test_slow_bus_and_write_overhead(void) {
           wexpect);
 }
 
+/* The command overheads follow the previous command's kind, as DiskSim's "after read" and "after
+ * write" figures: a read after a write pays the after-write overhead, a read after a read the
+ * after-read one (a hit, exactly; a media access, as a drive whose after-read figure is that one);
+ * a write likewise. Before any command, the drive counts as after a read. */
+static void after_write_overheads(struct dbt_params *p) {
+    hdd_defaults(p); /* controller_overhead_ms 0.3, cache_hit_overhead_us 50 */
+    set(p, DBT_KIND_HDD, "controller_overhead_after_write_ms", 0.9);
+    set(p, DBT_KIND_HDD, "cache_hit_overhead_after_write_us", 400);
+    set(p, DBT_KIND_HDD, "write_overhead_us", 200);
+    set(p, DBT_KIND_HDD, "write_overhead_after_write_us", 700);
+}
+
+static void test_overheads_follow_the_previous_command(void) {
+    struct dbt_params p;
+    after_write_overheads(&p);
+    struct dbt_model_state st;
+    dbt_model_init(&st, DBT_KIND_HDD, &p);
+    const double xfer = 8192 / 0.3; /* 8 KiB at 300 MB/s */
+    const uint64_t a = 100 * MB;
+    struct dbt_result r0 = submit(&st, 0, DBT_OP_READ, a, 8192);
+    struct dbt_result r1 = submit(&st, r0.complete_ns + 10, DBT_OP_READ, a, 8192);
+    struct dbt_result w0 = submit(&st, r1.complete_ns + 10, DBT_OP_WRITE, 500 * MB, 8192);
+    struct dbt_result w1 = submit(&st, w0.complete_ns + 10, DBT_OP_WRITE, 501 * MB, 8192);
+    struct dbt_result r2 = submit(&st, w1.complete_ns + 10, DBT_OP_READ, a, 8192);
+    struct dbt_result r3 = submit(&st, r2.complete_ns + 10, DBT_OP_READ, a, 8192);
+    struct { const char *what; struct dbt_result r; double overhead; } cases[] = {
+        {"a read hit after a read", r1, 50e3},   {"a write after a read", w0, 200e3},
+        {"a write after a write", w1, 700e3},    {"a read hit after a write", r2, 400e3},
+        {"a read hit after a read again", r3, 50e3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double took = (double)(cases[i].r.complete_ns - cases[i].r.start_ns);
+        CHECK(near(took, cases[i].overhead + xfer, 1e-6), "%s took %.0f ns, expected %.0f", cases[i].what, took,
+              cases[i].overhead + xfer);
+    }
+    CHECK((r1.flags & DBT_RES_CACHE_HIT) && (r2.flags & DBT_RES_CACHE_HIT), "the re-reads are hits");
+    CHECK(st.drive[0].u.hdd.s.after_write == 0, "the drive remembers a read last");
+
+    /* A read that goes to the media right after a write: 0.9 ms, as on a drive whose after-read
+     * figure is 0.9 ms; on one with 0.3 ms throughout it ends elsewhere (at an address where the
+     * rotation does not absorb the difference). */
+    struct dbt_model_state m[3];
+    uint64_t at = 0;
+    for (int k = 0; k < 3; k++) {
+        struct dbt_params q;
+        if (k == 0) after_write_overheads(&q);
+        else {
+            hdd_defaults(&q);
+            set(&q, DBT_KIND_HDD, "write_overhead_us", 200);
+            set(&q, DBT_KIND_HDD, "controller_overhead_ms", k == 1 ? 0.9 : 0.3);
+        }
+        dbt_model_init(&m[k], DBT_KIND_HDD, &q);
+        struct dbt_result w = submit(&m[k], 0, DBT_OP_WRITE, 500 * MB, 8192);
+        CHECK(near((double)w.complete_ns, 200e3 + xfer, 1e-6), "drive %d: the first write counts as after a read", k);
+        CHECK(m[k].drive[0].u.hdd.s.after_write == 1, "drive %d remembers a write last", k);
+        at = w.complete_ns;
+    }
+    uint64_t addr = 200 * MB;
+    while (dbt_hdd_media(&m[1].drive[0].u.hdd.d, 0.0, at, addr, 8192, 0) ==
+           dbt_hdd_media(&m[2].drive[0].u.hdd.d, 0.0, at, addr, 8192, 0))
+        addr += 4096;
+    uint64_t done[3];
+    for (int k = 0; k < 3; k++) {
+        struct dbt_result r = submit(&m[k], at, DBT_OP_READ, addr, 8192);
+        CHECK(!(r.flags & (DBT_RES_CACHE_HIT | DBT_RES_STREAM)), "drive %d: the read goes to the media", k);
+        done[k] = r.complete_ns;
+    }
+    CHECK(done[0] == done[1], "a read miss after a write ends at %llu, as with 0.9 ms after a read at %llu",
+          (unsigned long long)done[0], (unsigned long long)done[1]);
+    CHECK(done[0] > done[2], "and later than with 0.3 ms (%llu)", (unsigned long long)done[2]);
+}
+
 /* A head switch at each track boundary a transfer crosses. */
 static void test_head_switch_per_track_crossed(void) {
     struct dbt_params p;
@@ -672,6 +744,7 @@ int main(void) {
     test_full_buffer_destages_at_once();
     test_interleaved_streams_destage_in_sweeps();
     test_slow_bus_and_write_overhead();
+    test_overheads_follow_the_previous_command();
     test_head_switch_per_track_crossed();
     test_channels_in_parallel();
     test_flash_flush_and_plp();

@@ -277,6 +277,8 @@ static void test_devices(void) {
     DAMAGE("hdd active 40", "active segment", poke_int(&hdd(0)->active, 40));
     DAMAGE("hdd active -2", "active segment", poke_int(&hdd(1)->active, -2));
     DAMAGE("hdd active = nseg", "active segment", poke_int(&hdd(0)->active, dev(0)->model.drive[0].u.hdd.d.nseg));
+    DAMAGE("hdd after_write 2", "previous command kind", poke_int(&hdd(0)->after_write, 2));
+    DAMAGE("hdd after_write -1", "previous command kind", poke_int(&hdd(1)->after_write, -1));
     DAMAGE("hdd nseg 0", "buffer segments", poke_int(&dev(0)->model.drive[0].u.hdd.d.nseg, 0));
     DAMAGE("hdd nseg 33", "buffer segments", poke_int(&dev(0)->model.drive[1].u.hdd.d.nseg, DBT_HDD_MAX_SEGMENTS + 1));
     DAMAGE("wb_count 519", "write-back buffer", poke_u32(&hdd(0)->wb_count, DBT_HDD_WB_EXTENTS + 7));
@@ -480,7 +482,7 @@ static void test_spec_refusals(void) {
         {"name empty", "no name", name_empty},
         {"folder relative", "not absolute", dir_relative},
         {"kind 9", "unknown device kind 9", bad_kind},
-        {"one parameter short", "take 33 parameters, 32 given", few_params},
+        {"one parameter short", "take 36 parameters, 35 given", few_params},
         {"page cache readahead 0", "readahead_kb 0", ra_zero},
         {"page cache readahead huge", "readahead_kb", ra_huge},
         {"page cache background 0", "dirty_background_pct 0", bg_zero},
