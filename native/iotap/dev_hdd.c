@@ -123,7 +123,8 @@ static uint64_t hdd_media_with(const struct dbt_hdd_derived *d, double from, uin
  * interface into the buffer, from the end of the command overhead (the seek goes on meanwhile), and
  * a start position the data misses costs a revolution. Measured on DiskSim's two write-through
  * traces, demerits hp_c2247a / dec_rz26: 0.232 / 0.498 ms this way (0.212 for the HP once a hit
- * carried its read-ahead on); 0.452 / 0.543 with the head starting as soon as it can stay behind
+ * carried its read-ahead on, 0.470 for the DEC once its overheads followed the previous command's
+ * kind); 0.452 / 0.543 with the head starting as soon as it can stay behind
  * the bus sector by sector; 0.411 / 0.539 with the bus transfer taken as overlapping the write,
  * its end the host's. DiskSim itself, probed with pairs of
  * sequential writes, does start the head once it can stay behind the bus (at the write block rate);
