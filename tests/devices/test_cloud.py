@@ -9,7 +9,7 @@ import json
 import pytest
 
 from dbtier.devices import profile
-from tests.conftest import dbtier
+from tests.conftest import dbtier, retry_while_host_steals
 
 MIB = 1048576
 
@@ -46,10 +46,12 @@ def test_credits_set_the_bucket_each_measurement_starts_with(tmp_path):
     toml = tmp_path / "small-burst.toml"
     toml.write_text('name = "small-burst"\nkind = "cloud"\n[params]\nread_latency_us = 200\niops = 500\n'
                     'burst_iops = 2500\nburst_credits = 2000\nmb_s = 1000\n')
-    (live,) = bench(tmp_path, "-d", f"v={toml}", "--rw", "randread", "--bs", "8k", "--jobs", "8", "--runtime", "1",
-                    "--size", "16m", "--credits", "empty")
-    assert live["ios"] == pytest.approx(500, rel=0.05)
-    assert {h["limit"] for h in live["device"]["limits"]} == {"iops_credits"}
+    def empty(live):
+        assert live["ios"] == pytest.approx(500, rel=0.05)
+        assert {h["limit"] for h in live["device"]["limits"]} == {"iops_credits"}
+
+    retry_while_host_steals(lambda: bench(tmp_path, "-d", f"v={toml}", "--rw", "randread", "--bs", "8k", "--jobs", "8",
+                                          "--runtime", "1", "--size", "16m", "--credits", "empty")[0], empty)
 
 
 def test_the_iobench_table_names_the_step(tmp_path):
@@ -91,18 +93,25 @@ def test_a_provisioned_gp3_holds_its_caps(tmp_path):
     (small,) = bench(tmp_path, *model, "--bs", "8k", "--jobs", "64")
     (large,) = bench(tmp_path, *model, "--bs", "1m", "--jobs", "16")
     assert small["iops"] == pytest.approx(6000, rel=0.001) and large["mb_s"] == pytest.approx(250, rel=0.001)
-    rows = bench(tmp_path, "-d", gp3, "--rw", "randread", "--bs", "8k", "--jobs", "16", "--runtime", "2", "--size", "16m")
-    print("live gp3:", rows[0]["iops"], "IOPS")
-    assert rows[0]["iops"] == pytest.approx(6000, rel=0.05)
-    # and the device says what held it: its IOPS cap, nearly all the time (16 workers always waiting),
-    # each request but the first few admitted by it
-    held = {h["limit"]: h for h in rows[0]["device"]["limits"]}
-    print("live gp3 held:", held)
-    assert set(held) == {"iops"} and held["iops"]["rate"] == 6000
-    assert held["iops"]["held_pct"] > 90 and held["iops"]["requests"] > 0.9 * rows[0]["ios"]
-    rows = bench(tmp_path, "-d", gp3, "--rw", "read", "--bs", "1m", "--jobs", "4", "--runtime", "2", "--size", "64m")
-    print("live gp3:", rows[0]["mb_s"], "MiB/s")
-    assert rows[0]["mb_s"] == pytest.approx(250, rel=0.05)
+    def small_reads(row):
+        print("live gp3:", row["iops"], "IOPS")
+        assert row["iops"] == pytest.approx(6000, rel=0.05)
+        # and the device says what held it: its IOPS cap, nearly all the time (16 workers always
+        # waiting), each request but the first few admitted by it
+        held = {h["limit"]: h for h in row["device"]["limits"]}
+        print("live gp3 held:", held)
+        assert set(held) == {"iops"} and held["iops"]["rate"] == 6000
+        assert held["iops"]["held_pct"] > 90 and held["iops"]["requests"] > 0.9 * row["ios"]
+
+    def large_reads(row):
+        print("live gp3:", row["mb_s"], "MiB/s")
+        assert row["mb_s"] == pytest.approx(250, rel=0.05)
+
+    # the workers' own CPU sets the pace when the host is busy: judged only when it is not
+    retry_while_host_steals(lambda: bench(tmp_path, "-d", gp3, "--rw", "randread", "--bs", "8k", "--jobs", "16",
+                                          "--runtime", "2", "--size", "16m")[0], small_reads)
+    retry_while_host_steals(lambda: bench(tmp_path, "-d", gp3, "--rw", "read", "--bs", "1m", "--jobs", "4",
+                                          "--runtime", "2", "--size", "64m")[0], large_reads)
 
 
 def test_a_burst_runs_out_live(tmp_path):
