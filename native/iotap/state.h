@@ -19,7 +19,7 @@
 /* Moves whenever anything in the file changes layout or meaning (this header, the page cache's
  * region, a kind's params, derived constants or drive state): attach refuses a state of another
  * version, and Python's handshake (dbt_abi_version) carries it. */
-#define DBT_STATE_VERSION 14
+#define DBT_STATE_VERSION 15
 #define DBT_MAX_DEVICES 16
 #define DBT_NAME_MAX 64
 #define DBT_DIR_MAX 1024

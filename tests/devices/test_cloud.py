@@ -27,10 +27,13 @@ def test_gp2_bursts_for_the_documented_time_then_falls_to_its_baseline(tmp_path)
     (row,) = bench(tmp_path, "-d", "v=ebs-gp2-100g", "--engine", "model", "--rw", "randread", "--bs", "16k",
                    "--jobs", "8", "--runtime", "2400", "--size", "8g")
     per_s = row["per_second"]
-    assert all(v == pytest.approx(3000, abs=2) for v in per_s[5:1995])
-    assert all(v == pytest.approx(300, abs=2) for v in per_s[2005:2399])
+    # each second within 3% of the cap (a read's latency is drawn from the measured distribution; the
+    # cap's tolerance lets the next request take a slot a slow one left), the whole burst within 0.2%
+    assert all(v == pytest.approx(3000, rel=0.03) for v in per_s[5:1995])
+    assert sum(per_s[5:1995]) / 1990 == pytest.approx(3000, rel=0.002)
+    assert all(v == pytest.approx(300, abs=2) for v in per_s[2010:2399])
     fell = next(i for i, v in enumerate(per_s) if v < 1650)
-    assert fell == pytest.approx(2000, abs=1)
+    assert fell == pytest.approx(2000, rel=0.002)
 
 
 def test_credits_set_the_bucket_each_measurement_starts_with(tmp_path):

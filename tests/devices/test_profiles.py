@@ -2,7 +2,7 @@
 
 import pytest
 
-from dbtier.devices import native, patterns, profile
+from dbtier.devices import native, patterns, profile, sources
 from dbtier.errors import UserError
 
 REQUIRED = ["hdd-sata-7200", "hdd-sas-15k", "ssd-sata-mlc", "pcie-flash-mlc", "pcie-flash-slc", "ram-san", "nvme-gen4",
@@ -16,13 +16,22 @@ def test_required_profiles_are_packaged():
 
 
 @pytest.mark.parametrize("name", MODELLED)
-def test_every_parameter_has_a_source_comment(name):
-    """The figures come from somewhere: each [params] line says where (device-figures.md letters or [est])."""
+def test_every_figure_says_where_it_comes_from(name):
+    """Every parameter a packaged profile sets has its basis, and every source a basis names is in
+    the registry (devices/sources.toml), with what it is and where to find it."""
     from importlib import resources
+    import tomllib
 
-    text = (resources.files("dbtier.devices") / "profiles" / f"{name}.toml").read_text()
-    lines = text.split("[params]", 1)[1].strip().split("\n[", 1)[0].splitlines()  # up to the next table
-    assert lines and all("#" in line for line in lines if line.strip() and not line.startswith("#")), name
+    doc = tomllib.loads((resources.files("dbtier.devices") / "profiles" / f"{name}.toml").read_text())
+    p = profile.load(name)
+    assert set(doc["params"]) == set(p.basis), name
+    reg = sources.registry()
+    for key, text in p.basis.items():
+        assert text.strip(), (name, key)
+        for i in sources.ids(text):
+            assert i in reg and reg[i]["title"] and reg[i]["where"], (name, key, i)
+    for e in (p.provision or {}).values():
+        assert e.source in reg, (name, e.key)
 
 
 @pytest.mark.parametrize("name", profile.names())

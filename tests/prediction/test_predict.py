@@ -97,10 +97,12 @@ def test_a_prediction_on_a_capped_volume_says_what_held_it(recorded, tmp_path):
     """One backend's random reads, one at a time, on a volume of 100 IOPS: each waits for the cap
     (10 ms apart, though a read takes 0.2 ms), so the prediction takes reads / 100 s and says the cap
     held the volume nearly all the time. With a burst to 1,000 IOPS on 300 credits, full buckets run
-    the first reads at the burst rate, then at the baseline with the credits spent."""
+    the first reads at the burst rate, then at the baseline with the credits spent. The caps are strict
+    (cap_tolerance_ms = 0): every read waits for its slot, and is counted."""
     def volume(name, extra=""):
         path = tmp_path / f"{name}.toml"
-        path.write_text(f'kind = "cloud"\n[params]\nread_latency_us = 200\nwrite_latency_us = 200\niops = 100\n{extra}')
+        path.write_text(f'kind = "cloud"\n[params]\nread_latency_us = 200\nwrite_latency_us = 200\niops = 100\n'
+                        f'cap_tolerance_ms = 0\n{extra}')
         return str(path)
 
     capped = predicted(recorded, tmp_path, "-d", f"hdd={volume('capped')}")["phases"][0]["predicted"]

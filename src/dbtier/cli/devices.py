@@ -8,7 +8,7 @@ from rich.table import Table
 
 from pathlib import Path
 
-from dbtier.devices import native, patterns, profile, validate as validation
+from dbtier.devices import native, patterns, profile, sources, validate as validation
 from dbtier.report import jsonout, outputs
 from dbtier.report.terminal import console, fmt
 
@@ -68,7 +68,9 @@ def show(name: str, json_path: Path | None, quiet: bool) -> None:
     figures = [] if p.kind == "real" else [patterns.expected(p, pt) for pt in patterns.STANDARD]
     if json_path is not None:
         doc = {"kind": "profile", "profile": p.name, "device_kind": p.kind, "summary": p.summary,
-               "params": {k: {"value": v, "unit": defs[k]["unit"], "help": defs[k]["help"]} for k, v in p.params.items()},
+               "params": {k: {"value": v, "unit": defs[k]["unit"], "help": defs[k]["help"], "source": p.basis.get(k),
+                              "estimate": sources.is_estimate(p.basis.get(k))} for k, v in p.params.items()},
+               "sources": sources.cited(p.basis, p.provision),
                "expected_qd1": [f.__dict__ for f in figures],
                "provision": _provision_doc(p)}
         if to_stdout:
@@ -79,12 +81,23 @@ def show(name: str, json_path: Path | None, quiet: bool) -> None:
         return
     out = console()
     out.print(f"[bold]{escape(p.name)}[/]  ({p.kind}) {escape(p.summary)}")
-    params = Table(title="parameters", title_justify="left")
-    for col in ("parameter", "value", "unit", "meaning"):
+    params = Table(title="parameters (est: an engineering estimate; a source is in the table below it)",
+                   title_justify="left")
+    for col in ("parameter", "value", "unit", "meaning", "where it comes from"):
         params.add_column(col, justify="right" if col == "value" else "left")
     for key, value in p.params.items():
-        params.add_row(key, f"{value:g}", defs[key]["unit"], defs[key]["help"])
+        basis = p.basis.get(key)
+        params.add_row(key, f"{value:g}" + (" est" if sources.is_estimate(basis) else ""), defs[key]["unit"],
+                       defs[key]["help"], escape(basis) if basis else "the model's default")
     out.print(params)
+    cited = sources.cited(p.basis, p.provision)
+    if cited:
+        src = Table(title="sources", title_justify="left")
+        for col in ("id", "what", "where", "kind", "read"):
+            src.add_column(col)
+        for i, s in cited.items():
+            src.add_row(i, escape(s.get("title", "")), escape(s.get("where", "")), s.get("kind", ""), s.get("read", ""))
+        out.print(src)
     if p.provision:
         prov = Table(title=f"what a buyer sets: {escape(p.name.split('{')[0])}{{key=value,...}}, quoted for the shell",
                      title_justify="left")

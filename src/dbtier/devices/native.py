@@ -25,7 +25,7 @@ from dbtier.errors import UserError
 
 IOTAP_LIB = "libdbtier_iotap.so"
 SIM_LIB = "libdbtier_sim.so"
-ABI_VERSION = 4014002  # devmodel ops 4, state file 14, trace format 2: dbt_abi_version's handshake
+ABI_VERSION = 4015002  # devmodel ops 4, state file 15, trace format 2: dbt_abi_version's handshake
 LAYOUT_VERSION = 1  # the version of the layout document (dbt_layout_json) this module reads
 SPEC_VERSION = 1  # the version of the device specs (struct dbt_device_spec, dbt_pc_config) this module writes
 

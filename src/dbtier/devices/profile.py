@@ -29,6 +29,7 @@ class Profile:
     era: str = ""  # when such devices were sold: one of ERAS (empty for a user's own)
     provision: dict | None = None  # what a buyer may set (key -> provision.Entry); None: any parameter
     provisioned: str = ""  # what the spec's braces set, as said to a user ("iops=6,000 IOPS")
+    basis: dict = field(default_factory=dict)  # parameter -> where its figure comes from (devices/sources.py)
 
     def model(self) -> native.Model:
         return native.Model(self.kind, self.params)
@@ -49,7 +50,7 @@ def _suggest(word: str, choices: list[str]) -> str:
 
 
 #: The keys a profile file may have at its top level (its parameters go under [params]).
-TOP_KEYS = ("name", "kind", "summary", "era", "params", "provision")
+TOP_KEYS = ("name", "kind", "summary", "era", "params", "basis", "provision")
 #: When a profile's device was current, oldest first, with what the era holds: `dbtier devices`
 #: groups by these.
 ERAS = {"1990s": "the drives DiskSim's authors measured, for validating the disk model",
@@ -94,7 +95,16 @@ def parse(text: str, source: str) -> Profile:
     params = check_params(kind, given, source)
     kind_params = {p["name"] for p in table[kind]["params"]}
     entries = provision.table(doc.get("provision"), kind_params, source)
-    return Profile(name=name, kind=kind, summary=summary, params=params, source=source, era=era, provision=entries)
+    basis = doc.get("basis", {})
+    if not isinstance(basis, dict):
+        raise UserError(f"{source}: [basis] must be a table: each parameter's source, as text")
+    for key, text in basis.items():
+        if key not in given:
+            raise UserError(f"{source}: [basis] gives {key}, which [params] does not set")
+        if not isinstance(text, str) or len(text) > 400 or any(not ch.isprintable() for ch in text):
+            raise UserError(f"{source}: [basis] {key} must be one line of at most 400 printable characters")
+    return Profile(name=name, kind=kind, summary=summary, params=params, source=source, era=era, provision=entries,
+                   basis=dict(basis))
 
 
 #: A cloud volume's burst rates, each with its baseline and the credit bucket it spends
@@ -179,7 +189,10 @@ def _striped(m: re.Match, spec: str) -> Profile:
     return Profile(name=spec, kind=base.kind,
                    summary=f"RAID 0 of {n} x {base.name}, {stripe_kib:g} KiB stripes: {base.summary}",
                    params={**base.params, "members": float(n), "stripe_kib": stripe_kib}, source=base.source,
-                   era=base.era)
+                   era=base.era, basis={**base.basis, "members": f"a RAID 0 of {n}, as the spec says",
+                                        "stripe_kib": "as the spec says" if m.group("stripe") else
+                                        base.basis.get("stripe_kib", "the kind's default")},
+                   provision=base.provision, provisioned=base.provisioned)
 
 
 def load(spec: str) -> Profile:
@@ -202,8 +215,9 @@ def load(spec: str) -> Profile:
         raise UserError(f"device profile {spec!r}: a real folder has no parameters to set")
     params, shown = provision.apply(prof.name, prof.kind, prof.params, prof.provision, given, spec)
     params = check_params(prof.kind, params, f"device profile {spec!r}")
+    basis = {**prof.basis, **{k: f"provisioned: {k}={v:g} in braces" for k, v in given.items()}}
     return Profile(name=spec, kind=prof.kind, summary=f"{prof.summary}; provisioned: {shown}", params=params,
-                   source=prof.source, era=prof.era, provision=prof.provision, provisioned=shown)
+                   source=prof.source, era=prof.era, provision=prof.provision, provisioned=shown, basis=basis)
 
 
 def _load(spec: str) -> Profile:
