@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pytest
 
 from dbtier.advisor import catalog, volumes
 from dbtier.errors import UserError
-from tests.conftest import dbtier
+from tests.conftest import dbtier, retry_while_host_steals
 
 IOPS_VOL = '''name = "iops-vol"
 kind = "cloud"
@@ -134,6 +135,26 @@ def test_the_wal_gets_iops_and_the_scans_throughput(made, tmp_path):
     assert 'ALTER DATABASE :"target_db" SET TABLESPACE dev_new_data;' in text and "ln -s /mnt/wal/pg_wal" in text
     (move,) = doc["migration"]["moves"]
     assert move["kind"] == "database" and move["bytes"] > 60e6
+
+
+def test_the_advice_verified_live(made, tmp_path):
+    """--verify 1 runs the advice live on its volumes: measured beside predicted (the replay of this
+    run predicts within 10% where its devices set the pace; 20% allowed), in the document and the page."""
+    work, run, ws = made
+    recorded = json.loads((run / "result.json").read_text())["elapsed_s"]
+
+    def attempt():
+        for old in tmp_path.glob("*"):
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
+        return advised(made, tmp_path, "--target", f"elapsed<={recorded * 3:.3f}s", "--verify", "1")
+
+    def check(doc):
+        (v,) = doc["verify"]
+        assert v["label"] == "advised" and v["devices"] == doc["recommended"]["devices"]
+        assert v["measured"] == pytest.approx(v["predicted"], rel=0.20), v
+        assert (tmp_path / v["run_dir"].rsplit("/", 1)[1] / "result.json").is_file()
+    doc = retry_while_host_steals(attempt, check)
+    assert "Verified: run live" in (next(tmp_path.glob("advise-*")) / "report.html").read_text()
 
 
 def test_a_loose_target_is_met_by_one_cheap_volume(made, tmp_path):

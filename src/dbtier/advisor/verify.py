@@ -96,9 +96,9 @@ def check(rec: Recording, devices: list[DeviceSpec], placements: list[Placement]
 
 def run(rec: Recording, devices: list[DeviceSpec], placements: list[tuple[str, Placement]], output: Path,
         workspace_path: Path | None, workspace, say: Callable[[str], None], progress_for) -> list[dict]:
-    """Each (label, placement) run live; returns per placement its run directory and measured figure.
-    workspace: the opened Workspace (of workspace_path); progress_for(prefix): a context giving a
-    Progress for one run."""
+    """Each (label, placement) run live, on `devices` or on its own (label, placement, devices); returns
+    per placement its run directory, measured figure and result. workspace: the opened Workspace (of
+    workspace_path); progress_for(prefix): a context giving a Progress for one run."""
     from dbtier.report import jsonout, runview
     from dbtier.report.rundir import run_dir
     from dbtier.experiments.runner import run_workload
@@ -109,11 +109,11 @@ def run(rec: Recording, devices: list[DeviceSpec], placements: list[tuple[str, P
     from dbtier.experiments.loaded import loaded_seed
 
     with loaded_seed(workload, options, "postgres", lambda: progress_for("setup, once: "), say) as (seed, kept):
-        for label, placement in placements:
+        for label, placement, *own in placements:
             with run_dir(output, f"{workload.name}-{label}", workspace) as folder:
                 with progress_for(f"{label}: ") as progress:
-                    result = run_workload(workload, devices, placement, replace(options, seed=seed), progress,
-                                          folder.path, say, cache_state)
+                    result = run_workload(workload, own[0] if own else devices, placement,
+                                          replace(options, seed=seed), progress, folder.path, say, cache_state)
                 if kept is not None:
                     result["loaded_cluster"] = kept
                 jsonout.write(folder.path / "result.json", result)
@@ -122,5 +122,5 @@ def run(rec: Recording, devices: list[DeviceSpec], placements: list[tuple[str, P
             phases = result.get("phases") or [result]
             metric, value, higher = headline([{"measured": p} for p in phases], "measured")
             out.append({"label": label, "run_dir": str(folder.final), "metric": metric, "measured": value,
-                        "elapsed_s": result["elapsed_s"]})
+                        "elapsed_s": result["elapsed_s"], "scripts": (result.get("metrics") or {}).get("scripts")})
     return out

@@ -141,6 +141,18 @@ def current_scenario(rec, credits: float | None = None) -> Scenario:
     return Scenario(devices, Placement(roles, objects), credits=credits)
 
 
+def measured_figure(target: Target | None, run: dict) -> float | None:
+    """The target's figure of a live run (advise --verify): its headline, or the p99 of its scripts."""
+    if target is None or target.figure != "p99":
+        if target is not None and target.figure == "elapsed":
+            return run["elapsed_s"]
+        return run["measured"] if target is None or run["metric"] == target.figure else None
+    p99 = [v.get("p99_ms") for name, v in (run.get("scripts") or {}).items()
+           if target.script is None or name == target.script]
+    p99 = [v for v in p99 if isinstance(v, (int, float))]
+    return max(p99) if p99 else None
+
+
 def check_target(target: Target | None, predictor: Predictor, rec, credits: float | None = None) -> float:
     """The figure the advice is judged by, predicted for the recorded layout (what the saving is
     measured against); a target on a figure the run does not have is refused."""

@@ -200,8 +200,8 @@ def _catalog(run_dir, catalog_name, target, max_cost, most, duration, verify, wo
              wide) -> None:
     if run_dir is None:
         raise UserError("give the run directory to advise on (dbtier run ... --trace printed it)")
-    if verify:
-        raise UserError("--verify with --catalog is not there yet: run the advice's command (it prints it) to check it")
+    if verify < 0 or verify > VERIFY_MAX:
+        raise UserError(f"--verify {verify}: give 0 (none) to {VERIFY_MAX} answers to run live")
     outputs.check_dir(output, "--output")
     if json_path is not None:
         json_path = outputs.check_file(json_path, "--json")
@@ -219,6 +219,10 @@ def _catalog(run_dir, catalog_name, target, max_cost, most, duration, verify, wo
     out = console(wide=wide)
     Workspace.locate(workspace)
     rec = recording.load(run_dir)
+    if verify:
+        from dbtier.advisor import verify as verify_mod
+        verify_mod.check_trusted(rec)
+        verify_mod.workload_of(rec)  # the workload can run again: its files are there, unchanged
     ws = Workspace.open(workspace)
     ws.reap((lambda _line: None) if quiet else (lambda line: out.print(line, markup=False)))
     with progress_for(out, quiet) as progress:
@@ -236,6 +240,11 @@ def _catalog(run_dir, catalog_name, target, max_cost, most, duration, verify, wo
         html.write(folder.path / "report.html", f"dbtier advise {doc['workload']} --catalog {cat.name}",
                    doc["run_dir"], adviseview.volume_sections(doc))
     folder.check()
+    if verify:
+        doc["verify"] = _verify_volumes(rec, answers[:verify], goal, output, workspace, ws, out, quiet)
+        jsonout.write(folder.final / "result.json", doc)
+        html.write(folder.final / "report.html", f"dbtier advise {doc['workload']} --catalog {cat.name}",
+                   doc["run_dir"], adviseview.volume_sections(doc))
     if json_path is not None:
         jsonout.write(json_path, {**doc, "advice_dir": str(folder.final)})
     if quiet:
@@ -255,3 +264,26 @@ def _migration_line(m: dict) -> str:
     extra = (" and the WAL (with the server stopped)" if m["wal"] else "") + (", temp's tablespace" if m["temp"] else "")
     return (f"migration.sql: {len(m['new_devices'])} tablespaces to make, {len(moves)} moves of "
             f"{fmt_bytes(sum(x['bytes'] for x in moves))}{time_text}{extra}; each holds a lock while it copies")
+
+
+def _verify_volumes(rec, answers, goal, output, workspace, ws, out, quiet) -> list[dict]:
+    """The top answers run live on their volumes, each figure measured beside its prediction."""
+    from dbtier.advisor import verify as verify_mod, volumes
+    from dbtier.cli.progress import progress_for
+    from dbtier.devices.spec import DeviceSpec
+
+    say = (lambda _line: None) if quiet else (lambda line: out.print(line, markup=False))
+    runs = []
+    for i, a in enumerate(answers):
+        specs = [DeviceSpec(n, c.profile(), spec=c.spec) for n, c in a.volumes()]
+        verify_mod.check(rec, specs, [a.placement()], workspace)
+        runs.append(("advised" if i == 0 else f"alt{i + 1}", a.placement(), specs))
+    say(f"verifying {len(runs)} answer{'s' if len(runs) > 1 else ''} live")
+    done = verify_mod.run(rec, [], runs, output, workspace, ws, say, lambda prefix: progress_for(out, quiet, prefix=prefix))
+    out_rows = []
+    for a, r in zip(answers, done):
+        measured = volumes.measured_figure(goal, r)
+        out_rows.append({"label": r["label"], "run_dir": r["run_dir"], "devices": a.device_args(), "place": a.place_text(),
+                         "cost": a.cost, "predicted": a.value, "measured": measured,
+                         "met": goal.met(measured) if goal else None})
+    return out_rows

@@ -182,7 +182,26 @@ def volume_verdict(doc: dict) -> list[str]:
                                      f"${v['monthly']:,.2f} a month" for v in rec["volumes"]) +
                  f". In all ${rec['cost']:,.2f} a month, predicted {_fig(doc, rec['value'])}.")
     lines.append(f"Run it: {rec['devices']} --place {rec['place']}")
+    runs = doc.get("verify") or []
+    if runs:
+        v = runs[0]
+        met = "" if v["met"] is None else (", meeting the target" if v["met"] else ", missing the target")
+        lines.append(f"Verified: run live, the advice measured {_fig(doc, v['measured'])} against "
+                     f"{_fig(doc, v['predicted'])} predicted{met}.")
     return lines
+
+
+def volume_verify_data(doc: dict) -> TableData | None:
+    rows = []
+    for v in doc.get("verify") or []:
+        err = (v["predicted"] - v["measured"]) / v["measured"] if v["measured"] and v["predicted"] else None
+        rows.append([v["label"], f"${v['cost']:,.2f}", _fig(doc, v["predicted"]), _fig(doc, v["measured"]),
+                     "-" if err is None else f"{err:+.1%}",
+                     "yes" if v["met"] else "no" if v["met"] is False else "-", v["run_dir"]])
+    if not rows:
+        return None
+    return TableData(["", "a month", "predicted", "measured", "error", "meets", "run directory"], rows,
+                     "the answers run live on the emulated volumes", (0, 6))
 
 
 def volume_answers_data(doc: dict) -> TableData:
@@ -213,8 +232,9 @@ def volume_sections(doc: dict) -> list[Section]:
     text = volume_verdict(doc) + [f"Search: {s['method']}; {s['predictions']:,} predictions in {s['seconds']:.1f} s."] \
         + doc.get("notes", [])
     return [Section(f"Which volumes to buy: {doc['workload']}", text=text,
-                    tables=[volume_answers_data(doc), volume_curve_data(doc)])]
+                    tables=[t for t in (volume_answers_data(doc), volume_curve_data(doc), volume_verify_data(doc)) if t])]
 
 
 def show_volumes(console, doc: dict) -> None:
-    _print(console, volume_verdict(doc), [volume_answers_data(doc), volume_curve_data(doc)], doc)
+    _print(console, volume_verdict(doc), [volume_answers_data(doc), volume_curve_data(doc), volume_verify_data(doc)],
+           doc)
