@@ -1,6 +1,6 @@
 /* What the simulator library tells Python about the C side, so that Python declares none of it:
  * the device option table, and every layout the two share (the trace record, the replay's event and
- * request, the device specs a state is built from, op codes, kinds, flag bits and constants). Python
+ * request, a per-object I/O row, the device specs a state is built from, op codes, kinds, flag bits and constants). Python
  * builds its numpy dtypes and constants from these documents when it loads the library
  * (devices/native.py). */
 #define _GNU_SOURCE
@@ -10,6 +10,7 @@
 
 #include "devmodel.h"
 #include "jsonbuf.h"
+#include "objio.h"
 #include "pgpath.h"
 #include "replay.h"
 #include "statefile.h"
@@ -104,6 +105,14 @@ static const struct field_desc replay_request_fields[] = {
     NESTED(struct dbt_replay_request, "flags", ev.flags), FIELD(struct dbt_replay_request, event),
 };
 
+static const struct field_desc objio_row_fields[] = {
+    FIELD(struct dbt_objio_row, file), FIELD(struct dbt_objio_row, reads), FIELD(struct dbt_objio_row, read_bytes),
+    FIELD(struct dbt_objio_row, writes), FIELD(struct dbt_objio_row, write_bytes),
+    FIELD(struct dbt_objio_row, flushes), FIELD(struct dbt_objio_row, cached_reads),
+    FIELD(struct dbt_objio_row, async), FIELD(struct dbt_objio_row, sequential),
+    FIELD(struct dbt_objio_row, device_ns), FIELD(struct dbt_objio_row, dev), FIELD(struct dbt_objio_row, pad),
+};
+
 static const struct field_desc device_spec_fields[] = {
     STRING(struct dbt_device_spec, name), STRING(struct dbt_device_spec, dir), FIELD(struct dbt_device_spec, kind),
     FIELD(struct dbt_device_spec, nparams), ARRAY(struct dbt_device_spec, params),
@@ -133,6 +142,7 @@ static const struct struct_desc structs[] = {
     STRUCT("trace_rec", struct dbt_trace_rec, trace_rec_fields),
     STRUCT("replay_event", struct dbt_replay_event, replay_event_fields),
     STRUCT("replay_request", struct dbt_replay_request, replay_request_fields),
+    STRUCT("objio_row", struct dbt_objio_row, objio_row_fields),
     STRUCT("device_spec", struct dbt_device_spec, device_spec_fields),
     STRUCT("pc_config", struct dbt_pc_config, pc_config_fields),
     STRUCT("pg_path", struct dbt_pg_path, pg_path_fields),

@@ -14,6 +14,7 @@
 #include "devmodel.h"
 #include "emulate.h"
 #include "mix.h"
+#include "objio.h"
 #include "statefile.h"
 #include "replay.h"
 #include "trace.h"
@@ -355,4 +356,18 @@ EXPORT int dbt_replay_run(struct dbt_state *s, const struct dbt_replay_event *ev
     *requests = r.requests;
     *nrequests = r.nrequests;
     return rc;
+}
+
+/* ---- per-object I/O (objio.c): a replay's, or a live run's from its trace's records ------------ */
+
+EXPORT struct dbt_objio *dbt_objio_create(void) { return dbt_objio_new(); }
+EXPORT void dbt_objio_destroy(struct dbt_objio *o) { dbt_objio_free(o); }
+EXPORT void dbt_objio_clear(struct dbt_objio *o) { dbt_objio_reset(o); }
+EXPORT void dbt_objio_add_records(struct dbt_objio *o, const struct dbt_trace_rec *r, uint64_t n) {
+    dbt_objio_records(o, r, n);
+}
+/* The rows (at most cap of them, in their order) and how many there are; -1 when memory ran out. */
+EXPORT int64_t dbt_objio_table(struct dbt_objio *o, struct dbt_objio_row *out, uint64_t cap) {
+    uint64_t n = dbt_objio_rows(o, out, cap);
+    return dbt_objio_failed(o) ? -1 : (int64_t)n;
 }

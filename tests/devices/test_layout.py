@@ -30,6 +30,9 @@ READS = {
                      "kind": "u1", "op": "u1", "dev": "u1", "flags": "u1"},
     "replay_request": {"arrival": "u8", "start": "u8", "complete": "u8", "off": "u8", "len": "u8", "file": "i8",
                        "op": "u1", "dev": "u1", "flags": "u1", "event": "u8"},
+    "objio_row": {"file": "i8", "reads": "u8", "read_bytes": "u8", "writes": "u8", "write_bytes": "u8",
+                  "flushes": "u8", "cached_reads": "u8", "async": "u8", "sequential": "u8", "device_ns": "u8",
+                  "dev": "u4"},
     # written, not read: what a state is built from
     "device_spec": {"name": "S64", "dir": "S1024", "kind": "i4", "nparams": "u4", "params": "f384"},
     "pc_config": {"bytes": "u8", "readahead_kb": "u4", "dirty_background_pct": "u4", "dirty_pct": "u4",
@@ -39,7 +42,7 @@ READS = {
 }
 #: the dtype each Python module uses for each struct
 DTYPES = {"trace_rec": trace.RECORD, "replay_event": native.REPLAY_EVENT, "replay_request": native.REPLAY_REQUEST,
-          "device_spec": native.DEVICE_SPEC, "pc_config": native.PC_CONFIG, "pg_path": native.PG_PATH}
+          "objio_row": native.OBJIO_ROW, "device_spec": native.DEVICE_SPEC, "pc_config": native.PC_CONFIG, "pg_path": native.PG_PATH}
 
 
 def _fields(struct: str) -> dict[str, dict]:
@@ -119,6 +122,7 @@ C_STRUCTS = {
     "replay_event": ("struct dbt_replay_event", "replay.h", {}),
     "replay_request": ("struct dbt_replay_request", "replay.h", {
         n: f"ev.{n}" for n in ("arrival", "start", "complete", "off", "len", "file", "op", "dev", "flags")}),
+    "objio_row": ("struct dbt_objio_row", "objio.h", {}),
     "device_spec": ("struct dbt_device_spec", "statefile.h", {}),
     "pc_config": ("struct dbt_pc_config", "statefile.h", {}),
     "pg_path": ("struct dbt_pg_path", "pgpath.h", {}),

@@ -57,3 +57,68 @@ def test_object_io_attributes_each_record_to_its_object():
     assert rows["orders [fsm]"]["reads"] == 1
     assert rows["relfilenode 999 (dropped)"]["writes"] == 1
     assert rows["temp files"]["async"] == 1 and rows["temp files"]["write_bytes"] == 65536
+
+
+def _object_io_as_python_counted_it(records, files, devices, names):
+    """The rule as measure/objects.py counted it in Python before the count moved to C (objio.c):
+    (object, device) -> its figures, in the order that rule met them (files in the order first met,
+    each file's devices in order), which the C count must still give."""
+    from dbtier.devices import native
+    from dbtier.measure import trace
+
+    found = {}
+    for f in dict.fromkeys(int(x) for x in records["file"]):
+        rec = records[records["file"] == f]
+        rec = rec[np.argsort(rec["submit_ns"], kind="stable")]
+        path = files.get(f, "")
+        name, _kind = objects._name(path, native.pg_path(path), names)
+        for dev in np.unique(rec["dev"]):
+            r = rec[rec["dev"] == dev]
+            req, call = r[r["kind"] == trace.REQUEST], r[r["kind"] == trace.CALL]
+            reads, writes, flushes = (req[req["op"] == op] for op in (trace.READ, trace.WRITE, trace.FLUSH))
+            moved = req[(req["op"] == trace.READ) | (req["op"] == trace.WRITE)]
+            counts = np.array([len(reads), reads["len"].sum(), len(writes), writes["len"].sum(), len(flushes),
+                               ((call["op"] == trace.READ) & ((call["flags"] & objects.PAGE_CACHE) != 0)).sum(),
+                               ((moved["flags"] & objects.ASYNC) != 0).sum(),
+                               (moved["offset"][1:] == moved["offset"][:-1] + moved["len"][:-1]).sum()], dtype=np.int64)
+            busy = np.r_[moved["complete_ns"].astype(np.int64) - moved["submit_ns"].astype(np.int64),
+                         flushes["complete_ns"].astype(np.int64) - flushes["submit_ns"].astype(np.int64)]
+            key = (name, devices[dev] if dev < len(devices) else str(dev))
+            total, device_s = found.get(key, (0, 0.0))
+            found[key] = (total + counts, device_s + float(np.sum(busy)) / 1e9)
+    return found
+
+
+def test_object_io_counts_as_the_python_rule_did():
+    """Random records, out of time order, with ties, runs of sequential transfers, page-cache hits,
+    wakes: the C count gives what the Python one gave, row for row, in its order."""
+    from dbtier.measure import trace
+
+    files = {0: "/x/ts/PG_18_202506291/5/100", 1: "/x/ts/PG_18_202506291/5/100.1", 2: "/x/pgdata/pg_wal/0001",
+             3: "/x/ts/PG_18_202506291/5/101_vm", 4: "/x/pgdata/base/pgsql_tmp/t1.0", 5: "/x/other"}
+    names = {(5, 100): ("orders", "table"), (5, 101): ("orders_pkey", "index")}
+    fields = ("reads", "read_bytes", "writes", "write_bytes", "flushes", "cached_reads", "async")
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(1, 400))
+        rec = np.zeros(n, dtype=RECORD)
+        rec["kind"] = rng.choice([trace.REQUEST, trace.REQUEST, trace.CALL, trace.SYNC], n)
+        rec["file"] = rng.integers(-1, 6, n)
+        rec["dev"] = rng.integers(0, 3, n)
+        rec["op"] = rng.choice([trace.READ, trace.READ, trace.WRITE, trace.FLUSH, 4, 7], n)
+        rec["len"] = rng.choice([4096, 8192, 131072], n)
+        rec["offset"] = rng.integers(0, 8, n) * 8192
+        run = rng.random(n) < 0.5  # half of them continue the record before
+        rec["offset"][1:][run[1:]] = rec["offset"][:-1][run[1:]] + rec["len"][:-1][run[1:]]
+        rec["flags"] = rng.choice([0, 0, objects.PAGE_CACHE, objects.ASYNC], n)
+        rec["submit_ns"] = rng.integers(0, n // 3 + 1, n) * 1000  # out of order, and many at the same time
+        rec["complete_ns"] = rec["submit_ns"] + rng.integers(0, 10**6, n)
+        got = objects.object_io(rec, files, ["hdd", "ssd"], names)
+        want = _object_io_as_python_counted_it(rec, files, ["hdd", "ssd"], names)
+        order = sorted(want, key=lambda k: -want[k][1])  # the busiest first; as met where equally busy
+        assert [(r["object"], r["device"]) for r in got] == order, seed
+        for r in got:
+            counts, device_s = want[(r["object"], r["device"])]
+            assert [r[f] for f in fields] == list(counts[:7]) and r["device_s"] == device_s, (seed, r)
+            moved = counts[0] + counts[2]
+            assert r["sequential_pct"] == (100.0 * counts[7] / moved if moved else 0.0), (seed, r)

@@ -13,6 +13,8 @@
  * 4. A queueing drive, hand-computed (see ncq_reorders).
  * 5. Bounds: a call beyond what one call moves or beyond the largest file, or with reversed times,
  *    is refused before anything is replayed; a replay whose cancel flag is set stops early (-2).
+ * 6. Per-object I/O: counted in arrival order whatever order it comes in, the files in the order first
+ *    met.
  *
  *   test_replay [WORKDIR]  (default: a fresh folder under /tmp, removed at the end) */
 #define _GNU_SOURCE
@@ -27,6 +29,7 @@
 #include "check.h"
 #include "devmodel.h"
 #include "emulate.h"
+#include "objio.h"
 #include "replay.h"
 #include "state.h"
 
@@ -451,6 +454,41 @@ static void ncq_reorders(void) {
     }
 }
 
+/* The counting rules on their own: a file's transfers in arrival order (ties as given), the files in
+ * the order first met, each file's devices in order; a reset empties it. */
+static void counts_per_object(void) {
+    struct dbt_objio *o = dbt_objio_new();
+    for (int round = 0; round < 2; round++) {
+        /* given out of arrival order: in arrival order they run on from 0 to 32 KiB, 3 sequential (as
+         * given 2, with the tie the other way round none) */
+        const uint64_t arrival[4] = {30, 10, 20, 20}, off[4] = {24576, 0, 8192, 16384};
+        dbt_objio_call(o, 7, 1, DBT_TOP_READ, DBT_TF_PAGE_CACHE, 0); /* a cached read, met first */
+        for (int i = 0; i < 4; i++) {
+            struct dbt_request_event q = {arrival[i], arrival[i], arrival[i] + 100, off[i], 8192, 7, DBT_OP_READ, 0,
+                                          i == 0 ? DBT_TF_ASYNC : 0};
+            dbt_objio_request(o, &q, (uint64_t)i + 1);
+        }
+        struct dbt_request_event flush = {40, 40, 90, 0, 0, 7, DBT_OP_FLUSH, 0, 0};
+        dbt_objio_request(o, &flush, 5);
+        dbt_objio_call(o, 9, 1, DBT_TOP_WRITE, DBT_TF_PAGE_CACHE, 6); /* a write: a row, nothing counted */
+        dbt_objio_call(o, 7, 1, DBT_TOP_READ, 0, 7);                   /* a read that missed: not cached */
+        struct dbt_objio_row r[3];
+        CHECK(dbt_objio_rows(o, r, 3) == 3 && !dbt_objio_failed(o), "three rows");
+        CHECK(r[0].file == 7 && r[0].dev == 0 && r[1].file == 7 && r[1].dev == 1 && r[2].file == 9,
+              "file 7 first (on devices 0, 1), then 9: %lld/%u %lld/%u %lld/%u", (long long)r[0].file, r[0].dev,
+              (long long)r[1].file, r[1].dev, (long long)r[2].file, r[2].dev);
+        CHECK(r[0].reads == 4 && r[0].read_bytes == 4 * 8192 && r[0].flushes == 1 && r[0].async == 1 &&
+              r[0].sequential == 3 && r[0].device_ns == 4 * 100 + 50 && r[0].cached_reads == 0,
+              "file 7 on device 0: %llu reads, %llu sequential, %llu ns", (unsigned long long)r[0].reads,
+              (unsigned long long)r[0].sequential, (unsigned long long)r[0].device_ns);
+        CHECK(r[1].cached_reads == 1 && r[1].reads == 0 && r[2].writes == 0 && r[2].cached_reads == 0,
+              "only a read the page cache served whole is a cached read");
+        dbt_objio_reset(o);
+        CHECK(dbt_objio_rows(o, r, 3) == 0, "a reset empties it");
+    }
+    dbt_objio_free(o);
+}
+
 int main(int argc, char **argv) {
     int own = argc < 2;
     if (own) {
@@ -466,6 +504,7 @@ int main(int argc, char **argv) {
     cancel_stops_a_replay();
     writeback_is_paced();
     ncq_reorders();
+    counts_per_object();
     if (own) {
         char cmd[600];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", work);

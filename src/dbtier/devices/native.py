@@ -98,6 +98,12 @@ def lib() -> ctypes.CDLL:
     sim.dbt_replay_run.restype = c_int
     sim.dbt_replay_run.argtypes = [vp, vp, u64, u64, u64, ctypes.c_double, ctypes.POINTER(c_int), vp, vp, vp,
                                    ctypes.POINTER(vp), ctypes.POINTER(u64), cp, ctypes.c_size_t]
+    sim.dbt_objio_create.restype = vp
+    sim.dbt_objio_destroy.argtypes = [vp]
+    sim.dbt_objio_clear.argtypes = [vp]
+    sim.dbt_objio_add_records.argtypes = [vp, vp, u64]
+    sim.dbt_objio_table.restype = ctypes.c_int64
+    sim.dbt_objio_table.argtypes = [vp, vp, u64]
     sim.dbt_dump_state.restype = vp
     sim.dbt_dump_state.argtypes = [cp, cp, ctypes.c_size_t]
     return sim
@@ -475,6 +481,42 @@ class Replay:
         return start, end, flags, out
 
 
+class ObjectIO:
+    """The interval's I/O per file and device (native/iotap/objio.c): counted from a live run's trace
+    records (add_records), or by a replay as it runs (Replay.run's objects); rows() gives them as
+    OBJIO_ROW, the files in the order first met, each file's devices in index order."""
+
+    def __init__(self):
+        self._h = lib().dbt_objio_create()
+        if not self._h:
+            raise MemoryError("no memory to count I/O per object")
+
+    def close(self) -> None:
+        if getattr(self, "_h", None):
+            lib().dbt_objio_destroy(self._h)
+            self._h = None
+
+    __del__ = close
+
+    def clear(self) -> None:
+        """Empty again, for another interval (its memory kept)."""
+        lib().dbt_objio_clear(self._h)
+
+    def add_records(self, records: np.ndarray) -> None:
+        """Trace records (measure.trace.RECORD), each as its kind says."""
+        records = np.ascontiguousarray(records, dtype=_LAYOUT.dtype("trace_rec"))
+        lib().dbt_objio_add_records(self._h, records.ctypes.data, len(records))
+
+    def rows(self) -> np.ndarray:
+        n = lib().dbt_objio_table(self._h, None, 0)
+        out = np.zeros(max(n, 0), dtype=OBJIO_ROW)
+        if n > 0:
+            n = lib().dbt_objio_table(self._h, out.ctypes.data, len(out))
+        if n < 0:
+            raise MemoryError("no memory to count I/O per object")
+        return out
+
+
 #: the names other modules use, built from the library's description when this module loads
 _LAYOUT = layout()
 _DEVICE_OPS = _LAYOUT.enum("device_op")
@@ -482,6 +524,8 @@ OP_READ, OP_WRITE, OP_FLUSH = _DEVICE_OPS["read"], _DEVICE_OPS["write"], _DEVICE
 #: struct dbt_replay_event and struct dbt_replay_request (native/iotap/replay.h)
 REPLAY_EVENT = _LAYOUT.dtype("replay_event")
 REPLAY_REQUEST = _LAYOUT.dtype("replay_request")
+#: struct dbt_objio_row (native/iotap/objio.h): one file's I/O on one device
+OBJIO_ROW = _LAYOUT.dtype("objio_row")
 #: struct dbt_device_spec and struct dbt_pc_config (native/iotap/state.h): what a state is built from
 DEVICE_SPEC = _LAYOUT.dtype("device_spec")
 PC_CONFIG = _LAYOUT.dtype("pc_config")

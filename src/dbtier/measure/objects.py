@@ -6,8 +6,6 @@ end of the interval, so objects rewritten (new relfilenode) or created during it
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import numpy as np
 
 from dbtier.devices import native
@@ -99,43 +97,40 @@ def owner(name: str) -> str:
 def object_io(records: np.ndarray, files: dict[int, str], devices: list[str],
               names: dict[tuple[int, int], tuple[str, str]]) -> list[dict]:
     """records: trace records of the interval (measure.trace.RECORD). One row per object and device."""
-    rows: dict[tuple[str, str], dict] = {}
-    by_file = defaultdict(list)
-    for i, f in enumerate(records["file"]):
-        by_file[int(f)].append(i)
-    for f, idx in by_file.items():
-        rec = records[np.asarray(idx)]
-        rec = rec[np.argsort(rec["submit_ns"], kind="stable")]
-        path = files.get(f, "")
-        name, kind = _name(path, native.pg_path(path), names)
-        for dev in np.unique(rec["dev"]):
-            r = rec[rec["dev"] == dev]
-            device = devices[dev] if dev < len(devices) else str(dev)
-            row = rows.setdefault((name, device), {
-                "object": name, "kind": kind, "device": device, "reads": 0, "read_bytes": 0, "writes": 0,
-                "write_bytes": 0, "flushes": 0, "cached_reads": 0, "sequential": 0, "async": 0, "device_s": 0.0})
-            req = r[r["kind"] == trace.REQUEST]  # what reached the device
-            op, flags = req["op"], req["flags"]
-            transfer = (op == READ) | (op == WRITE)
-            row["reads"] += int(np.sum(op == READ))
-            row["read_bytes"] += int(np.sum(req["len"][op == READ]))
-            row["writes"] += int(np.sum(op == WRITE))
-            row["write_bytes"] += int(np.sum(req["len"][op == WRITE]))
-            row["flushes"] += int(np.sum(op == FLUSH))  # an O_DSYNC write's flush is a request of its own
-            call = r[r["kind"] == trace.CALL]  # a buffered read that found all it needed in memory
-            row["cached_reads"] += int(np.sum((call["op"] == READ) & ((call["flags"] & PAGE_CACHE) != 0)))
-            row["async"] += int(np.sum(transfer & ((flags & ASYNC) != 0)))
-            t = req[transfer]
-            if len(t) > 1:  # sequential: starts where the file's previous device transfer ended
-                ends = t["offset"][:-1] + t["len"][:-1]
-                row["sequential"] += int(np.sum(t["offset"][1:] == ends))
-            busy = req[transfer | (op == FLUSH)]
-            row["device_s"] += float(np.sum(busy["complete_ns"].astype(np.int64) - busy["submit_ns"].astype(np.int64))) / 1e9
-    out = []
-    for row in rows.values():
+    counter = native.ObjectIO()
+    try:
+        counter.add_records(records)
+        return table(counter.rows(), files, devices, names)
+    finally:
+        counter.close()
+
+
+def table(rows: np.ndarray, files: dict[int, str], devices: list[str], names: dict[tuple[int, int], tuple[str, str]],
+          named: dict[int, tuple[str, str]] | None = None) -> list[dict]:
+    """The I/O counted per file and device (native.OBJIO_ROW, as the C side counts it: objio.c) added
+    up per object and device, the busiest first. named: file index -> (object, kind), filled as files
+    are named (a caller naming the same files again keeps it)."""
+    named = {} if named is None else named
+    out: dict[tuple[str, str], dict] = {}
+    for r in rows:
+        f = int(r["file"])
+        if f not in named:
+            path = files.get(f, "")
+            named[f] = _name(path, native.pg_path(path), names)
+        name, kind = named[f]
+        dev = int(r["dev"])
+        device = devices[dev] if dev < len(devices) else str(dev)
+        row = out.setdefault((name, device), {
+            "object": name, "kind": kind, "device": device, "reads": 0, "read_bytes": 0, "writes": 0,
+            "write_bytes": 0, "flushes": 0, "cached_reads": 0, "sequential": 0, "async": 0, "device_s": 0.0})
+        for key in ("reads", "read_bytes", "writes", "write_bytes", "flushes", "cached_reads", "async", "sequential"):
+            row[key] += int(r[key])
+        row["device_s"] += float(int(r["device_ns"])) / 1e9
+    result = []
+    for row in out.values():
         n = row["reads"] + row["writes"]
         row["sequential_pct"] = 100.0 * row["sequential"] / n if n else 0.0
         del row["sequential"]
-        out.append(row)
-    out.sort(key=lambda r: -r["device_s"])
-    return out
+        result.append(row)
+    result.sort(key=lambda r: -r["device_s"])
+    return result
