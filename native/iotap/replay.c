@@ -54,15 +54,20 @@ static struct heap_item heap_pop(struct heap *h) {
     return top;
 }
 
+/* Where the core's device requests go: counted against their objects, and kept for the caller. */
 struct collector {
     struct dbt_replay_request *buf;
     uint64_t n, cap;
     uint64_t event;
-    int oom;
+    int keep, oom;
+    struct dbt_objio *objects;
+    uint64_t issued; /* requests so far: each one's order for the objects' count */
 };
 
 static void collect(void *ctx, const struct dbt_request_event *ev) {
     struct collector *c = ctx;
+    if (c->objects) dbt_objio_request(c->objects, ev, c->issued++);
+    if (!c->keep) return;
     if (c->n == c->cap) {
         uint64_t cap = c->cap ? 2 * c->cap : 4096;
         void *p = realloc(c->buf, cap * sizeof *c->buf);
@@ -74,6 +79,22 @@ static void collect(void *ctx, const struct dbt_request_event *ev) {
         c->cap = cap;
     }
     c->buf[c->n++] = (struct dbt_replay_request){*ev, c->event};
+}
+
+/* The device a call goes to: where its file is laid out in the state, when the replay places the
+ * calls itself (a file not laid out stays on its recorded device); else the event's own. */
+static inline uint8_t device_of(struct dbt_state *s, const struct dbt_replay_event *e, int place) {
+    if (!place || e->file < 0 || e->file >= (int64_t)DBT_FILE_CAP) return e->dev;
+    struct dbt_file_entry *f = &dbt_files(s)[e->file];
+    if (!atomic_load_explicit(&f->key, memory_order_acquire) || f->device >= s->ndev) return e->dev;
+    return (uint8_t)f->device;
+}
+
+/* The recorded lateness a call keeps: all of it when the events are placed already; else only on
+ * the device it was recorded on, and only if that device keeps its recorded profile. */
+static inline uint64_t lateness_of(const struct dbt_replay_event *e, uint8_t dev, const struct dbt_replay_options *opt) {
+    if (!opt->place) return e->late_ns;
+    return dev == e->dev && e->dev < 32 && ((opt->same_devices >> e->dev) & 1u) ? e->late_ns : 0;
 }
 
 /* When the core hears of an event that starts at `start`: a call, once its host call returned (the
@@ -111,6 +132,14 @@ static const char *event_problem(const struct dbt_replay_event *e) {
 int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t n, uint64_t recorded_from,
                uint64_t replay_from, double cpu_scale, const atomic_int *cancel, struct dbt_replay_result *out,
                char *err, size_t errlen) {
+    return dbt_replay_with(s, ev, n, recorded_from, replay_from, cpu_scale, NULL, cancel, out, err, errlen);
+}
+
+int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t n, uint64_t recorded_from,
+                    uint64_t replay_from, double cpu_scale, const struct dbt_replay_options *options,
+                    const atomic_int *cancel, struct dbt_replay_result *out, char *err, size_t errlen) {
+    static const struct dbt_replay_options as_given = {0, 0, 1, NULL};
+    const struct dbt_replay_options *opt = options ? options : &as_given;
     out->requests = NULL;
     out->nrequests = 0;
     if (!(cpu_scale > 0) || cpu_scale > DBT_REPLAY_MAX_CPU_SCALE) {
@@ -125,9 +154,9 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
     uint32_t nstreams = 0;
     for (uint64_t i = 0; i < n; i++) {
         if (i == 0 || ev[i].stream != ev[i - 1].stream) nstreams++;
-        if (ev[i].kind == DBT_TK_CALL && ev[i].dev >= s->ndev) {
-            snprintf(err, errlen, "event %llu names device %u; the replay has %u", (unsigned long long)i, ev[i].dev,
-                     s->ndev);
+        if (ev[i].kind == DBT_TK_CALL && device_of(s, &ev[i], opt->place) >= s->ndev) {
+            snprintf(err, errlen, "event %llu names device %u; the replay has %u", (unsigned long long)i,
+                     device_of(s, &ev[i], opt->place), s->ndev);
             return -1;
         }
         const char *why = event_problem(&ev[i]);
@@ -156,7 +185,7 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
     uint32_t *asked = calloc(nstreams + 1, sizeof *asked); /* per stream: its call's resumes so far */
     struct dbt_outcome *waiting = calloc(nstreams + 1, sizeof *waiting); /* a call's outcome while queued */
     struct heap h = {calloc(nstreams + 1, sizeof(struct heap_item)), 0};
-    struct collector col = {NULL, 0, 0, 0, 0};
+    struct collector col = {NULL, 0, 0, 0, opt->requests != 0, 0, opt->objects, 0};
     int rc = -1;
     if (!first || !next || !ready || !parked_next || !parked_head || !done || !asked || !waiting || !h.a) {
         snprintf(err, errlen, "out of memory for %llu events", (unsigned long long)n);
@@ -177,7 +206,7 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
             heap_push(&h, asked_at(&ev[first[st]], ready[st]), st);
         }
     }
-    struct dbt_emulate_hooks hooks = {collect, NULL, &col};
+    struct dbt_emulate_hooks hooks = {col.keep || col.objects ? collect : NULL, NULL, &col};
     uint64_t handled = 0;
     while (h.n) {
         /* Ctrl-C reaches the caller's thread, which sets the flag: looked at before every event (one
@@ -202,8 +231,9 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
             continue;
         }
         if (e->kind == DBT_TK_CALL) {
+            uint8_t dev = device_of(s, e, opt->place);
             struct dbt_call c = {start, start + e->host_ns, e->off, e->len, e->file_size, e->file, e->aux, e->op,
-                                 e->dev, e->flags};
+                                 dev, e->flags};
             struct dbt_outcome o;
             col.event = i;
             if (it.resume) {
@@ -224,8 +254,10 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
             }
             end = start + e->host_ns;
             if (o.wait && o.complete > end) end = o.complete;
-            end += e->late_ns;
+            end += lateness_of(e, dev, opt);
             flags = o.flags;
+            if (col.objects && (flags & DBT_TF_PAGE_CACHE))
+                dbt_objio_call(col.objects, e->file, e->dev, e->op, flags, (1ull << 63) | i);
         } else if (e->op == DBT_SYNC_SLEEP && e->dep >= 0 && unheld) {
             end = start;
         } else if (e->op == DBT_SYNC_SLEEP && e->dep >= 0) {
@@ -243,15 +275,18 @@ int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t 
         done[i] = 1;
         asked[st] = 0;
         handled++;
-        for (uint32_t p = parked_head[i]; p; p = parked_next[p - 1]) heap_push(&h, ready[p - 1], p - 1);
-        parked_head[i] = 0;
+        if (parked_head[i]) { /* (read first: most events are no wake anyone waits for, and a page of this
+                                 array that is only read costs no zeroing) */
+            for (uint32_t p = parked_head[i]; p; p = parked_next[p - 1]) heap_push(&h, ready[p - 1], p - 1);
+            parked_head[i] = 0;
+        }
         if (++next[st] < first[st + 1]) {
             ready[st] = end + scaled(gap_before(ev, next[st], first[st], recorded_from), cpu_scale);
             heap_push(&h, asked_at(&ev[next[st]], ready[st]), st);
         }
     }
-    if (col.oom) {
-        snprintf(err, errlen, "out of memory for the replay's device requests");
+    if (col.oom || (col.objects && dbt_objio_failed(col.objects))) {
+        snprintf(err, errlen, "out of memory for the replay's device requests%s", col.oom ? "" : " per object");
         goto out;
     }
     if (handled != n) { /* only a wake that never came could leave a process parked */

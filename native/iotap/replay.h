@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "emulate.h"
+#include "objio.h"
 
 /* Bounds on what one event may ask, so that no record of a damaged trace makes the replay run
  * unboundedly: a call moves at most a WAL segment's largest size (1 GiB: PostgreSQL writes no more in
@@ -53,7 +54,8 @@ struct dbt_replay_event {
     uint32_t aux;      /* a call: advice, sync_file_range flags */
     uint8_t kind;      /* DBT_TK_CALL or DBT_TK_SYNC */
     uint8_t op;        /* a call: enum dbt_trace_op; a sync: enum dbt_sync_op */
-    uint8_t dev;       /* a call: the device its file is on in the replayed placement */
+    uint8_t dev;       /* a call: the device its file is on in the replayed placement (or, for a replay
+                          that places the calls itself, in the recorded run: see dbt_replay_options) */
     uint8_t flags;     /* a call: DBT_TF_DIRECT, DBT_TF_DSYNC */
     uint32_t pad;
 };
@@ -71,6 +73,24 @@ struct dbt_replay_result {
     uint64_t nrequests;
 };
 
+/* How a replay treats its events beyond what they say (dbt_replay_with).
+ *   place: each call goes to the device its file is laid out on in the state (dbt_state_put_file),
+ *          or, for a file not laid out, to the event's own device (its recorded one); a call keeps its
+ *          late_ns only where it stays on its recorded device and that device is one of
+ *          same_devices (bit d: device d keeps its recorded profile), since the live emulation's
+ *          lateness belongs to the emulation of that device on that host. 0: the events are placed
+ *          already (dev, late_ns as given).
+ *   requests: the device requests are collected into out->requests.
+ *   objects: may be NULL; else every device request is counted there as it is issued (its order:
+ *          the order issued), and each read the page cache served whole against the event's own
+ *          file and device (its order: 2^63 + the event's index). */
+struct dbt_replay_options {
+    int place;
+    uint32_t same_devices;
+    int requests;
+    struct dbt_objio *objects;
+};
+
 /* Replays n events (grouped by stream, each stream in order) on state s. The recorded interval began
  * at `recorded_from`; its replay begins at `replay_from` (a stream's first event comes as long after
  * it as it came after the recorded start). `cancel` (may be NULL): another thread sets it to stop the
@@ -79,5 +99,9 @@ struct dbt_replay_result {
 int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t n, uint64_t recorded_from,
                uint64_t replay_from, double cpu_scale, const atomic_int *cancel, struct dbt_replay_result *out,
                char *err, size_t errlen);
+/* The same, with options (NULL: as dbt_replay, the events as placed and the requests collected). */
+int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t n, uint64_t recorded_from,
+                    uint64_t replay_from, double cpu_scale, const struct dbt_replay_options *opt,
+                    const atomic_int *cancel, struct dbt_replay_result *out, char *err, size_t errlen);
 
 #endif

@@ -14,7 +14,6 @@
 #include "devmodel.h"
 #include "emulate.h"
 #include "mix.h"
-#include "objio.h"
 #include "statefile.h"
 #include "replay.h"
 #include "trace.h"
@@ -346,15 +345,20 @@ EXPORT int dbt_replay_layout(struct dbt_state *s, const uint64_t *files, uint64_
 EXPORT void dbt_pg_path(const char *path, struct dbt_pg_path *out) { dbt_pg_path_classify(path, out); }
 
 
-/* cancel: an int the caller's other thread sets to stop the replay (it returns -2 then). */
+/* cancel: an int the caller's other thread sets to stop the replay (it returns -2 then). place,
+ * same_devices, objects (may be NULL): dbt_replay_options; requests NULL: none collected. */
 EXPORT int dbt_replay_run(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t n, uint64_t recorded_from,
-                          uint64_t replay_from, double cpu_scale, const atomic_int *cancel, uint64_t *start,
-                          uint64_t *end, uint8_t *flags, struct dbt_replay_request **requests, uint64_t *nrequests,
-                          char *err, size_t errlen) {
+                          uint64_t replay_from, double cpu_scale, int place, uint32_t same_devices,
+                          struct dbt_objio *objects, const atomic_int *cancel, uint64_t *start, uint64_t *end,
+                          uint8_t *flags, struct dbt_replay_request **requests, uint64_t *nrequests, char *err,
+                          size_t errlen) {
     struct dbt_replay_result r = {start, end, flags, NULL, 0};
-    int rc = dbt_replay(s, ev, n, recorded_from, replay_from, cpu_scale, cancel, &r, err, errlen);
-    *requests = r.requests;
-    *nrequests = r.nrequests;
+    struct dbt_replay_options opt = {place, same_devices, requests != NULL, objects};
+    int rc = dbt_replay_with(s, ev, n, recorded_from, replay_from, cpu_scale, &opt, cancel, &r, err, errlen);
+    if (requests) {
+        *requests = r.requests;
+        *nrequests = r.nrequests;
+    }
     return rc;
 }
 

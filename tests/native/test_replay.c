@@ -13,8 +13,10 @@
  * 4. A queueing drive, hand-computed (see ncq_reorders).
  * 5. Bounds: a call beyond what one call moves or beyond the largest file, or with reversed times,
  *    is refused before anything is replayed; a replay whose cancel flag is set stops early (-2).
- * 6. Per-object I/O: counted in arrival order whatever order it comes in, the files in the order first
- *    met.
+ * 6. A replay that places the calls itself: each on its file's device in the state's layout, its
+ *    recorded lateness kept only where it stays on a device that keeps its profile.
+ * 7. Per-object I/O: counted in arrival order whatever order it comes in, the files in the order first
+ *    met; a replay counts what its requests and its page-cache hits say.
  *
  *   test_replay [WORKDIR]  (default: a fresh folder under /tmp, removed at the end) */
 #define _GNU_SOURCE
@@ -36,11 +38,12 @@
 static char work[512];
 static const struct test_device RAM = {"ram", "ram", "/nonexistent/ram", {{0}}};
 
-/* A state of one device (and a page cache, if pc is given). */
-static struct dbt_state *make_state(const char *name, struct test_device dev, const struct dbt_pc_config *pc) {
+/* A state of n devices (and a page cache, if pc is given). */
+static struct dbt_state *make_states(const char *name, const struct test_device *devs, int n,
+                                     const struct dbt_pc_config *pc) {
     char state[700], err[512];
     snprintf(state, sizeof state, "%s/%s.state", work, name);
-    if (build_state(state, &dev, 1, pc, err, sizeof err) != 0) {
+    if (build_state(state, devs, n, pc, err, sizeof err) != 0) {
         printf("cannot create %s: %s\n", state, err);
         exit(1);
     }
@@ -50,6 +53,11 @@ static struct dbt_state *make_state(const char *name, struct test_device dev, co
         exit(1);
     }
     return s;
+}
+
+/* A state of one device (and a page cache, if pc is given). */
+static struct dbt_state *make_state(const char *name, struct test_device dev, const struct dbt_pc_config *pc) {
+    return make_states(name, &dev, 1, pc);
 }
 
 struct reqs {
@@ -137,7 +145,58 @@ static void same_requests_live_and_offline(void) {
     for (int i = 0; i < NCALLS; i++) CHECK(start[i] == ev[i].t0 && end[i] == ev[i].t1, "call %d keeps its times", i);
     CHECK(live_reqs->n > NCALLS / 4, "the sequence reached the device (%d requests)", live_reqs->n);
     free(res.requests);
+
+    /* again on a fresh state, counting per object as it runs: what the requests say, file by file */
+    struct dbt_state *again = make_state("objects", disk, &pc);
+    for (int f = 0; f < 2; f++) {
+        dbt_state_put_file(again, files[f], 0, dbt_files(live)[files[f]].dsync_scope);
+        for (uint64_t c = 0; c < 4; c++)
+            (void)dbt_state_put_chunk(again, 0, files[f], c, dbt_state_addr(live, 0, files[f], c * DBT_CHUNK_BYTES));
+    }
+    static uint8_t flags[NCALLS];
+    struct dbt_objio *o = dbt_objio_new();
+    struct dbt_replay_options opt = {0, 0, 0, o};
+    struct dbt_replay_result counted = {start, end, flags, NULL, 0};
+    CHECK(dbt_replay_with(again, ev, NCALLS, ev[0].t0, ev[0].t0, 1.0, &opt, NULL, &counted, err, sizeof err) == 0 &&
+          !counted.requests, "replay counting per object (no requests kept): %s", err);
+    struct dbt_objio_row rows[4];
+    uint64_t nrows = dbt_objio_rows(o, rows, 4);
+    CHECK(nrows == 2 && rows[0].file == live_reqs->ev[0].file, "one row per file, the first requested first (%llu)",
+          (unsigned long long)nrows);
+    for (uint64_t r = 0; r < nrows && r < 4; r++) {
+        struct dbt_objio_row want = {rows[r].file, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        uint64_t last_end = UINT64_MAX, last_arrival = 0;
+        for (int i = 0; i < live_reqs->n; i++) { /* a single process: its requests arrive in order */
+            const struct dbt_request_event *q = &live_reqs->ev[i];
+            if (q->file != want.file) continue;
+            want.reads += q->op == DBT_OP_READ, want.writes += q->op == DBT_OP_WRITE;
+            want.flushes += q->op == DBT_OP_FLUSH;
+            want.read_bytes += q->op == DBT_OP_READ ? q->len : 0, want.write_bytes += q->op == DBT_OP_WRITE ? q->len : 0;
+            want.device_ns += q->complete - q->arrival;
+            if (q->op == DBT_OP_FLUSH) continue;
+            want.async += (q->flags & DBT_TF_ASYNC) != 0;
+            CHECK(q->arrival >= last_arrival, "request %d arrives in order", i);
+            want.sequential += q->off == last_end;
+            last_end = q->off + q->len, last_arrival = q->arrival;
+        }
+        for (int i = 0; i < NCALLS; i++)
+            want.cached_reads += ev[i].file == want.file && ev[i].op == DBT_TOP_READ && (flags[i] & DBT_TF_PAGE_CACHE);
+        CHECK(rows[r].reads == want.reads && rows[r].read_bytes == want.read_bytes && rows[r].writes == want.writes &&
+              rows[r].write_bytes == want.write_bytes && rows[r].flushes == want.flushes &&
+              rows[r].async == want.async && rows[r].sequential == want.sequential &&
+              rows[r].device_ns == want.device_ns && rows[r].cached_reads == want.cached_reads && rows[r].dev == 0,
+              "file %lld: counted %llu reads %llu writes %llu flushes %llu cached %llu sequential, the requests say "
+              "%llu %llu %llu %llu %llu", (long long)want.file, (unsigned long long)rows[r].reads,
+              (unsigned long long)rows[r].writes, (unsigned long long)rows[r].flushes,
+              (unsigned long long)rows[r].cached_reads, (unsigned long long)rows[r].sequential,
+              (unsigned long long)want.reads, (unsigned long long)want.writes, (unsigned long long)want.flushes,
+              (unsigned long long)want.cached_reads, (unsigned long long)want.sequential);
+        CHECK(want.file != files[0] || (want.cached_reads && want.sequential && want.async),
+              "the data file's reads hit the page cache, run on and read ahead");
+    }
+    dbt_objio_free(o);
     free(live_reqs);
+    munmap(again, again->size);
     munmap(live, live->size);
     munmap(off, off->size);
 }
@@ -454,6 +513,37 @@ static void ncq_reorders(void) {
     }
 }
 
+/* Two RAM devices, fast and slow; one process's direct read of file 0, recorded on the fast one and
+ * returned 700 ns late. Placed by the replay: on the device the state lays the file out on, the late
+ * part kept only where the call stays on its device and that device keeps its profile. */
+static uint64_t placed_read_ends(int file_on, int place, uint32_t same, uint64_t *reads_on_slow) {
+    const struct test_device two[2] = {{"fast", "ram", "/nonexistent/fast", {{"latency_us", 50}}},
+                                       {"slow", "ram", "/nonexistent/slow", {{"latency_us", 400}}}};
+    struct dbt_state *s = make_states("placed", two, 2, NULL);
+    dbt_state_put_file(s, 0, file_on, 0);
+    struct dbt_replay_event ev = {0, 60000, 0, 700, 0, 8192, UINT64_MAX, 0, -1, -1, 0, 0, DBT_TK_CALL, DBT_TOP_READ,
+                                  0, DBT_TF_DIRECT, 0};
+    uint64_t start[1], end[1];
+    struct dbt_replay_options opt = {place, same, 1, NULL};
+    struct dbt_replay_result res = {start, end, NULL, NULL, 0};
+    char err[256] = "";
+    CHECK(dbt_replay_with(s, &ev, 1, 0, 0, 1.0, &opt, NULL, &res, err, sizeof err) == 0, "replayed: %s", err);
+    CHECK(res.nrequests == 1 && res.requests[0].ev.dev == (place ? file_on : 0), "the request went to device %u",
+          res.nrequests ? res.requests[0].ev.dev : 99);
+    *reads_on_slow = s->dev[1].c.reads;
+    free(res.requests);
+    munmap(s, s->size);
+    return end[0];
+}
+
+static void places_calls(void) {
+    uint64_t fast = ram_read_ns(50), slow = ram_read_ns(400), on_slow;
+    CHECK(placed_read_ends(1, 1, 1u, &on_slow) == slow && on_slow == 1, "moved to the slow device: its read, no lateness");
+    CHECK(placed_read_ends(0, 1, 1u, &on_slow) == fast + 700 && on_slow == 0, "kept where it was: its lateness too");
+    CHECK(placed_read_ends(0, 1, 0u, &on_slow) == fast, "on a device given another profile: no lateness");
+    CHECK(placed_read_ends(1, 0, 0u, &on_slow) == fast + 700 && on_slow == 0, "not placed: as the event says");
+}
+
 /* The counting rules on their own: a file's transfers in arrival order (ties as given), the files in
  * the order first met, each file's devices in order; a reset empties it. */
 static void counts_per_object(void) {
@@ -504,6 +594,7 @@ int main(int argc, char **argv) {
     cancel_stops_a_replay();
     writeback_is_paced();
     ncq_reorders();
+    places_calls();
     counts_per_object();
     if (own) {
         char cmd[600];

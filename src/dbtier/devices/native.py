@@ -96,8 +96,8 @@ def lib() -> ctypes.CDLL:
     sim.dbt_replay_layout.restype = c_int
     sim.dbt_replay_layout.argtypes = [vp, vp, u64, vp, u64, cp, ctypes.c_size_t]
     sim.dbt_replay_run.restype = c_int
-    sim.dbt_replay_run.argtypes = [vp, vp, u64, u64, u64, ctypes.c_double, ctypes.POINTER(c_int), vp, vp, vp,
-                                   ctypes.POINTER(vp), ctypes.POINTER(u64), cp, ctypes.c_size_t]
+    sim.dbt_replay_run.argtypes = [vp, vp, u64, u64, u64, ctypes.c_double, c_int, u32, vp, ctypes.POINTER(c_int), vp,
+                                   vp, vp, ctypes.POINTER(vp), ctypes.POINTER(u64), cp, ctypes.c_size_t]
     sim.dbt_objio_create.restype = vp
     sim.dbt_objio_destroy.argtypes = [vp]
     sim.dbt_objio_clear.argtypes = [vp]
@@ -426,14 +426,31 @@ class Replay:
                                    len(err)) != 0:
             raise UserError(err.value.decode())
 
-    def run(self, events: np.ndarray, recorded_from: int, replay_from: int, cpu_scale: float = 1.0
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def run(self, events: np.ndarray, recorded_from: int, replay_from: int, cpu_scale: float = 1.0, *,
+            same_devices=None, objects: "ObjectIO | None" = None, requests: bool = True,
+            out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         """Replays the events (REPLAY_EVENT, grouped by stream) of an interval recorded from
         `recorded_from`, starting the replay at `replay_from`; returns each event's replayed start,
-        end and outcome flags, and the device requests issued (REPLAY_REQUEST)."""
+        end and outcome flags, and the device requests issued (REPLAY_REQUEST; None unless
+        `requests`). same_devices: None, the events are placed already (their dev and late_ns as
+        given); else the replay places each call on its file's device in this state's layout and
+        keeps a call's recorded lateness only where it stays on a device of same_devices (the
+        recorded devices whose profile the prediction keeps). objects: counts the interval's I/O per
+        file and device as it runs. out: arrays of len(events) (uint64, uint64, uint8) to write the
+        starts, ends and flags to (a caller replaying the same events again keeps them)."""
         events = np.ascontiguousarray(events, dtype=REPLAY_EVENT)
-        start, end = np.zeros(len(events), dtype=np.uint64), np.zeros(len(events), dtype=np.uint64)
-        flags = np.zeros(len(events), dtype=np.uint8)
+        n = len(events)
+        if out is None:
+            out = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint8)
+        start, end, flags = out
+        if not (len(start) == len(end) == len(flags) == n and start.dtype == end.dtype == np.uint64
+                and flags.dtype == np.uint8 and all(a.flags.c_contiguous and a.flags.writeable for a in out)):
+            raise ValueError("the output arrays are not one writable uint64, uint64 and uint8 array per event")
+        mask = 0
+        for d in same_devices or ():
+            mask |= 1 << int(d)
+        place = same_devices is not None
         reqs, nreqs = ctypes.c_void_p(), ctypes.c_uint64()
         err = ctypes.create_string_buffer(1024)
         cancel = ctypes.c_int(0)
@@ -445,9 +462,10 @@ class Replay:
                 # A signal the process gets goes to a thread that does not block it: not this one, so
                 # the main thread's wait is cut short and its handler runs.
                 signal.pthread_sigmask(signal.SIG_BLOCK, lifecycle.ENDING_SIGNALS)
-                outcome.append(lib().dbt_replay_run(self._h, events.ctypes.data, len(events), recorded_from,
-                                                    replay_from, cpu_scale, ctypes.byref(cancel), start.ctypes.data,
-                                                    end.ctypes.data, flags.ctypes.data, ctypes.byref(reqs),
+                outcome.append(lib().dbt_replay_run(self._h, events.ctypes.data, n, recorded_from, replay_from,
+                                                    cpu_scale, int(place), mask, objects._h if objects else None,
+                                                    ctypes.byref(cancel), start.ctypes.data, end.ctypes.data,
+                                                    flags.ctypes.data, ctypes.byref(reqs) if requests else None,
                                                     ctypes.byref(nreqs), err, len(err)))
             finally:
                 finished.set()
@@ -472,13 +490,15 @@ class Replay:
                 raise KeyboardInterrupt
             if rc != 0:
                 raise UserError(err.value.decode())
-            out = np.empty(nreqs.value, dtype=REPLAY_REQUEST)
-            if nreqs.value:
-                ctypes.memmove(out.ctypes.data, reqs.value, nreqs.value * REPLAY_REQUEST.itemsize)
+            issued = None
+            if requests:
+                issued = np.empty(nreqs.value, dtype=REPLAY_REQUEST)
+                if nreqs.value:
+                    ctypes.memmove(issued.ctypes.data, reqs.value, nreqs.value * REPLAY_REQUEST.itemsize)
         finally:
             if reqs.value:
                 lib().dbt_free(reqs.value)
-        return start, end, flags, out
+        return start, end, flags, issued
 
 
 class ObjectIO:

@@ -21,10 +21,15 @@ class EmulatedFigures:
     object_io: list[dict]  # one row per object and device
 
 
-def figures(devices, before: dict | None, after: dict, elapsed_s: float, records: np.ndarray,
-            files: dict[int, str], names: dict) -> EmulatedFigures:
+def figures(devices, before: dict | None, after: dict, elapsed_s: float, records: np.ndarray | None,
+            files: dict[int, str], names: dict, counted: np.ndarray | None = None,
+            named: dict | None = None) -> EmulatedFigures:
     """devices: the session's Device list; before/after: state snapshots; records: the interval's trace
-    records (measure.trace.RECORD); files: file index -> path; names: (db, relfilenode) -> (name, kind)."""
+    records (measure.trace.RECORD), or counted: its I/O counted per file and device already
+    (native.OBJIO_ROW: a replay counts it as it runs); files: file index -> path; names: (db,
+    relfilenode) -> (name, kind); named: objects.table's cache of the files' names."""
     rows = device_figures.rows(devices, after, elapsed_s, before)
-    return EmulatedFigures(rows, device_figures.wait_s(rows), device_figures.spin_s(rows),
-                           objects.object_io(records, files, [d.name for d in devices], names))
+    labels = [d.name for d in devices]
+    per_object = objects.object_io(records, files, labels, names) if counted is None else \
+        objects.table(counted, files, labels, names, named)
+    return EmulatedFigures(rows, device_figures.wait_s(rows), device_figures.spin_s(rows), per_object)

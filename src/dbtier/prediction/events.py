@@ -75,6 +75,11 @@ def prepare(recs: np.ndarray, foreground: set[int] | None = None) -> Streams:
     ev["stream"] = stream
     ev["kind"], ev["op"] = recs["kind"], recs["op"]
     ev["flags"] = np.where(is_call, recs["flags"] & (trace.FLAGS["direct"] | trace.FLAGS["dsync"]), recs["flags"])
+    # as recorded: the call's device, and how late the live emulation returned it (its wake-up delay
+    # past the modelled completion), which place (or the replay itself) keeps where it still belongs
+    ev["dev"] = np.where(is_call, recs["dev"], 0)
+    waited_until = np.maximum(recs["complete_ns"], host_end)
+    ev["late_ns"] = np.where(is_call & (recs["end_ns"] > waited_until), recs["end_ns"] - waited_until, 0)
     ev["dep"] = _dependencies(recs, stream)
     ev["guard"] = _guards(recs, stream, ev["dep"])
     pids = np.zeros(stream.max() + 1 if len(stream) else 0, dtype=np.int64)
@@ -84,22 +89,21 @@ def prepare(recs: np.ndarray, foreground: set[int] | None = None) -> Streams:
 
 def place(streams: Streams, file_device: dict[int, int], same_devices: set[int] | None = None) -> Streams:
     """The prepared streams with each call on its file's device in the placement (file index ->
-    device index), and the recorded lateness kept where it still belongs."""
-    recs, ev = streams.records, streams.events.copy()
-    is_call = recs["kind"] == trace.CALL
+    device index), and the recorded lateness kept where it still belongs: what a replay given
+    same_devices does itself (native.Replay.run), for a caller that wants the events placed."""
+    ev = streams.events.copy()
+    is_call = ev["kind"] == trace.CALL
     lut = np.full(max(file_device, default=0) + 2, -1, dtype=np.int64)  # file index -> placed device
     lut[np.fromiter(file_device.keys(), dtype=np.int64)] = np.fromiter(file_device.values(), dtype=np.int64)
-    placed = lut[np.clip(recs["file"], -1, len(lut) - 2)]  # -1 (no file) reads the spare last slot: -1
-    ev["dev"] = np.where(is_call & (placed >= 0), placed, np.where(is_call, recs["dev"], 0))
+    placed = lut[np.clip(ev["file"], -1, len(lut) - 2)]  # -1 (no file) reads the spare last slot: -1
+    recorded = streams.events["dev"]
+    ev["dev"] = np.where(is_call & (placed >= 0), placed, recorded)
     # The live emulation's lateness (its wake-up delay past the modelled completion) belongs to the
     # emulation of that device on this host, not to the device: a call that stays on an unchanged
     # device keeps it (as a live run of the same layout would have it); a call moved elsewhere does not.
-    host_end_ns = np.maximum(recs["start_ns"], recs["submit_ns"])
-    waited_until = np.maximum(recs["complete_ns"], host_end_ns)
-    late = np.where(is_call & (recs["end_ns"] > waited_until), recs["end_ns"] - waited_until, 0)
-    stays = is_call & (ev["dev"] == recs["dev"]) & np.isin(recs["dev"], list(same_devices or ()))
-    ev["late_ns"] = np.where(stays, late, 0)
-    return Streams(ev, streams.pids, recs)
+    stays = is_call & (ev["dev"] == recorded) & np.isin(recorded, list(same_devices or ()))
+    ev["late_ns"] = np.where(stays, ev["late_ns"], 0)
+    return Streams(ev, streams.pids, streams.records)
 
 
 def _client_order(recs: np.ndarray, foreground: set[int]) -> np.ndarray:

@@ -10,6 +10,8 @@ time, scaled as the replay scales it)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+
 import numpy as np
 
 from dbtier.measure import trace
@@ -18,59 +20,122 @@ from dbtier.workloads import pgbench_log
 MATCH_NS = 3_000_000  # a transaction's end follows its backend's last answer within this
 
 
-def _warp(t0, t1, s, e, x, cpu_scale):
-    """Recorded times x on one stream (events t0..t1, replayed s..e, in order) as replayed times."""
+@dataclass
+class _Times:
+    """Recorded instants on backends' streams, made ready to carry through any replay of them: where
+    each falls among its stream's events (_times), so that a replay's starts and ends give its
+    replayed time at once."""
+    at: np.ndarray       # the event (global index) each instant falls in or after
+    past: np.ndarray     # how long after that event's end (scaled as CPU time)
+    inside: np.ndarray   # the instants within their event (indexes)...
+    frac: np.ndarray     # ...and how far into it
+    before: np.ndarray   # the instants before their stream's first event (indexes)...
+    first: np.ndarray    # ...that event (global index)...
+    ahead: np.ndarray    # ...and how long before it
+
+    def replayed(self, start: np.ndarray, end: np.ndarray, cpu_scale: float) -> np.ndarray:
+        # replay times are below 2^62: read as int64 in place, as the recorded ones are
+        start, end = start.view(np.int64), end.view(np.int64)
+        e = end[self.at]
+        out = e + self.past * cpu_scale
+        s = start[self.at[self.inside]]
+        out[self.inside] = s + self.frac * (e[self.inside] - s).astype(np.float64)
+        out[self.before] = start[self.first] - self.ahead
+        return out
+
+
+def _joined(parts: list[_Times]) -> _Times:
+    """Several streams' instants as one, one stream's after another."""
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return _Times(empty, empty.astype(np.float64), empty, empty.astype(np.float64), empty, empty, empty)
+    sizes = np.cumsum([0] + [len(p.at) for p in parts[:-1]])
+    return _Times(*(np.concatenate([getattr(p, f.name) + (k if f.name in ("inside", "before") else 0)
+                                    for p, k in zip(parts, sizes)]) for f in fields(_Times)))
+
+
+def _times(idx: np.ndarray, t0: np.ndarray, t1: np.ndarray, x: np.ndarray) -> _Times:
+    """Recorded times x on one stream (events idx, recorded t0..t1, in order). Replayed, a time inside
+    an event comes at the same fraction of it; one after it as far after its end (scaled as CPU time);
+    one before the stream's first event as far before its start."""
     k = np.searchsorted(t0, x, side="right") - 1
     kk = np.clip(k, 0, len(t0) - 1)
-    dur, rdur = (t1[kk] - t0[kk]).astype(np.float64), (e[kk] - s[kk]).astype(np.float64)
-    inside = (k >= 0) & (x <= t1[kk])
+    dur = (t1[kk] - t0[kk]).astype(np.float64)
     frac = np.where(dur > 0, (x - t0[kk]) / np.maximum(dur, 1), 0.0)
-    out = np.where(inside, s[kk] + frac * rdur, e[kk] + (x - t1[kk]) * cpu_scale)
-    return np.where(k < 0, s[0] - (t0[0] - x), out)
+    inside = np.flatnonzero((k >= 0) & (x <= t1[kk]))
+    before = np.flatnonzero(k < 0)
+    return _Times(idx[kk], x - t1[kk], inside, frac[inside], before, np.full(len(before), idx[0]), (t0[0] - x)[before])
 
 
 def _summary(lat_ms: np.ndarray) -> dict:
-    return pgbench_log.summary(pgbench_log.ScriptLog(list(lat_ms)))
+    return pgbench_log.summary(pgbench_log.ScriptLog(lat_ms))
 
 
-def predict(txns: dict | None, streams, start, end, clients: set[int], t0_ns: int, t1_ns: int,
-            cpu_scale: float) -> tuple[dict, int]:
-    """Per script: the recorded and the predicted latency summary; and how many transactions could
-    not be placed on a backend."""
+@dataclass
+class Placed:
+    """An interval's timed transactions, each found on its backend's stream (prepare): what a replay's
+    starts and ends turn into predicted latencies at once (replayed)."""
+    count: int            # the transactions in the interval
+    rows: np.ndarray      # those found on a backend (indexes), in the order of ends and starts
+    ends: _Times          # their ends and starts, on their backends
+    starts: _Times
+    scripts: dict         # per script: its transactions (indexes)
+    recorded: dict        # per script: the recorded latency summary
+
+
+def prepare(txns: dict | None, streams, clients: set[int], t0_ns: int, t1_ns: int) -> Placed | None:
+    """The transactions a client timed in [t0, t1], each client's found on the backend whose events
+    end just before its transactions do (None: no transactions)."""
     if not txns:
-        return {}, 0
+        return None
     window = (txns["end_ns"] >= t0_ns) & (txns["end_ns"] <= t1_ns)
     script, client, end_ns, lat_us = (txns[k][window] for k in ("script", "client", "end_ns", "latency_us"))
     if not len(end_ns):
-        return {}, 0
+        return None
     ev = streams.events
+    stream = ev["stream"]
+    bounds = np.r_[0, np.flatnonzero(np.diff(stream)) + 1, len(ev)]  # events are grouped by stream, in order
     backends = {}
-    for s, pid in enumerate(streams.pids):
-        idx = np.flatnonzero(ev["stream"] == s)
-        if int(pid) in clients and np.any(ev["kind"][idx] == trace.CALL):
-            backends[s] = (ev["t0"][idx].astype(np.int64), ev["t1"][idx].astype(np.int64),
-                           start[idx].astype(np.int64), end[idx].astype(np.int64))
-    predicted = np.full(len(end_ns), np.nan)
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        s = int(stream[a])
+        if int(streams.pids[s]) in clients and np.any(ev["kind"][a:b] == trace.CALL):
+            backends[s] = (np.arange(a, b), ev["t0"][a:b].astype(np.int64), ev["t1"][a:b].astype(np.int64))
+    ends_sorted = {s: np.sort(t1) for s, (_idx, _t0, t1) in backends.items()}
+    rows, ends, starts = [], [], []
     for c in np.unique(client):
         mine = client == c
         e_c = end_ns[mine]
         best, best_score = None, 0.0
-        for s, (t0, t1, _s, _e) in backends.items():
-            ends = np.sort(t1)
-            j = np.searchsorted(ends, e_c, side="right") - 1
-            ok = (j >= 0) & (e_c - ends[np.clip(j, 0, None)] <= MATCH_NS)
+        for s, ends_s in ends_sorted.items():
+            j = np.searchsorted(ends_s, e_c, side="right") - 1
+            ok = (j >= 0) & (e_c - ends_s[np.clip(j, 0, None)] <= MATCH_NS)
             score = float(ok.mean())
             if score > best_score:
                 best, best_score = s, score
         if best is None or best_score < 0.5:
             continue
-        t0, t1, s_, e_ = backends[best]
-        x_end = e_c
-        x_start = e_c - lat_us[mine] * 1000
-        predicted[mine] = (_warp(t0, t1, s_, e_, x_end, cpu_scale) - _warp(t0, t1, s_, e_, x_start, cpu_scale)) / 1e6
-    placed = ~np.isnan(predicted)
+        idx, t0, t1 = backends[best]
+        rows.append(np.flatnonzero(mine))
+        ends.append(_times(idx, t0, t1, e_c))
+        starts.append(_times(idx, t0, t1, e_c - lat_us[mine] * 1000))
+    rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    placed = np.zeros(len(end_ns), dtype=bool)
+    placed[rows] = True
+    scripts = {str(name): np.flatnonzero(script == name) for name in np.unique(script)}
+    recorded = {name: _summary(lat_us[m[placed[m]]] / 1e3) for name, m in scripts.items()}
+    return Placed(len(end_ns), rows, _joined(ends), _joined(starts), scripts, recorded)
+
+
+def replayed(placed: Placed | None, start: np.ndarray, end: np.ndarray, cpu_scale: float) -> tuple[dict, int]:
+    """Per script: the recorded and the predicted latency summary; and how many transactions could
+    not be placed on a backend."""
+    if placed is None:
+        return {}, 0
+    predicted = np.full(placed.count, np.nan)
+    predicted[placed.rows] = (placed.ends.replayed(start, end, cpu_scale)
+                              - placed.starts.replayed(start, end, cpu_scale)) / 1e6
+    ok = ~np.isnan(predicted)
     out = {}
-    for name in np.unique(script):
-        m = (script == name) & placed
-        out[str(name)] = {"recorded": _summary(lat_us[m] / 1e3), "predicted": _summary(predicted[m])}
-    return out, int((~placed).sum())
+    for name, m in placed.scripts.items():
+        out[name] = {"recorded": placed.recorded[name], "predicted": _summary(predicted[m[ok[m]]])}
+    return out, int(placed.count - ok.sum())

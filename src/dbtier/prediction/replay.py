@@ -117,25 +117,54 @@ def _scaled_rates(rates: dict, ratio: float, span: float) -> dict:
     return out
 
 
-def _requests_as_records(reqs: np.ndarray, recs: np.ndarray, flags: np.ndarray) -> np.ndarray:
-    """The replay's device requests, and its page-cache hits, as trace records (for objects.object_io)."""
-    out = np.zeros(len(reqs), dtype=trace.RECORD)
-    out["kind"] = trace.REQUEST
-    out["submit_ns"], out["start_ns"], out["complete_ns"] = reqs["arrival"], reqs["start"], reqs["complete"]
-    out["end_ns"] = reqs["complete"]
-    out["offset"], out["len"], out["file"] = reqs["off"], reqs["len"], reqs["file"]
-    out["op"], out["dev"], out["flags"] = reqs["op"], reqs["dev"], reqs["flags"]
-    hits = np.flatnonzero((flags & trace.FLAGS["page_cache"]) != 0)
-    cached = recs[hits].copy()
-    cached["flags"] = trace.FLAGS["page_cache"]
-    return np.concatenate([out, cached])
+@dataclass
+class _Ending:
+    """What decides when a measured interval ends in a replay (see _ending), taken from the
+    recording once: the client processes' backends' last events."""
+    last: np.ndarray      # each such stream's last event
+    within: np.ndarray    # it ended within the interval (else it runs past the edge: counted up to it)
+    rest: np.ndarray      # from its recorded start to the interval's end
+    near: np.ndarray      # it ended near the latest of them (within the window)
+    slack: np.ndarray     # what came after it recorded, to the interval's end
+
+    def shift(self, start: np.ndarray, end: np.ndarray, t1_ns: int, shift: int) -> int:
+        replayed = np.where(self.within, end[self.last].astype(np.int64),
+                            start[self.last].astype(np.int64) + self.rest)
+        latest = max(int((replayed[self.near] + self.slack[self.near]).max()), int(replayed.max()))
+        return latest - t1_ns - shift
+
+
+@dataclass
+class _Span:
+    """The client's main work (see _span), from the recording once: its backends' first
+    and last calls, and the time from the first to the last, recorded."""
+    first: np.ndarray
+    last: np.ndarray
+    recorded: int
+
+    def ratio(self, start: np.ndarray, end: np.ndarray) -> float | None:
+        # each stream's events are replayed one after another (each starts no sooner than the one
+        # before it ended), so its first call starts first and its last call ends last
+        replayed = int(end[self.last].max()) - int(start[self.first].min())
+        return replayed / self.recorded if self.recorded > 0 and replayed > 0 else None
 
 
 @dataclass
 class _Interval:
     step: dict                         # the timeline's entry
     clients: set[int]                  # a measured interval's client backends
-    streams: event_streams.Streams     # prepared once, placed per prediction
+    streams: event_streams.Streams     # prepared once, placed by each replay
+    calls: int = 0                     # the calls among its events
+    ending: _Ending | None = None      # a measured interval's: what decides its end
+    span: _Span | None = None          # and its client's main work
+    transactions: latency.Placed | None = None  # and the transactions its client timed
+    _out: tuple | None = None          # the replay's starts, ends and flags: written anew by each replay
+
+    def outputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._out is None:
+            n = len(self.streams.events)
+            self._out = (np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint8))
+        return self._out
 
 
 class Predictor:
@@ -150,6 +179,8 @@ class Predictor:
         self.recorded_dev = {**rec.file_devices, **_recorded_file_devices(rec.records)}
         self.identities = file_identities(rec, self.recorded_dev)
         self.host_delays_ns = _host_delays_ns(rec.records)
+        self.counter: native.ObjectIO | None = None  # the replay's I/O per file and device, made once
+        self.named: dict[int, tuple[str, str]] = {}  # file index -> (object, kind), as files are named
         self.timeline: list[_Interval | dict] = []
         for step in rec.meta["timeline"]:
             if step["event"] == "page cache emptied":
@@ -159,7 +190,13 @@ class Predictor:
             procs = step.get("processes", {})
             clients = {int(p) for p in np.unique(recs["pid"]) if procs.get(str(int(p))) not in BACKGROUND} \
                 if step["event"] == "measured" else set()
-            self.timeline.append(_Interval(step, clients, event_streams.prepare(recs, clients)))
+            streams = event_streams.prepare(recs, clients)
+            item = _Interval(step, clients, streams, int(np.count_nonzero(streams.events["kind"] == trace.CALL)))
+            if step["event"] == "measured":
+                item.ending = _ending(streams, procs, step["t1_ns"])
+                item.span = _span(streams, procs)
+                item.transactions = latency.prepare(rec.transactions, streams, clients, step["t0_ns"], step["t1_ns"])
+            self.timeline.append(item)
 
     def predict(self, scenario: Scenario, figures: bool = True, spread: int = 0, seed: int = 0,
                 latency: bool = False) -> Prediction:
@@ -237,6 +274,8 @@ class Predictor:
         session = Session(devices, tmp, page_cache=_page_cache(rec, scenario))
         session.create()
         replay = native.Replay(session.state_path)
+        if figures and self.counter is None:
+            self.counter = native.ObjectIO()
         try:
             files, chunks = _layout(rec, scenario, placed, self.recorded_dev)
             replay.layout(files, chunks)
@@ -252,24 +291,27 @@ class Predictor:
                     continue
                 replayed = True
                 step = item.step
-                streams = event_streams.place(item.streams, placed, same)
-                if moved is not None:
-                    streams = _arrivals_moved(streams, *moved)
+                events = item.streams.events if moved is None else _arrivals_moved(item.streams, *moved).events
                 if step["event"] == "measured" and not credited:  # as the live run: when it began measuring
                     session.set_credits(rec.lab.credits if scenario.credits is None else scenario.credits,
                                         step["t0_ns"] + shift)
                     credited = True
-                before = session.snapshot() if figures and step["event"] == "measured" else None
+                counted = self.counter if figures and step["event"] == "measured" else None
+                if counted is not None:
+                    counted.clear()
+                before = session.snapshot() if counted is not None else None
                 t = time.perf_counter()
-                start, end, flags, reqs = replay.run(streams.events, step["t0_ns"], step["t0_ns"] + shift,
-                                                     scenario.cpu_scale)
+                # the replay places each call on its file's device in the layout above, as event_streams.place would
+                start, end, flags, _ = replay.run(events, step["t0_ns"], step["t0_ns"] + shift, scenario.cpu_scale,
+                                                  same_devices=same, objects=counted, requests=False,
+                                                  out=item.outputs())
                 engine_s += time.perf_counter() - t
-                calls += int(np.sum(streams.events["kind"] == trace.CALL))
-                nevents += len(streams.events)
+                calls += item.calls
+                nevents += len(events)
                 if step["event"] != "measured":  # warming: its clients are unknown, and it ends when the run says
                     continue
                 after = session.snapshot() if figures else None
-                step_shift = _interval_shift(streams, start, end, step["processes"], step["t1_ns"], shift)
+                step_shift = item.ending.shift(start, end, step["t1_ns"], shift) if item.ending else None
                 recorded_phase = next(measured)
                 phase_shift = step_shift
                 if phase_shift is None:
@@ -290,7 +332,7 @@ class Predictor:
                 if cpu_note:
                     notes.append(f"phase {step['phase']}: {cpu_note}")
                 ratio = elapsed / recorded_phase["elapsed_s"]
-                span = _client_span_ratio(streams, start, end, step["processes"]) or ratio
+                span = (item.span.ratio(start, end) if item.span else None) or ratio
                 rates = _scaled_rates(recorded_phase.get("rates"), ratio, span)
                 cpu_s = recorded_phase.get("server_cpu_s", 0.0) * scenario.cpu_scale
                 if not figures:
@@ -300,12 +342,10 @@ class Predictor:
                                    "predicted": {"elapsed_s": elapsed, "server_cpu_s": cpu_s, "rates": rates},
                                    **({"latency": txn} if txn else {})})
                     continue
-                emu = emulated.figures(devices, before, after, elapsed,
-                                       _requests_as_records(reqs, streams.records, flags), rec.files,
-                                       rec.names)
+                emu = emulated.figures(devices, before, after, elapsed, None, rec.files, rec.names,
+                                       counted=counted.rows(), named=self.named)
                 predicted = PhaseResult(elapsed, cpu_s, emu.io_wait_s, emu.devices, emu.object_io)
-                txn, unplaced = latency.predict(rec.transactions, streams, start, end, item.clients,
-                                                step["t0_ns"], step["t1_ns"], scenario.cpu_scale)
+                txn, unplaced = latency.replayed(item.transactions, start, end, scenario.cpu_scale)
                 if unplaced:
                     notes.append(f"phase {step['phase']}: {unplaced:,} transactions could not be placed on a "
                                  "backend; their latencies are left out")
@@ -371,51 +411,50 @@ def _cpu_bound_note(rec: Recording, phase: dict, elapsed: float, cpu_scale: floa
             "CPU-bound run may take longer than predicted")
 
 
-def _interval_shift(streams, start, end, processes: dict, t1_ns: int, shift: int) -> int | None:
+def _ending(streams, processes: dict, t1_ns: int) -> _Ending | None:
     """How much later (or earlier) the interval ends in the replay than it did recorded, beyond the
-    shift it started with. The interval ended when its client had its last answer: the client
-    processes' backends busy to the end of the recorded interval decide it (a connection that closed
-    early does not), each followed by what came after its last event; and no client process may end
-    after the predicted end."""
+    shift it started with (_Ending.shift). The interval ended when its client had its last answer:
+    the client processes' backends busy to the end of the recorded interval decide it (a connection
+    that closed early does not), each followed by what came after its last event; and no client
+    process may end after the predicted end. None: no client process did anything."""
     ev = streams.events
     if not len(ev):
         return None
     last = np.r_[np.flatnonzero(np.diff(ev["stream"])), len(ev) - 1]
-    fg = [i for i in last if processes.get(str(int(streams.pids[ev["stream"][i]]))) not in BACKGROUND]
-    if not fg:
+    fg = np.array([i for i in last if processes.get(str(int(streams.pids[ev["stream"][i]]))) not in BACKGROUND],
+                  dtype=np.int64)
+    if not len(fg):
         return None
+    t0, t1 = ev["t0"][fg].astype(np.int64), ev["t1"][fg].astype(np.int64)
     # a last event that runs past the interval (an idle wait for the next query) counts up to its edge
-    recorded_end = {i: min(int(ev["t1"][i]), t1_ns) for i in fg}
-    replayed_end = {i: int(end[i]) if int(ev["t1"][i]) <= t1_ns else int(start[i]) + (t1_ns - int(ev["t0"][i]))
-                    for i in fg}
-    latest = max(recorded_end.values())
-    t0 = int(ev["t0"].min())
-    window = max(2_000_000, (t1_ns - t0) // 50)
-    ends = [replayed_end[i] + (t1_ns - recorded_end[i]) for i in fg if recorded_end[i] >= latest - window]
-    ends += [replayed_end[i] for i in fg]
-    return max(ends) - t1_ns - shift
+    recorded_end = np.minimum(t1, t1_ns)
+    window = max(2_000_000, (t1_ns - int(ev["t0"].min())) // 50)
+    return _Ending(fg, t1 <= t1_ns, t1_ns - t0, recorded_end >= int(recorded_end.max()) - window,
+                   t1_ns - recorded_end)
 
 
-def _client_span_ratio(streams, start, end, processes: dict) -> float | None:
-    """How long the client's main work took replayed against recorded, from its first call to its last:
-    what a rate the workload counted over its own run (tpm) scales by. Its main work: the backends busy
-    for at least a tenth as long as the longest-busy one (not a connection that only set up or checked)."""
+def _span(streams, processes: dict) -> _Span | None:
+    """How long the client's main work took replayed against recorded, from its first call to its last,
+    is what a rate the workload counted over its own run (tpm) scales by (_Span.ratio). Its main work:
+    the backends busy for at least a tenth as long as the longest-busy one (not a connection that only
+    set up or checked). None: too few calls to tell."""
     ev = streams.events
-    is_call = ev["kind"] == trace.CALL
-    busy = {}
-    for s, p in enumerate(streams.pids):
-        m = is_call & (ev["stream"] == s)
-        if m.any() and processes.get(str(int(p))) not in BACKGROUND:
-            busy[s] = int(ev["t1"][m].max()) - int(ev["t0"][m].min())
-    if not busy:
+    calls = np.flatnonzero(ev["kind"] == trace.CALL)
+    if not len(calls):
         return None
-    longest = max(busy.values())
-    fg = np.isin(ev["stream"], [s for s, b in busy.items() if b >= longest // 10]) & is_call
-    if fg.sum() < 2:
+    stream = ev["stream"][calls]
+    cut = np.r_[0, np.flatnonzero(np.diff(stream)) + 1]  # each stream's calls, in order
+    first, last = calls[cut], calls[np.r_[cut[1:], len(calls)] - 1]
+    t0, t1 = ev["t0"][calls].astype(np.int64), ev["t1"][calls].astype(np.int64)
+    began, ended = np.minimum.reduceat(t0, cut), np.maximum.reduceat(t1, cut)
+    client = np.array([processes.get(str(int(streams.pids[s]))) not in BACKGROUND for s in stream[cut]], dtype=bool)
+    if not client.any():
         return None
-    recorded = int(ev["t1"][fg].max()) - int(ev["t0"][fg].min())
-    replayed = int(end[fg].max()) - int(start[fg].min())
-    return replayed / recorded if recorded > 0 and replayed > 0 else None
+    busy = ended - began
+    main = client & (busy >= int(busy[client].max()) // 10)
+    if np.diff(np.r_[cut, len(calls)])[main].sum() < 2:
+        return None
+    return _Span(first[main], last[main], int(ended[main].max()) - int(began[main].min()))
 
 
 def _recorded(phase: dict) -> dict:
