@@ -59,9 +59,10 @@ def note_transactions(db, logs: dict[int, ScriptLog], names: list[str]) -> None:
 
 def summary(log: ScriptLog, quantiles=PERCENTILES) -> dict:
     lat = np.asarray(log.latency_ms)
+    at = np.percentile(lat, quantiles) if lat.size else ()  # all at once: one pass over the latencies
     return {"count": int(lat.size), "skipped": log.skipped, "failed": log.failed,
             "mean_ms": float(lat.mean()) if lat.size else 0.0,
-            **({percentile_key(q): float(np.percentile(lat, q)) for q in quantiles} if lat.size else {})}
+            **{percentile_key(q): float(v) for q, v in zip(quantiles, at)}}
 
 
 def per_second(ends_us: list[int]) -> list[int]:
