@@ -208,11 +208,13 @@ void dbt_emulate_settle(struct dbt_state *s) {
         if (waiting(&k, (int)i)) (void)pending_send(&k, (int)i, UINT64_MAX);
 }
 
+/* (An atomic add costs a locked instruction even when it adds nothing: most calls find all they read
+ * in memory, and add to one of these only.) */
 static void add_pc_stats(struct dbt_counters *c, const struct dbt_pc_stats *st) {
-    ADD(c->pc_hit_pages, st->hit_pages);
-    ADD(c->pc_miss_pages, st->miss_pages);
-    ADD(c->pc_readahead_bytes, st->readahead_bytes);
-    ADD(c->pc_writeback_bytes, st->writeback_bytes);
+    if (st->hit_pages) ADD(c->pc_hit_pages, st->hit_pages);
+    if (st->miss_pages) ADD(c->pc_miss_pages, st->miss_pages);
+    if (st->readahead_bytes) ADD(c->pc_readahead_bytes, st->readahead_bytes);
+    if (st->writeback_bytes) ADD(c->pc_writeback_bytes, st->writeback_bytes);
 }
 
 /* A buffered call through the emulated page cache: what it finds in memory costs nothing; what it

@@ -25,9 +25,9 @@ static int before(const struct heap_item *x, const struct heap_item *y) {
     return x->stream < y->stream;
 }
 
-static void heap_push_item(struct heap *h, uint64_t ready, uint32_t stream, uint32_t resume) {
+static void heap_push(struct heap *h, uint64_t ready, uint32_t stream) {
     uint32_t i = h->n++;
-    h->a[i] = (struct heap_item){ready, stream, resume};
+    h->a[i] = (struct heap_item){ready, stream, 0};
     while (i && before(&h->a[i], &h->a[(i - 1) / 2])) {
         struct heap_item t = h->a[i];
         h->a[i] = h->a[(i - 1) / 2];
@@ -36,11 +36,8 @@ static void heap_push_item(struct heap *h, uint64_t ready, uint32_t stream, uint
     }
 }
 
-static void heap_push(struct heap *h, uint64_t ready, uint32_t stream) { heap_push_item(h, ready, stream, 0); }
-
-static struct heap_item heap_pop(struct heap *h) {
-    struct heap_item top = h->a[0];
-    h->a[0] = h->a[--h->n];
+/* The item at the top moves down to its place. */
+static void sift_down(struct heap *h) {
     for (uint32_t i = 0;;) {
         uint32_t l = 2 * i + 1, r = l + 1, m = i;
         if (l < h->n && before(&h->a[l], &h->a[m])) m = l;
@@ -51,7 +48,19 @@ static struct heap_item heap_pop(struct heap *h) {
         h->a[m] = t;
         i = m;
     }
-    return top;
+}
+
+/* The top taken off; or taken off and another put in, in one pass (a stream's next event mostly goes
+ * back near the top). A stream has at most one item in the heap, so no two items tie: the order in
+ * which items come off does not depend on how they were put in. */
+static void heap_drop_top(struct heap *h) {
+    h->a[0] = h->a[--h->n];
+    sift_down(h);
+}
+
+static void heap_replace_top(struct heap *h, uint64_t ready, uint32_t stream, uint32_t resume) {
+    h->a[0] = (struct heap_item){ready, stream, resume};
+    sift_down(h);
 }
 
 /* Where the core's device requests go: counted against their objects, and kept for the caller. */
@@ -150,61 +159,84 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
         snprintf(err, errlen, "the interval's start is out of range");
         return -1;
     }
-    /* streams are contiguous runs of one stream id */
-    uint32_t nstreams = 0;
+    uint64_t *first = NULL, *next = NULL, *ready = NULL;
+    uint32_t *parked_next = NULL, *parked_head = NULL, *asked = NULL;
+    uint8_t *done = NULL, *awaited = NULL;
+    struct dbt_outcome *waiting = NULL;
+    struct heap h = {NULL, 0};
+    struct collector col = {NULL, 0, 0, 0, opt->requests != 0, 0, opt->objects, 0};
+    int rc = -1;
+    /* per event, a bit: a wake some sleep depends on (only those can have processes parked on them) */
+    awaited = calloc(n / 8 + 1, 1);
+    if (!awaited) {
+        snprintf(err, errlen, "out of memory for %llu events", (unsigned long long)n);
+        goto out;
+    }
+    /* streams are contiguous runs of one stream id: where each begins, found as the events are checked */
+    uint32_t nstreams = 0, cap = 0;
     for (uint64_t i = 0; i < n; i++) {
-        if (i == 0 || ev[i].stream != ev[i - 1].stream) nstreams++;
+        if (i == 0 || ev[i].stream != ev[i - 1].stream) {
+            if (nstreams == cap) {
+                void *p = cap < UINT32_MAX / 2 ? realloc(first, (cap ? 2 * (uint64_t)cap : 64) * sizeof *first) : NULL;
+                if (!p) {
+                    snprintf(err, errlen, "out of memory for %llu events", (unsigned long long)n);
+                    goto out;
+                }
+                first = p;
+                cap = cap ? 2 * cap : 64;
+            }
+            first[nstreams++] = i;
+        }
         if (ev[i].kind == DBT_TK_CALL && device_of(s, &ev[i], opt->place) >= s->ndev) {
             snprintf(err, errlen, "event %llu names device %u; the replay has %u", (unsigned long long)i,
                      device_of(s, &ev[i], opt->place), s->ndev);
-            return -1;
+            goto out;
         }
         const char *why = event_problem(&ev[i]);
         if (why) {
             snprintf(err, errlen, "event %llu cannot be replayed: %s", (unsigned long long)i, why);
-            return -1;
+            goto out;
         }
         if (ev[i].guard >= (int64_t)n || (ev[i].guard >= 0 && ev[i].dep < 0)) {
             snprintf(err, errlen, "event %llu has a guard %lld beyond the events, or without a dependency",
                      (unsigned long long)i, (long long)ev[i].guard);
-            return -1;
+            goto out;
         }
         if (ev[i].dep >= (int64_t)n || (ev[i].dep >= 0 && (ev[ev[i].dep].kind != DBT_TK_SYNC ||
                                                           ev[ev[i].dep].op != DBT_SYNC_WAKE ||
                                                           ev[ev[i].dep].stream == ev[i].stream))) {
             snprintf(err, errlen, "event %llu depends on event %lld, which is not another process's wake",
                      (unsigned long long)i, (long long)ev[i].dep);
-            return -1;
+            goto out;
         }
+        if (ev[i].dep >= 0) awaited[ev[i].dep / 8] |= (uint8_t)(1u << (ev[i].dep % 8));
     }
-    uint64_t *first = calloc(nstreams + 1, sizeof *first), *next = calloc(nstreams + 1, sizeof *next);
-    uint64_t *ready = calloc(nstreams + 1, sizeof *ready);
-    uint32_t *parked_next = calloc(nstreams + 1, sizeof *parked_next);
-    uint32_t *parked_head = calloc(n + 1, sizeof *parked_head); /* per wake: the first parked stream + 1 */
-    uint8_t *done = calloc(n + 1, 1);
-    uint32_t *asked = calloc(nstreams + 1, sizeof *asked); /* per stream: its call's resumes so far */
-    struct dbt_outcome *waiting = calloc(nstreams + 1, sizeof *waiting); /* a call's outcome while queued */
-    struct heap h = {calloc(nstreams + 1, sizeof(struct heap_item)), 0};
-    struct collector col = {NULL, 0, 0, 0, opt->requests != 0, 0, opt->objects, 0};
-    int rc = -1;
+    next = calloc(nstreams + 1, sizeof *next);
+    ready = calloc(nstreams + 1, sizeof *ready);
+    parked_next = calloc(nstreams + 1, sizeof *parked_next);
+    parked_head = calloc(n + 1, sizeof *parked_head); /* per wake: the first parked stream + 1 */
+    done = calloc(n + 1, 1);
+    asked = calloc(nstreams + 1, sizeof *asked); /* per stream: its call's resumes so far */
+    waiting = calloc(nstreams + 1, sizeof *waiting); /* a call's outcome while queued */
+    h.a = calloc(nstreams + 1, sizeof(struct heap_item));
+    if (nstreams == cap) { /* room for the end mark */
+        void *p = realloc(first, ((uint64_t)cap + 1) * sizeof *first);
+        if (p) first = p;
+        else first = NULL;
+    }
     if (!first || !next || !ready || !parked_next || !parked_head || !done || !asked || !waiting || !h.a) {
         snprintf(err, errlen, "out of memory for %llu events", (unsigned long long)n);
         goto out;
     }
-    {
-        uint32_t k = 0;
-        for (uint64_t i = 0; i < n; i++)
-            if (i == 0 || ev[i].stream != ev[i - 1].stream) first[k++] = i;
-        first[nstreams] = n;
-        for (uint32_t st = 0; st < nstreams; st++) {
-            next[st] = first[st];
-            /* a process that begins asleep, waiting for another, begins when the interval does: when
-             * it wakes depends only on that other process (its recorded start is the interval's edge) */
-            const struct dbt_replay_event *e0 = &ev[first[st]];
-            int waits = e0->kind == DBT_TK_SYNC && e0->op == DBT_SYNC_SLEEP && e0->dep >= 0;
-            ready[st] = replay_from + (waits ? 0 : gap_before(ev, first[st], first[st], recorded_from));
-            heap_push(&h, asked_at(&ev[first[st]], ready[st]), st);
-        }
+    first[nstreams] = n;
+    for (uint32_t st = 0; st < nstreams; st++) {
+        next[st] = first[st];
+        /* a process that begins asleep, waiting for another, begins when the interval does: when
+         * it wakes depends only on that other process (its recorded start is the interval's edge) */
+        const struct dbt_replay_event *e0 = &ev[first[st]];
+        int waits = e0->kind == DBT_TK_SYNC && e0->op == DBT_SYNC_SLEEP && e0->dep >= 0;
+        ready[st] = replay_from + (waits ? 0 : gap_before(ev, first[st], first[st], recorded_from));
+        heap_push(&h, asked_at(&ev[first[st]], ready[st]), st);
     }
     struct dbt_emulate_hooks hooks = {col.keep || col.objects ? collect : NULL, NULL, &col};
     uint64_t handled = 0;
@@ -216,7 +248,7 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
             rc = -2;
             goto out;
         }
-        struct heap_item it = heap_pop(&h);
+        struct heap_item it = h.a[0]; /* taken off, or replaced by its stream's next, below */
         uint32_t st = it.stream;
         uint64_t i = next[st];
         const struct dbt_replay_event *e = &ev[i];
@@ -228,6 +260,7 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
         if (e->kind == DBT_TK_SYNC && e->op == DBT_SYNC_SLEEP && e->dep >= 0 && !unheld && !done[e->dep]) {
             parked_next[st] = parked_head[e->dep]; /* wait for the waker to get there */
             parked_head[e->dep] = st + 1;
+            heap_drop_top(&h);
             continue;
         }
         if (e->kind == DBT_TK_CALL) {
@@ -249,7 +282,7 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
                     goto out;
                 }
                 waiting[st] = o;
-                heap_push_item(&h, o.complete > it.ready ? o.complete : it.ready, st, 1);
+                heap_replace_top(&h, o.complete > it.ready ? o.complete : it.ready, st, 1);
                 continue;
             }
             end = start + e->host_ns;
@@ -275,14 +308,15 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
         done[i] = 1;
         asked[st] = 0;
         handled++;
-        if (parked_head[i]) { /* (read first: most events are no wake anyone waits for, and a page of this
-                                 array that is only read costs no zeroing) */
-            for (uint32_t p = parked_head[i]; p; p = parked_next[p - 1]) heap_push(&h, ready[p - 1], p - 1);
-            parked_head[i] = 0;
-        }
         if (++next[st] < first[st + 1]) {
             ready[st] = end + scaled(gap_before(ev, next[st], first[st], recorded_from), cpu_scale);
-            heap_push(&h, asked_at(&ev[next[st]], ready[st]), st);
+            heap_replace_top(&h, asked_at(&ev[next[st]], ready[st]), st, 0);
+        } else {
+            heap_drop_top(&h);
+        }
+        if ((awaited[i / 8] >> (i % 8)) & 1u) {
+            for (uint32_t p = parked_head[i]; p; p = parked_next[p - 1]) heap_push(&h, ready[p - 1], p - 1);
+            parked_head[i] = 0;
         }
     }
     if (col.oom || (col.objects && dbt_objio_failed(col.objects))) {
@@ -309,5 +343,6 @@ out:
     free(asked);
     free(waiting);
     free(h.a);
+    free(awaited);
     return rc;
 }
