@@ -37,11 +37,14 @@ def interval_records(records: np.ndarray, t0_ns: int, t1_ns: int) -> np.ndarray:
     inside = (records["submit_ns"] >= t0_ns) & (records["submit_ns"] <= t1_ns) & (records["kind"] != trace.REQUEST)
     straddle = ((records["kind"] == trace.SYNC) & (records["op"] == SLEEP) & (records["submit_ns"] < t0_ns)
                 & (records["end_ns"] >= t0_ns) & (records["end_ns"] <= t1_ns))
-    out = records[inside | straddle]
+    out = np.compress(inside | straddle, records)  # (compress and take copy records whole, unlike [mask])
     cut = out["submit_ns"] < t0_ns
     out["submit_ns"][cut] = t0_ns
     out["start_ns"][cut] = t0_ns
-    return out[np.argsort(out["submit_ns"], kind="stable")]
+    submit = out["submit_ns"]
+    if len(out) > 1 and not (submit[1:] >= submit[:-1]).all():
+        out = np.take(out, np.argsort(submit, kind="stable"))
+    return out
 
 
 def build(recs: np.ndarray, file_device: dict[int, int], foreground: set[int] | None = None,
@@ -56,12 +59,12 @@ def build(recs: np.ndarray, file_device: dict[int, int], foreground: set[int] | 
 def prepare(recs: np.ndarray, foreground: set[int] | None = None) -> Streams:
     """The streams of one interval, every event but its device (see place): what does not depend on
     the placement, computed once however many placements are replayed."""
-    if foreground:
-        recs = np.concatenate([recs, _client_order(recs, foreground)])
-    key = recs["pid"].astype(np.uint64) << np.uint64(32) | recs["tid"].astype(np.uint64)
-    order = np.lexsort((recs["submit_ns"], key))  # by stream, each in time order
-    recs, key = recs[order], key[order]
-    _, stream = np.unique(key, return_inverse=True)
+    added = _client_order(recs, foreground) if foreground else recs[:0]
+    column = {k: np.concatenate([recs[k], added[k]]) for k in ("pid", "tid", "submit_ns")}
+    key = column["pid"].astype(np.uint64) << np.uint64(32) | column["tid"].astype(np.uint64)
+    order = np.lexsort((column["submit_ns"], key))  # by stream, each in time order
+    recs, key = _taken(recs, added, order), key[order]
+    stream = np.r_[0, np.cumsum(key[1:] != key[:-1])] if len(key) else np.zeros(0, dtype=np.int64)
     ev = np.zeros(len(recs), dtype=REPLAY_EVENT)
     is_call = recs["kind"] == trace.CALL
     ev["t0"] = recs["submit_ns"]
@@ -85,6 +88,18 @@ def prepare(recs: np.ndarray, foreground: set[int] | None = None) -> Streams:
     pids = np.zeros(stream.max() + 1 if len(stream) else 0, dtype=np.int64)
     pids[stream] = recs["pid"]
     return Streams(ev, pids, recs)
+
+
+def _taken(recs: np.ndarray, added: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """The records of recs followed by those added, in the given order (indexes into the two, one after
+    the other), without joining the two first."""
+    n = len(recs)
+    if not len(added) or not n:
+        return np.take(recs if n else added, order)
+    out = np.take(recs, np.minimum(order, n - 1))
+    mine = np.flatnonzero(order >= n)
+    out[mine] = added[order[mine] - n]
+    return out
 
 
 def place(streams: Streams, file_device: dict[int, int], same_devices: set[int] | None = None) -> Streams:
@@ -112,11 +127,16 @@ def _client_order(recs: np.ndarray, foreground: set[int]) -> np.ndarray:
     as a wake at the end of the last one and a sleep at the start of the next, so that a faster
     replay brings the next connection forward with it."""
     out = []
-    fg = [p for p in np.unique(recs["pid"]) if int(p) in foreground]
-    span = {}
-    for p in fg:
-        r = recs[recs["pid"] == p]
-        span[int(p)] = (int(r["submit_ns"].min()), int(np.maximum(r["end_ns"], r["submit_ns"]).max()), int(r["tid"][0]))
+    pid = recs["pid"]
+    fg = [p for p in np.unique(pid) if int(p) in foreground]
+    # each client backend's first call, its last end, and its first thread: one pass over its records
+    mine = np.flatnonzero(np.isin(pid, fg))
+    mine = mine[np.argsort(pid[mine], kind="stable")]  # by pid, each in the records' order
+    cut = np.r_[0, np.flatnonzero(np.diff(pid[mine])) + 1] if len(mine) else np.zeros(0, dtype=np.int64)
+    submit = recs["submit_ns"][mine]
+    first = np.minimum.reduceat(submit, cut) if len(mine) else []
+    last = np.maximum.reduceat(np.maximum(recs["end_ns"][mine], submit), cut) if len(mine) else []
+    span = {int(p): (int(f), int(l), int(t)) for p, f, l, t in zip(pid[mine[cut]], first, last, recs["tid"][mine[cut]])}
     for p, (first, _last, tid) in span.items():
         busy = [q for q, (f, l, _t) in span.items() if q != p and f < first < l]
         before = [(l, q) for q, (f, l, _t) in span.items() if q != p and l <= first]
@@ -144,9 +164,8 @@ def _guards(recs: np.ndarray, stream: np.ndarray, dep: np.ndarray) -> np.ndarray
     # per event: the index of its stream's latest sleep at or before it (events are grouped by stream)
     idx = np.where(sleeping, np.arange(len(recs)), -1)
     starts = np.r_[0, np.flatnonzero(np.diff(stream)) + 1]
-    latest = np.empty(len(recs), dtype=np.int64)
-    for a, b in zip(starts, np.r_[starts[1:], len(recs)]):
-        latest[a:b] = np.maximum.accumulate(idx[a:b])
+    latest = np.maximum.accumulate(idx) if len(idx) else idx  # an earlier stream's sleep is not its own
+    latest = np.where(latest >= np.repeat(starts, np.diff(np.r_[starts, len(recs)])), latest, -1)
     tied = np.flatnonzero((dep >= 0) & ((recs["flags"] & SEM) != 0) & ((recs["flags"] & CLIENT) == 0))
     guard[tied] = latest[dep[tied]]
     return guard
@@ -156,9 +175,11 @@ def _dependencies(recs: np.ndarray, stream: np.ndarray) -> np.ndarray:
     dep = np.full(len(recs), -1, dtype=np.int64)
     is_sync = recs["kind"] == trace.SYNC
     client = (recs["flags"] & CLIENT) != 0
+    first_wake = {}  # the client's first wake aimed at each backend
+    for i in np.flatnonzero(is_sync & client & (recs["op"] == WAKE)):
+        first_wake.setdefault(int(recs["offset"][i]), int(i))
     for i in np.flatnonzero(is_sync & client & (recs["op"] == SLEEP)):
-        w = np.flatnonzero(is_sync & client & (recs["op"] == WAKE) & (recs["offset"] == recs["pid"][i]))
-        dep[i] = w[0]
+        dep[i] = first_wake[int(recs["pid"][i])]
     wakes = np.flatnonzero(is_sync & ~client & (recs["op"] == WAKE))
     sleeps = np.flatnonzero(is_sync & ~client & (recs["op"] == SLEEP))
     if not len(wakes) or not len(sleeps):
@@ -168,17 +189,24 @@ def _dependencies(recs: np.ndarray, stream: np.ndarray) -> np.ndarray:
     sleep_sem = (recs["flags"][sleeps] & SEM) != 0
     wake_target = np.where(wake_sem, recs["offset"][wakes], recs["offset"][wakes])
     sleep_target = np.where(sleep_sem, recs["offset"][sleeps], recs["pid"][sleeps].astype(np.uint64))
+    submit, end = recs["submit_ns"], recs["end_ns"]
     for sem in (False, True):
-        w = wakes[wake_sem == sem]
-        s = sleeps[sleep_sem == sem]
-        wt, st = wake_target[wake_sem == sem], sleep_target[sleep_sem == sem]
-        for target in np.intersect1d(wt, st):
-            ws = w[wt == target]
-            ws = ws[np.argsort(recs["submit_ns"][ws], kind="stable")]
-            times = recs["submit_ns"][ws]
-            for i in s[st == target]:
-                j = np.searchsorted(times, recs["submit_ns"][i])
-                if j < len(ws) and times[j] <= recs["end_ns"][i] and recs["end_ns"][i] - times[j] <= WAKE_WINDOW_NS \
-                        and stream[ws[j]] != stream[i]:
-                    dep[i] = ws[j]
+        # the wakes by target, each target's in time order; the sleeps by target
+        w, wt = wakes[wake_sem == sem], wake_target[wake_sem == sem]
+        by = np.lexsort((submit[w], wt))
+        w, wt = w[by], wt[by]
+        s, st = sleeps[sleep_sem == sem], sleep_target[sleep_sem == sem]
+        by = np.argsort(st, kind="stable")
+        s, st = s[by], st[by]
+        targets = np.intersect1d(wt, st)
+        w_from, w_to = np.searchsorted(wt, targets), np.searchsorted(wt, targets, side="right")
+        s_from, s_to = np.searchsorted(st, targets), np.searchsorted(st, targets, side="right")
+        for a, b, c, d in zip(w_from, w_to, s_from, s_to):
+            ws, si = w[a:b], s[c:d]
+            times = submit[ws]
+            at = np.searchsorted(times, submit[si])  # each sleep's first wake at or after its start
+            j = np.minimum(at, len(ws) - 1)
+            ok = (at < len(ws)) & (times[j] <= end[si]) & (end[si] - times[j] <= WAKE_WINDOW_NS)
+            ok &= stream[ws[j]] != stream[si]
+            dep[si[ok]] = ws[j[ok]]
     return dep

@@ -121,7 +121,8 @@ def prepare(txns: dict | None, streams, clients: set[int], t0_ns: int, t1_ns: in
     rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     placed = np.zeros(len(end_ns), dtype=bool)
     placed[rows] = True
-    scripts = {str(name): np.flatnonzero(script == name) for name in np.unique(script)}
+    # (a few names among many transactions: found by hashing, not sorted)
+    scripts = {str(name): np.flatnonzero(script == name) for name in sorted(set(script.tolist()))}
     recorded = {name: _summary(lat_us[m[placed[m]]] / 1e3) for name, m in scripts.items()}
     return Placed(len(end_ns), rows, _joined(ends), _joined(starts), scripts, recorded)
 

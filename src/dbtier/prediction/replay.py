@@ -4,6 +4,7 @@ computed by the same code a live run uses (measure.emulated), in the same shape 
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import time
@@ -63,9 +64,9 @@ class Prediction:
 
 
 def _recorded_file_devices(records: np.ndarray) -> dict[int, int]:
-    io = records[(records["kind"] != trace.SYNC) & (records["file"] >= 0)]
-    files, first = np.unique(io["file"], return_index=True)
-    return {int(f): int(io["dev"][i]) for f, i in zip(files, first)}
+    io = np.flatnonzero((records["kind"] != trace.SYNC) & (records["file"] >= 0))  # (columns, not records, copied)
+    files, first = np.unique(records["file"][io], return_index=True)
+    return {int(f): int(d) for f, d in zip(files, records["dev"][io[first]])}
 
 
 def _layout(rec: Recording, scenario: Scenario, placed: dict[int, int], recorded: dict[int, int]):
@@ -178,7 +179,6 @@ class Predictor:
         self.workspace = workspace
         self.recorded_dev = {**rec.file_devices, **_recorded_file_devices(rec.records)}
         self.identities = file_identities(rec, self.recorded_dev)
-        self.host_delays_ns = _host_delays_ns(rec.records)
         self.counter: native.ObjectIO | None = None  # the replay's I/O per file and device, made once
         self.named: dict[int, tuple[str, str]] = {}  # file index -> (object, kind), as files are named
         self.timeline: list[_Interval | dict] = []
@@ -197,6 +197,11 @@ class Predictor:
                 item.span = _span(streams, procs)
                 item.transactions = latency.prepare(rec.transactions, streams, clients, step["t0_ns"], step["t1_ns"])
             self.timeline.append(item)
+
+    @functools.cached_property
+    def host_delays_ns(self) -> np.ndarray:
+        """The recording's host delays (_host_delays_ns), worked out when a spread first asks."""
+        return _host_delays_ns(self.rec.records)
 
     def predict(self, scenario: Scenario, figures: bool = True, spread: int = 0, seed: int = 0,
                 latency: bool = False) -> Prediction:
@@ -336,8 +341,8 @@ class Predictor:
                 rates = _scaled_rates(recorded_phase.get("rates"), ratio, span)
                 cpu_s = recorded_phase.get("server_cpu_s", 0.0) * scenario.cpu_scale
                 if not figures:
-                    txn = latency.predict(rec.transactions, streams, start, end, item.clients, step["t0_ns"],
-                                          step["t1_ns"], scenario.cpu_scale)[0] if with_latency else None
+                    txn = latency.replayed(item.transactions, start, end, scenario.cpu_scale)[0] \
+                        if with_latency else None
                     phases.append({"phase": step["phase"], "recorded": _recorded(recorded_phase),
                                    "predicted": {"elapsed_s": elapsed, "server_cpu_s": cpu_s, "rates": rates},
                                    **({"latency": txn} if txn else {})})
@@ -376,7 +381,8 @@ def _schedule_end_s(phase: dict) -> float | None:
 def _host_delays_ns(records: np.ndarray) -> np.ndarray:
     """How late this host let each recorded call go on past what it waited for (its wake-up delay): the
     measured scale of the host's scheduling noise."""
-    calls = records[records["kind"] == trace.CALL]
+    is_call = records["kind"] == trace.CALL
+    calls = {k: records[k][is_call] for k in ("submit_ns", "start_ns", "complete_ns", "end_ns")}
     host_end = np.maximum(calls["start_ns"], calls["submit_ns"])
     waited_until = np.maximum(calls["complete_ns"], host_end)
     return np.where(calls["end_ns"] > waited_until, calls["end_ns"] - waited_until, 0).astype(np.int64)
