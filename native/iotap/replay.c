@@ -138,6 +138,35 @@ static const char *event_problem(const struct dbt_replay_event *e) {
     return NULL;
 }
 
+void dbt_replay_events_of(const struct dbt_trace_rec *r, uint64_t n, const int64_t *stream, const int64_t *dep,
+                          const int64_t *guard, struct dbt_replay_event *out) {
+    for (uint64_t i = 0; i < n; i++) {
+        const struct dbt_trace_rec *x = &r[i];
+        int call = x->kind == DBT_TK_CALL;
+        uint64_t host_end = x->start_ns > x->submit_ns ? x->start_ns : x->submit_ns;
+        uint64_t waited_until = x->complete_ns > host_end ? x->complete_ns : host_end;
+        int size_known = call && x->op == DBT_TOP_READ && x->aux != DBT_TRACE_SIZE_UNKNOWN;
+        out[i] = (struct dbt_replay_event){
+            .t0 = x->submit_ns,
+            .t1 = x->end_ns > x->submit_ns ? x->end_ns : x->submit_ns,
+            .host_ns = call ? host_end - x->submit_ns : 0,
+            .late_ns = call && x->end_ns > waited_until ? x->end_ns - waited_until : 0,
+            .off = x->offset,
+            .len = x->len,
+            .file_size = size_known ? (uint64_t)x->aux * DBT_TRACE_SIZE_PAGE : UINT64_MAX,
+            .file = x->file,
+            .dep = dep[i],
+            .guard = guard[i],
+            .stream = (uint32_t)stream[i],
+            .aux = call && x->op != DBT_TOP_READ ? x->aux : 0,
+            .kind = x->kind,
+            .op = x->op,
+            .dev = call ? x->dev : 0,
+            .flags = call ? (uint8_t)(x->flags & (DBT_TF_DIRECT | DBT_TF_DSYNC)) : x->flags,
+        };
+    }
+}
+
 int dbt_replay(struct dbt_state *s, const struct dbt_replay_event *ev, uint64_t n, uint64_t recorded_from,
                uint64_t replay_from, double cpu_scale, const atomic_int *cancel, struct dbt_replay_result *out,
                char *err, size_t errlen) {

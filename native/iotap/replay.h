@@ -60,6 +60,15 @@ struct dbt_replay_event {
     uint32_t pad;
 };
 
+/* The events of trace records (trace.h), as a replay takes them: out[i] from r[i], in stream stream[i]
+ * with dependency dep[i] and guard guard[i]. A call keeps its times, its bytes, its file, its read's
+ * file size (when known), its advice or flags (any other call), how it was opened (direct, dsync), its
+ * recorded device, and what the host and the live emulation added to it: the host call's own time
+ * (host_ns) and how late the call returned past what it waited for (late_ns). A sync keeps its
+ * times, its op and its flags. */
+void dbt_replay_events_of(const struct dbt_trace_rec *r, uint64_t n, const int64_t *stream, const int64_t *dep,
+                          const int64_t *guard, struct dbt_replay_event *out);
+
 /* One device request the replay issued, and the event that caused it. */
 struct dbt_replay_request {
     struct dbt_request_event ev;

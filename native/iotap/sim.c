@@ -362,6 +362,12 @@ EXPORT int dbt_replay_run(struct dbt_state *s, const struct dbt_replay_event *ev
     return rc;
 }
 
+/* The replay's events of trace records (replay.h). */
+EXPORT void dbt_replay_events(const struct dbt_trace_rec *r, uint64_t n, const int64_t *stream, const int64_t *dep,
+                              const int64_t *guard, struct dbt_replay_event *out) {
+    dbt_replay_events_of(r, n, stream, dep, guard, out);
+}
+
 /* ---- per-object I/O (objio.c): a replay's, or a live run's from its trace's records ------------ */
 
 EXPORT struct dbt_objio *dbt_objio_create(void) { return dbt_objio_new(); }

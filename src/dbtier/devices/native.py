@@ -98,6 +98,7 @@ def lib() -> ctypes.CDLL:
     sim.dbt_replay_run.restype = c_int
     sim.dbt_replay_run.argtypes = [vp, vp, u64, u64, u64, ctypes.c_double, c_int, u32, vp, ctypes.POINTER(c_int), vp,
                                    vp, vp, ctypes.POINTER(vp), ctypes.POINTER(u64), cp, ctypes.c_size_t]
+    sim.dbt_replay_events.argtypes = [vp, u64, vp, vp, vp, vp]
     sim.dbt_objio_create.restype = vp
     sim.dbt_objio_destroy.argtypes = [vp]
     sim.dbt_objio_clear.argtypes = [vp]
@@ -499,6 +500,20 @@ class Replay:
             if reqs.value:
                 lib().dbt_free(reqs.value)
         return start, end, flags, issued
+
+
+def replay_events(records: np.ndarray, stream: np.ndarray, dep: np.ndarray, guard: np.ndarray) -> np.ndarray:
+    """The replay's events (REPLAY_EVENT) of trace records, each in its stream with its dependency and
+    guard, as native/iotap/replay.h says a replay takes a record."""
+    records = np.ascontiguousarray(records, dtype=_LAYOUT.dtype("trace_rec"))
+    n = len(records)
+    stream, dep, guard = (np.ascontiguousarray(a, dtype=np.int64) for a in (stream, dep, guard))
+    if not len(stream) == len(dep) == len(guard) == n:
+        raise ValueError("one stream, dependency and guard per record")
+    out = np.empty(n, dtype=REPLAY_EVENT)
+    lib().dbt_replay_events(records.ctypes.data, n, stream.ctypes.data, dep.ctypes.data, guard.ctypes.data,
+                            out.ctypes.data)
+    return out
 
 
 class ObjectIO:

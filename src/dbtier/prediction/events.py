@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from dbtier.devices import native
-from dbtier.devices.native import REPLAY_EVENT
 from dbtier.measure import trace
 
 WAKE, SLEEP, SEM = trace.WAKE, trace.SLEEP, trace.SYNC_SEM
@@ -57,34 +56,18 @@ def build(recs: np.ndarray, file_device: dict[int, int], foreground: set[int] | 
 
 
 def prepare(recs: np.ndarray, foreground: set[int] | None = None) -> Streams:
-    """The streams of one interval, every event but its device (see place): what does not depend on
-    the placement, computed once however many placements are replayed."""
+    """The streams of one interval, each call on the device it was recorded on (place, or the replay
+    itself, puts it where a placement says): what does not depend on the placement, computed once
+    however many placements are replayed. The events are the records as native/iotap/replay.h says a
+    replay takes them."""
     added = _client_order(recs, foreground) if foreground else recs[:0]
     column = {k: np.concatenate([recs[k], added[k]]) for k in ("pid", "tid", "submit_ns")}
     key = column["pid"].astype(np.uint64) << np.uint64(32) | column["tid"].astype(np.uint64)
     order = np.lexsort((column["submit_ns"], key))  # by stream, each in time order
     recs, key = _taken(recs, added, order), key[order]
     stream = np.r_[0, np.cumsum(key[1:] != key[:-1])] if len(key) else np.zeros(0, dtype=np.int64)
-    ev = np.zeros(len(recs), dtype=REPLAY_EVENT)
-    is_call = recs["kind"] == trace.CALL
-    ev["t0"] = recs["submit_ns"]
-    ev["t1"] = np.maximum(recs["end_ns"], recs["submit_ns"])
-    host_end = np.maximum(recs["start_ns"], recs["submit_ns"])
-    ev["host_ns"] = np.where(is_call, host_end - recs["submit_ns"], 0)
-    ev["off"], ev["len"], ev["file"] = recs["offset"], recs["len"], recs["file"]
-    size_known = is_call & (recs["op"] == trace.READ) & (recs["aux"] != trace.SIZE_UNKNOWN)
-    ev["file_size"] = np.where(size_known, recs["aux"].astype(np.uint64) * trace.SIZE_PAGE, np.uint64(2**64 - 1))
-    ev["aux"] = np.where(is_call & (recs["op"] != trace.READ), recs["aux"], 0)
-    ev["stream"] = stream
-    ev["kind"], ev["op"] = recs["kind"], recs["op"]
-    ev["flags"] = np.where(is_call, recs["flags"] & (trace.FLAGS["direct"] | trace.FLAGS["dsync"]), recs["flags"])
-    # as recorded: the call's device, and how late the live emulation returned it (its wake-up delay
-    # past the modelled completion), which place (or the replay itself) keeps where it still belongs
-    ev["dev"] = np.where(is_call, recs["dev"], 0)
-    waited_until = np.maximum(recs["complete_ns"], host_end)
-    ev["late_ns"] = np.where(is_call & (recs["end_ns"] > waited_until), recs["end_ns"] - waited_until, 0)
-    ev["dep"] = _dependencies(recs, stream)
-    ev["guard"] = _guards(recs, stream, ev["dep"])
+    dep = _dependencies(recs, stream)
+    ev = native.replay_events(recs, stream, dep, _guards(recs, stream, dep))
     pids = np.zeros(stream.max() + 1 if len(stream) else 0, dtype=np.int64)
     pids[stream] = recs["pid"]
     return Streams(ev, pids, recs)
