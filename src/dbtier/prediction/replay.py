@@ -69,10 +69,12 @@ def _recorded_file_devices(records: np.ndarray) -> dict[int, int]:
     return {int(f): int(d) for f, d in zip(files, records["dev"][io[first]])}
 
 
-def _layout(rec: Recording, scenario: Scenario, placed: dict[int, int], recorded: dict[int, int]):
+def _layout(rec: Recording, scenario: Scenario, placed: dict[int, int], recorded: dict[int, int],
+            dsync: dict[int, bool]):
     """Where each file's chunks lie on its disk in the predicted placement. As a fresh run would have
     laid them out: on each disk, the chunks of the files that stay keep their recorded order, closed
-    up where files moved away left space; files moved onto a disk follow, in their recorded order."""
+    up where files moved away left space; files moved onto a disk follow, in their recorded order.
+    dsync: file index -> its dsync scope (native.dsync_scope of its path), filled as files are met."""
     chunk_bytes = int(rec.layout["chunk_bytes"])
     cursors = [0] * len(scenario.devices)
     rows = []
@@ -87,8 +89,9 @@ def _layout(rec: Recording, scenario: Scenario, placed: dict[int, int], recorded
         dev = placed[f]
         rows.append((f, dev, c, cursors[dev]))
         cursors[dev] += chunk_bytes
-    files = np.array([(f, dev, native.dsync_scope(rec.files.get(f, ""))) for f, dev in sorted(placed.items())],
-                     dtype=np.uint64).reshape(-1, 3)
+    for f in placed.keys() - dsync.keys():
+        dsync[f] = native.dsync_scope(rec.files.get(f, ""))
+    files = np.array([(f, dev, dsync[f]) for f, dev in sorted(placed.items())], dtype=np.uint64).reshape(-1, 3)
     return files, np.array(rows, dtype=np.uint64).reshape(-1, 4)
 
 
@@ -181,6 +184,7 @@ class Predictor:
         self.identities = file_identities(rec, self.recorded_dev)
         self.counter: native.ObjectIO | None = None  # the replay's I/O per file and device, made once
         self.named: dict[int, tuple[str, str]] = {}  # file index -> (object, kind), as files are named
+        self.dsync: dict[int, bool] = {}  # file index -> its dsync scope, as files are laid out
         self.timeline: list[_Interval | dict] = []
         for step in rec.meta["timeline"]:
             if step["event"] == "page cache emptied":
@@ -282,7 +286,7 @@ class Predictor:
         if figures and self.counter is None:
             self.counter = native.ObjectIO()
         try:
-            files, chunks = _layout(rec, scenario, placed, self.recorded_dev)
+            files, chunks = _layout(rec, scenario, placed, self.recorded_dev, self.dsync)
             replay.layout(files, chunks)
             phases, calls, nevents, engine_s = [], 0, 0, 0.0
             measured = iter(rec.phases)
