@@ -51,6 +51,7 @@ bench: setup
 	$(PY) bench/import_speed.py
 	$(PY) bench/replay_rate.py
 	$(PY) bench/replay_fidelity.py
+	$(PY) bench/predict_speed.py
 	$(PY) bench/cloud_advice.py
 
 clean:
