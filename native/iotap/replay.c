@@ -197,22 +197,24 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
     int rc = -1;
     /* per event, a bit: a wake some sleep depends on (only those can have processes parked on them) */
     awaited = calloc(n / 8 + 1, 1);
-    if (!awaited) {
+    /* streams are contiguous runs of one stream id: where each begins (and, last, the end), found as
+     * the events are checked */
+    uint32_t nstreams = 0, cap = 64;
+    first = malloc(cap * sizeof *first);
+    if (!awaited || !first) {
         snprintf(err, errlen, "out of memory for %llu events", (unsigned long long)n);
         goto out;
     }
-    /* streams are contiguous runs of one stream id: where each begins, found as the events are checked */
-    uint32_t nstreams = 0, cap = 0;
     for (uint64_t i = 0; i < n; i++) {
         if (i == 0 || ev[i].stream != ev[i - 1].stream) {
-            if (nstreams == cap) {
-                void *p = cap < UINT32_MAX / 2 ? realloc(first, (cap ? 2 * (uint64_t)cap : 64) * sizeof *first) : NULL;
+            if (nstreams + 1 == cap) { /* room for this one and the end */
+                void *p = cap < UINT32_MAX / 2 ? realloc(first, 2 * (uint64_t)cap * sizeof *first) : NULL;
                 if (!p) {
                     snprintf(err, errlen, "out of memory for %llu events", (unsigned long long)n);
                     goto out;
                 }
                 first = p;
-                cap = cap ? 2 * cap : 64;
+                cap *= 2;
             }
             first[nstreams++] = i;
         }
@@ -248,12 +250,7 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
     asked = calloc(nstreams + 1, sizeof *asked); /* per stream: its call's resumes so far */
     waiting = calloc(nstreams + 1, sizeof *waiting); /* a call's outcome while queued */
     h.a = calloc(nstreams + 1, sizeof(struct heap_item));
-    if (nstreams == cap) { /* room for the end mark */
-        void *p = realloc(first, ((uint64_t)cap + 1) * sizeof *first);
-        if (p) first = p;
-        else first = NULL;
-    }
-    if (!first || !next || !ready || !parked_next || !parked_head || !done || !asked || !waiting || !h.a) {
+    if (!next || !ready || !parked_next || !parked_head || !done || !asked || !waiting || !h.a) {
         snprintf(err, errlen, "out of memory for %llu events", (unsigned long long)n);
         goto out;
     }

@@ -17,6 +17,7 @@
  *    recorded lateness kept only where it stays on a device that keeps its profile.
  * 7. Per-object I/O: counted in arrival order whatever order it comes in, the files in the order first
  *    met; a replay counts what its requests and its page-cache hits say.
+ * 8. No events replay as nothing; hundreds of processes each replay.
  *
  *   test_replay [WORKDIR]  (default: a fresh folder under /tmp, removed at the end) */
 #define _GNU_SOURCE
@@ -310,17 +311,27 @@ static void refuses_unbounded_events(void) {
     munmap(s, s->size);
 }
 
+/* A RAM device with file 0 laid out on it. */
+static struct dbt_state *ram_with_a_file(const char *name) {
+    struct dbt_state *s = make_state(name, RAM, NULL);
+    dbt_state_put_file(s, 0, 0, 0);
+    return s;
+}
+
+/* A direct 8 KiB read of file 0 at off, by process `stream`, recorded from t0 to t1. */
+static struct dbt_replay_event direct_read(uint64_t t0, uint64_t t1, uint64_t off, uint32_t stream) {
+    return (struct dbt_replay_event){t0, t1, 0, 0, off, 8192, UINT64_MAX, 0, -1, -1, stream, 0, DBT_TK_CALL,
+                                     DBT_TOP_READ, 0, DBT_TF_DIRECT, 0};
+}
+
 /* A long replay stops once its cancel flag is set (another thread sets it on Ctrl-C); unset, the same
  * events replay whole. */
 static void cancel_stops_a_replay(void) {
     enum { N = 100000 };
-    struct dbt_state *s = make_state("cancel", RAM, NULL);
-    dbt_state_put_file(s, 0, 0, 0);
+    struct dbt_state *s = ram_with_a_file("cancel");
     static struct dbt_replay_event ev[N];
     static uint64_t start[N], end[N];
-    for (uint64_t i = 0; i < N; i++)
-        ev[i] = (struct dbt_replay_event){1000 * i, 1000 * i + 500, 0, 0, 8192 * (i % 64), 8192, UINT64_MAX, 0, -1,
-                                          -1, 0, 0, DBT_TK_CALL, DBT_TOP_READ, 0, DBT_TF_DIRECT, 0};
+    for (uint64_t i = 0; i < N; i++) ev[i] = direct_read(1000 * i, 1000 * i + 500, 8192 * (i % 64), 0);
     atomic_int cancel = 1;
     struct dbt_replay_result res = {start, end, NULL, NULL, 0};
     char err[256] = "";
@@ -544,6 +555,28 @@ static void places_calls(void) {
     CHECK(placed_read_ends(1, 0, 0u, &on_slow) == fast + 700 && on_slow == 0, "not placed: as the event says");
 }
 
+/* An interval with no events replays (nothing); one of many processes (more than the first guess of
+ * how many streams there are) replays each. */
+static void replays_nothing_and_many_processes(void) {
+    enum { N = 300 };
+    struct dbt_state *s = ram_with_a_file("many");
+    static struct dbt_replay_event ev[N];
+    uint64_t start[N], end[N];
+    struct dbt_replay_result res = {start, end, NULL, NULL, 0};
+    char err[256] = "";
+    CHECK(dbt_replay(s, ev, 0, 0, 0, 1.0, NULL, &res, err, sizeof err) == 0 && res.nrequests == 0,
+          "no events: nothing replayed (%s)", err);
+    free(res.requests);
+    for (uint32_t i = 0; i < N; i++) ev[i] = direct_read(1000, 2000, 8192 * (uint64_t)i, i);
+    CHECK(dbt_replay(s, ev, N, 0, 0, 1.0, NULL, &res, err, sizeof err) == 0 && res.nrequests == N,
+          "%d processes: each read replayed (%llu requests, %s)", N, (unsigned long long)res.nrequests, err);
+    int late = 0;
+    for (int i = 0; i < N; i++) late += start[i] != 1000 || end[i] <= start[i];
+    CHECK(late == 0, "each process starts when it did and ends after (%d do not)", late);
+    free(res.requests);
+    munmap(s, s->size);
+}
+
 /* The counting rules on their own: a file's transfers in arrival order (ties as given), the files in
  * the order first met, each file's devices in order; a reset empties it. */
 static void counts_per_object(void) {
@@ -596,6 +629,7 @@ int main(int argc, char **argv) {
     ncq_reorders();
     places_calls();
     counts_per_object();
+    replays_nothing_and_many_processes();
     if (own) {
         char cmd[600];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", work);
