@@ -316,7 +316,7 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
             end += lateness_of(e, dev, opt);
             flags = o.flags;
             if (col.objects && (flags & DBT_TF_PAGE_CACHE))
-                dbt_objio_call(col.objects, e->file, e->dev, e->op, flags, (1ull << 63) | i);
+                dbt_objio_call(col.objects, e->file, dev, e->op, flags, (1ull << 63) | i); /* where the placement put it */
         } else if (e->op == DBT_SYNC_SLEEP && e->dep >= 0 && unheld) {
             end = start;
         } else if (e->op == DBT_SYNC_SLEEP && e->dep >= 0) {

@@ -391,3 +391,17 @@ def test_a_prediction_the_hosts_cpus_cannot_keep_says_so():
     assert _cpu_bound_note(rec, phase, 3.0, 1.0) is None  # 1.04 s of 3 s: the CPUs keep up
     assert _cpu_bound_note(rec, phase, 2.5, 2.0) is not None  # a server twice as slow: 1.89 s of 2.5 s
     assert _cpu_bound_note(SimpleNamespace(result={"lab": {}}), phase, 0.77, 1.0) is None  # no host facts
+
+
+def test_reads_from_the_page_cache_are_counted_where_the_placement_puts_them(module_shm_dir, tmp_path):
+    """A buffered run's reads the page cache served (the catalogs' and the relation cache's files,
+    read again) are counted on their device in the prediction's placement, as their device reads are:
+    everything moved to flash, none are left on the disk."""
+    out = tmp_path / "runs"
+    dbtier("run", "random-index", "--rows", "300", "--io-mode", "buffered", "-d", "hdd=hdd-sata-7200", "-d",
+           "ssd=ssd-sata-mlc", "--place", "data=hdd", "--trace", "-q", "--workspace", str(module_shm_dir),
+           "--output", str(out), check=True)
+    run_dir = next(out.glob("random-index-*"))
+    moved = predicted(run_dir, tmp_path, "--place", "data=ssd")["phases"][0]["predicted"]["object_io"]
+    cached = [r for r in moved if r.get("cached_reads")]
+    assert cached and all(r["device"] == "ssd" for r in cached), cached

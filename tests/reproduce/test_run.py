@@ -5,6 +5,7 @@ runs by the measured ratio."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 
 import pytest
@@ -75,6 +76,10 @@ def test_an_articles_cpu_reference_on_a_real_server(shm_dir, tmp_path, seed, uni
     """The calibration run itself: seed 003's updates by key, seed 004's bulk load, on a RAM device;
     the server's CPU per unit measured, and K the article's figure over it."""
     art = importlib.import_module(f"dbtier.reproduce.article{seed}").article(quick=True)
+    if seed == "004":  # a fifth of the quick load: the CPU a row costs is the same, in seconds less
+        run = art.cpu.run
+        art = dataclasses.replace(art, cpu=dataclasses.replace(art.cpu, run=dataclasses.replace(
+            run, params={**run.params, "orders": run.params["orders"] // 5})))
     said = []
     cpu = run_mod.calibrate(art, LabOptions(workspace=shm_dir), tmp_path,
                             lambda _p: contextlib.nullcontext(QuietProgress()), said.append)

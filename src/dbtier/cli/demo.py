@@ -36,7 +36,7 @@ def runs_table(doc: dict) -> Table:
 
 
 @click.command()
-@click.option("--quick", is_flag=True, help="the quick sizes of 'reproduce --quick' (4,000 lookups, 3 scans)")
+@click.option("--quick", is_flag=True, help="the quick sizes of 'reproduce --quick' (2,000 lookups, 3 scans)")
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
               help="where the run directory is written")
 @click.option("--pg-bin", type=click.Path(path_type=Path), help="another PostgreSQL 18 install's bin folder")

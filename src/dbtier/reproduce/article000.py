@@ -12,7 +12,7 @@ SCALE = ScaleReference(1_729_204 * 8192, "random-hdd", "'This table is populated
 
 
 def article(quick: bool) -> Article:
-    rows = 4000 if quick else 16000
+    rows = 2000 if quick else 16000
     scan = {"rows": 16000, "scans": 3 if quick else 10}
     runs = [RunSpec("random-hdd", "random-index", {"rows": rows}, (HDD,), cache=CACHE, page_cache=PAGE_CACHE),
             RunSpec("random-ssd", "random-index", {"rows": rows}, (SSD,), cache=CACHE, page_cache=PAGE_CACHE),

@@ -10,7 +10,7 @@ CLAIMS = {"cold": ("3-10%", 0.03, 0.10), "cross": ("under 20%", 0.0, 0.20), "hot
 
 
 def article(quick: bool) -> Article:
-    params = {"rows": 100_000 if quick else 400_000}
+    params = {"rows": 50_000 if quick else 400_000}
     # PostgreSQL 8.3 read through the OS page cache, with its default 32 MB of shared_buffers.
     opts = {"io_mode": "buffered", "cache": "32MB"}
     runs = [RunSpec("index-on-raid", "index-range", params, (RAID, SSD), "data=raid,pob_idx=raid", **opts),
