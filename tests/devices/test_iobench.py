@@ -75,7 +75,7 @@ def test_buffered_rereads_come_from_the_page_cache(tmp_path):
 def test_real_folder_agrees_with_fio(tmp_path, disk_dir):
     def attempt():
         ours, fio = [], []
-        for i in range(3):  # interleaved, the order alternating: the disk's own drift hits both engines alike
+        for i in range(5):  # interleaved, the order alternating: the disk's own drift hits both engines alike
             engines = "dbtier,fio" if i % 2 == 0 else "fio,dbtier"
             results = bench(tmp_path, "-d", f"disk=real:{disk_dir}", "--rw", "randread", "--bs", "8k",
                             "--runtime", "1", "--size", "128m", "--engine", engines)
