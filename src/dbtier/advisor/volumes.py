@@ -20,9 +20,9 @@ import itertools
 import math
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from dbtier.advisor.candidates import CATALOGS, TEMP, WAL, Candidate
+from dbtier.advisor.candidates import Candidate
 from dbtier.advisor.catalog import Catalog, Offer
 from dbtier.advisor.search import headline
 from dbtier.devices import profile as profiles
@@ -520,11 +520,6 @@ def price_of(profile: Profile, catalog: Catalog) -> Choice | None:
             return None
     return None
 
-
-@dataclass
-class Advice:
-    doc: dict
-    answers: list[Answer] = field(default_factory=list)
 
 
 def _answer_doc(a: Answer, current_cost: float | None, parts: dict) -> dict:
