@@ -390,9 +390,14 @@ class VolumeSearch:
             current = vol.choice(levels)
             if current is None:
                 continue
-            value = self.predict([(name, current.profile()), ("dbtier_ref", ref)], where)
-            out.append((current, value))
-            self.progress(self.predictions, f"{name} on {current.describe()}")
+
+            def judged(c: Choice) -> float | None:  # the volume on this choice, the rest on the reference
+                v = self.predict([(name, c.profile()), ("dbtier_ref", ref)], where)
+                out.append((c, v))
+                self.progress(self.predictions, f"{name} on {c.describe()}")
+                return v
+
+            value = judged(current)
             for _ in range(MAX_STEPS):
                 best = None
                 for k in vol.dims:
@@ -400,9 +405,7 @@ class VolumeSearch:
                     c = vol.choice(step)
                     if c is None:
                         continue
-                    v = self.predict([(name, c.profile()), ("dbtier_ref", ref)], where)
-                    out.append((c, v))
-                    self.progress(self.predictions, f"{name} on {c.describe()}")
+                    v = judged(c)
                     if v is not None and value is not None and self._gain(v, value) >= STEP_GAIN and (
                             best is None or self._gain(v, value) / max(c.cost - current.cost, 1e-6)
                             > self._gain(best[2], value) / max(best[1].cost - current.cost, 1e-6)):
