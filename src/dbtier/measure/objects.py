@@ -19,16 +19,18 @@ TOAST_SUFFIX = " (TOAST)"
 NAMES_QUERY = f"""
 SELECT (SELECT oid FROM pg_database WHERE datname = current_database()),
        pg_relation_filenode(c.oid), c.relisshared,
-       CASE WHEN n.nspname = 'pg_toast' THEN coalesce(owner.relname, c.relname) || '{TOAST_SUFFIX}'
+       CASE WHEN n.nspname = 'pg_toast' THEN coalesce(owner.relname, index_owner.relname, c.relname) || '{TOAST_SUFFIX}'
             ELSE c.relname END,
        CASE WHEN n.nspname IN ('pg_catalog', 'information_schema') THEN 'catalog'
             WHEN n.nspname = 'pg_toast' THEN 'toast'
             ELSE CASE c.relkind WHEN 'r' THEN 'table' WHEN 'i' THEN 'index' WHEN 'S' THEN 'sequence'
                                 WHEN 'm' THEN 'matview' WHEN 't' THEN 'toast' ELSE c.relkind::text END END
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-LEFT JOIN pg_class owner ON owner.reltoastrelid = c.oid OR
-     (n.nspname = 'pg_toast' AND c.relkind = 'i' AND owner.reltoastrelid =
-        (SELECT indrelid FROM pg_index WHERE indexrelid = c.oid))
+-- a TOAST table's owner, and a TOAST index's (through its TOAST table): equality joins, so a catalog
+-- of thousands of relations is named in milliseconds (an OR in one join made it a nested loop)
+LEFT JOIN pg_class owner ON owner.reltoastrelid = c.oid
+LEFT JOIN pg_index toast_index ON n.nspname = 'pg_toast' AND c.relkind = 'i' AND toast_index.indexrelid = c.oid
+LEFT JOIN pg_class index_owner ON index_owner.reltoastrelid = toast_index.indrelid
 WHERE pg_relation_filenode(c.oid) IS NOT NULL
 """
 
