@@ -7,12 +7,17 @@ predicted layout is then run live on the emulated devices and the two compared: 
 a workload's phases), or tpm for oltp. Direct and buffered I/O both appear.
 
 Prints one row per case, the error statistics, and the replay's speed with the trace's size.
-Run: python bench/predict_accuracy.py [--only WORKLOAD ...] [--json PATH]   (about 20 minutes)"""
+--save writes the cases of the other layouts into src/dbtier/prediction/measured_error.json: the
+predictor's measured error, from which `dbtier advise --catalog` takes each answer's likely range
+live and its risk of missing a target.
+
+Run: python bench/predict_accuracy.py [--only WORKLOAD ...] [--json PATH] [--save]   (about 20 minutes)"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -70,10 +75,30 @@ def predicted_headline(doc: dict, workload: str) -> tuple[float, float]:
             sum(p["recorded"]["elapsed_s"] for p in doc["phases"]))
 
 
+ERRORS = Path(__file__).resolve().parent.parent / "src" / "dbtier" / "prediction" / "measured_error.json"
+
+
+def save_errors(rows: list[dict]) -> None:
+    """This bench's cases (the other layouts) in place of those it wrote before; other benches' kept."""
+    commit = subprocess.run(["git", "-C", str(ERRORS.parent), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or "unknown"
+    doc = json.loads(ERRORS.read_text())
+    doc["sources"]["predict_accuracy"] = {"bench": "bench/predict_accuracy.py", "commit": commit,
+                                          "date": time.strftime("%Y-%m-%d"), "host": f"{os.cpu_count()}-core host",
+                                          "devices": ", ".join(d.split("=")[1] for d in DEVICES[1::2])}
+    doc["cases"] = [c for c in doc["cases"] if c["source"] != "predict_accuracy"] + [
+        {"source": "predict_accuracy", "workload": r["workload"], "layout": r["layout"],
+         "figure": "tpm" if r["figure"] == "tpm" else "elapsed", "predicted": r["predicted"], "live": r["live"]}
+        for r in rows if r["layout"] != "as recorded"]
+    ERRORS.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"wrote {ERRORS}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", nargs="*", help="workload names (first column) to run")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--save", action="store_true", help="write the cases into the package's measured errors")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="dbtier-predict-bench-"))
     rows, speeds, latencies = [], [], []
@@ -118,6 +143,8 @@ def main() -> None:
                       f"live {live:10.3f} err {err:+6.1f}%", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if args.save:
+        save_errors(rows)
     moved = [abs(r["error%"]) for r in rows if r["layout"] != "as recorded"]
     same = [abs(r["error%"]) for r in rows if r["layout"] == "as recorded"]
     print()

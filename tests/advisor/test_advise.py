@@ -187,6 +187,7 @@ def test_every_placement_is_tried_when_few_objects():
     (["{run}", "--fast", "ssd=ssd-sata-mlc", "--cost", "fast=1", "--max-cost", "3"], "give both prices"),
     (["{run}", "--fast", "ssd=ssd-sata-mlc", "--cost", "fast=1,slow=0.1", "--max-cost", "0.000001"], "give at least"),
     (["{run}", "--fast", "ssd=ssd-sata-mlc", "--budget", "1GB", "--verify", "99"], "--verify 99"),
+    (["{run}", "--fast", "ssd=ssd-sata-mlc", "--budget", "1GB", "--risk", "0.2"], "--risk and --duration go with --catalog"),
     (["{run}", "--fast", "ssd=real", "--budget", "1GB"], "no model to predict with"),
     (["{missing}", "--fast", "ssd=ssd-sata-mlc", "--budget", "1GB"], "is not a directory"),
 ])

@@ -29,6 +29,7 @@ from dbtier.devices import profile as profiles
 from dbtier.devices.profile import Profile
 from dbtier.engines.postgres.placement import ROLES, Placement
 from dbtier.errors import UserError
+from dbtier.prediction import error as prediction_error
 from dbtier.prediction.replay import Predictor
 from dbtier.prediction.scenario import Scenario
 
@@ -49,6 +50,8 @@ TOP = 5
 TIE = 0.01
 #: a combination estimated this close to the target is predicted whole as if it met it
 ESTIMATE_MARGIN = 0.05
+#: --risk: the largest share of the predictor's measured errors under which an answer may miss the target
+RISK = 0.10
 
 
 # -- the question -----------------------------------------------------------------------------------
@@ -74,7 +77,14 @@ class Target:
         unit = {"elapsed": " s", "tps": " tps", "tpm": " tpm", "p99": " ms"}[self.figure]
         name = "p99" + (f" of {self.script}" if self.script else "") if self.figure == "p99" else \
             "elapsed" if self.figure == "elapsed" else ""
-        return f"{name} {value:,.3g}{unit}".strip() if name else f"{value:,.4g}{unit}"
+        return f"{name} {_digits(value, 3)}{unit}".strip() if name else f"{_digits(value, 4)}{unit}"
+
+
+def _digits(value: float, significant: int) -> str:
+    """A figure to a few significant digits, never in exponent form (34,130 tps, 0.0736 s)."""
+    if abs(value) >= 10 ** (significant - 1):
+        return f"{value:,.0f}"
+    return f"{value:,.{significant}g}"
 
 
 _TARGET = re.compile(r"^\s*(?P<fig>elapsed|tps|tpm|p99)(?:\[(?P<script>[^\]]+)\])?\s*(?P<op><=|>=)\s*"
@@ -309,8 +319,16 @@ class Answer:
     cost: float
     estimate: float | None = None
     value: float | None = None      # predicted whole
-    met: bool | None = None
+    met: bool | None = None         # the prediction meets the target
     taken: frozenset = frozenset()  # the recorded run's device names
+    interval: tuple[float, float] | None = None  # the live figure it likely stands for (the measured error)
+    risk: float | None = None       # the share of the measured errors under which it misses the target
+    max_risk: float = RISK
+
+    @property
+    def safe(self) -> bool:
+        """Predicted to meet the target, and missing it under few enough of the measured errors."""
+        return bool(self.met) and self.risk is not None and self.risk <= self.max_risk
 
     def name(self, block: frozenset) -> str:
         return volume_name(block, self.taken)
@@ -337,8 +355,9 @@ class Answer:
 
 class VolumeSearch:
     def __init__(self, predictor: Predictor, rec, catalog: Catalog, target: Target | None, max_cost: float | None,
-                 most: int, credits: float | None, progress=lambda _n, _what: None):
+                 most: int, credits: float | None, progress=lambda _n, _what: None, max_risk: float = RISK):
         self.predictor, self.rec, self.catalog = predictor, rec, catalog
+        self.max_risk = max_risk
         self.target, self.max_cost, self.most, self.credits = target, max_cost, most, credits
         self.progress = progress
         self.predictions = 0
@@ -346,7 +365,8 @@ class VolumeSearch:
         self.whole: list[Answer] = []
         self.recorded = [(n, p) for n, p in rec.lab.devices]
         self.taken = frozenset(n for n, _p in self.recorded)
-        self.higher = target.higher if target else headline([{"recorded": p} for p in rec.phases], "recorded")[2]
+        metric, _value, self.higher = headline([{"recorded": p} for p in rec.phases], "recorded")
+        self.errors = prediction_error.for_figure(target.figure if target else metric.split()[0])
 
     # one prediction
     def predict(self, volumes: list[tuple[str, Profile]], where: dict[str, str]) -> float | None:
@@ -454,9 +474,14 @@ class VolumeSearch:
             a.value = self.predict([(a.name(b), c.profile()) for b, c in zip(a.layout, a.choices)],
                                    {p: a.name(b) for b in a.layout for p in b})
             a.met = self.target.met(a.value) if self.target else None
+            if a.value is not None:
+                a.interval = self.errors.interval(a.value)
+                if self.target is not None:
+                    a.risk = self.errors.misses(a.value, self.target.met) / self.errors.cases
+                    a.max_risk = self.max_risk
             self.whole.append(a)
             self.progress(self.predictions, a.place_text())
-            if self.target is not None and sum(1 for w in self.whole if w.met) >= TOP:
+            if self.target is not None and sum(1 for w in self.whole if w.safe) >= TOP:
                 break
         return {"seconds": time.perf_counter() - started, "combinations": len(candidates)}
 
@@ -478,11 +503,13 @@ class VolumeSearch:
         return self.reference + sum(v - self.reference for v in values)
 
     def ranked(self) -> list[Answer]:
-        """The answers predicted whole: those meeting the target cheapest first (then the rest, best
-        first); with --max-cost, the best performance first."""
+        """The answers predicted whole: those meeting the target within the risk cheapest first, then
+        those meeting it at a greater risk (least risk first), then the rest, best first; with
+        --max-cost, the best performance first."""
         if self.target is not None:
             sign = -1 if self.higher else 1
-            return sorted(self.whole, key=lambda a: (not a.met, a.cost if a.met else sign * (a.value or 0)))
+            return sorted(self.whole, key=lambda a: (0, a.cost) if a.safe else (1, a.risk, a.cost) if a.met
+                          else (2, sign * (a.value or 0)))
         sign = -1 if self.higher else 1
         return sorted(self.whole, key=lambda a: (a.value is None, sign * (a.value or 0), a.cost))
 
@@ -532,6 +559,7 @@ def _answer_doc(a: Answer, current_cost: float | None, parts: dict) -> dict:
                         for b, c in zip(a.layout, a.choices)],
             "cost": a.cost, "saving": current_cost - a.cost if current_cost is not None else None,
             "value": a.value, "estimate": a.estimate, "met": a.met, "place": a.place_text(),
+            "interval": list(a.interval) if a.interval else None, "risk": a.risk,
             "devices": a.device_args()}
 
 
@@ -562,25 +590,34 @@ def sustained(search: VolumeSearch, a: Answer, duration_s: float) -> list[str]:
     value_full = figure(search.target, full.phases)
     out = []
     elapsed = sum(ph["predicted"]["elapsed_s"] for ph in full.phases)
+    fig = search.target.describe if search.target else (lambda v: _digits(v, 4))
+
+    def demand(name: str, keys: tuple[str, str]) -> float:  # the run's average on this volume, per second
+        done = sum((d["iostat"][keys[0]] + d["iostat"][keys[1]]) * ph["predicted"]["elapsed_s"]
+                   for ph in full.phases for d in ph["predicted"]["devices"] if d["device"] == name)
+        return done / elapsed if elapsed > 0 else 0.0
+
     for name, c, p in bursting:
-        rows = [d for ph in full.phases for d in ph["predicted"]["devices"] if d["device"] == name]
-        ios = sum((d["iostat"]["r/s"] + d["iostat"]["w/s"]) * ph["predicted"]["elapsed_s"]
-                  for ph in full.phases for d in ph["predicted"]["devices"] if d["device"] == name)
-        demand = ios / elapsed if elapsed > 0 and rows else 0.0
-        base, burst, credits = p["iops"], p["burst_iops"], p["burst_credits"]
         what = f"{name} ({c.describe()})"
-        if not burst or demand <= base:
-            out.append(f"{what}: at this run's {demand:,.0f} IOPS it stays within its {base:,.0f}-IOPS baseline; "
-                       "its credits are never spent")
-            continue
-        lasts = credits / (min(demand, burst) - base)
-        if lasts >= duration_s:
-            out.append(f"{what}: its burst credits last {_span(lasts)} at this run's {demand:,.0f} IOPS, past the "
-                       f"{_span(duration_s)} asked")
-            continue
-        fig = search.target.describe if search.target else (lambda v: f"{v:,.4g}")
-        out.append(f"{what}: {min(demand, burst):,.0f} IOPS for {_span(lasts)}, then {base:,.0f}: "
-                   f"{fig(value_full)} becomes {fig(value_empty)} with its credits spent")
+        # (the baseline, the burst, the bucket, the run's demand, the unit): I/O credits, then throughput's
+        buckets = [(p["iops"], p.get("burst_iops") or 0, p.get("burst_credits") or 0, demand(name, ("r/s", "w/s")),
+                    "IOPS", "credits"),
+                   (p["mb_s"], p.get("burst_mb_s") or 0, p.get("burst_mb") or 0, demand(name, ("rMB/s", "wMB/s")),
+                    "MB/s", "throughput credits")]
+        for base, burst, bucket, need, unit, credits in buckets:
+            if not burst or not bucket:
+                continue
+            if need <= base:
+                out.append(f"{what}: at this run's {need:,.0f} {unit} it stays within its {base:,.0f}-{unit} baseline; "
+                           f"its {credits} are never spent")
+                continue
+            lasts = bucket / (min(need, burst) - base)
+            if lasts >= duration_s:
+                out.append(f"{what}: its burst {credits} last {_span(lasts)} at this run's {need:,.0f} {unit}, past "
+                           f"the {_span(duration_s)} asked")
+                continue
+            out.append(f"{what}: {min(need, burst):,.0f} {unit} for {_span(lasts)}, then {base:,.0f}: "
+                       f"{fig(value_full)} becomes {fig(value_empty)} with its {credits} spent")
     return out
 
 
@@ -593,7 +630,8 @@ def _span(seconds: float) -> str:
 
 
 def advise(rec, catalog: Catalog, target: Target | None, max_cost: float | None, most: int = 3,
-           duration_s: float | None = None, workspace=None, progress=lambda _n, _what: None) -> tuple[dict, list]:
+           duration_s: float | None = None, workspace=None, progress=lambda _n, _what: None,
+           max_risk: float = RISK) -> tuple[dict, list]:
     """The advice as a result document, and its answers (Answer) best first."""
     from dbtier.advisor.candidates import candidates as find_candidates
 
@@ -603,6 +641,9 @@ def advise(rec, catalog: Catalog, target: Target | None, max_cost: float | None,
                         "to spend a month)")
     if max_cost is not None and not (max_cost > 0 and math.isfinite(max_cost)):
         raise UserError(f"--max-cost {max_cost:g}: give the most to spend a month, above 0")
+    if not 0 <= max_risk < 1:
+        raise UserError(f"--risk {max_risk:g}: the share of the predictor's measured errors an answer may miss "
+                        "the target under, from 0 to below 1 (0.1: one in ten)")
     if not 1 <= most <= 4:
         raise UserError(f"--volumes {most}: from 1 to 4 (data, indexes, the WAL and temp each on its own)")
     if not catalog.priced():
@@ -611,13 +652,17 @@ def advise(rec, catalog: Catalog, target: Target | None, max_cost: float | None,
     elapsed = sum(p["elapsed_s"] for p in rec.phases)
     sustained_run = duration_s is not None and duration_s > elapsed
     current_value = check_target(target, predictor, rec, 0.0 if sustained_run else None)
-    search = VolumeSearch(predictor, rec, catalog, target, max_cost, most, 0.0 if sustained_run else None, progress)
+    search = VolumeSearch(predictor, rec, catalog, target, max_cost, most, 0.0 if sustained_run else None, progress,
+                          max_risk)
     parts = parts_of(find_candidates(rec))
     info = search.run(parts)
     ranked = search.ranked()
     current = [(n, p, price_of(p, catalog)) for n, p in rec.lab.devices]
     current_cost = sum(c.cost for _n, _p, c in current) if all(c for _n, _p, c in current) else None
-    meeting = [a for a in ranked if a.met] if target is not None else ranked
+    meeting = [a for a in ranked if a.safe] if target is not None else ranked
+    risky = not meeting and target is not None and any(a.met for a in ranked)
+    if risky:  # predicted to meet it, each at a greater risk than asked: the least risky, said so
+        meeting = [a for a in ranked if a.met]
     if not meeting:
         sign = -1 if search.higher else 1
         best = min((a for a in ranked if a.value is not None), key=lambda a: (sign * a.value, a.cost), default=None)
@@ -630,7 +675,7 @@ def advise(rec, catalog: Catalog, target: Target | None, max_cost: float | None,
                         f"{reach}")
     rec_answer = meeting[0]
     metric = headline([{"recorded": p} for p in rec.phases], "recorded")[0]
-    fig = target.describe if target else (lambda v: f"{v:,.4g} {metric}")
+    fig = target.describe if target else (lambda v: f"{_digits(v, 4)} {metric}")
     if target is not None:
         if current_cost is not None and target.met(current_value) and rec_answer.cost < current_cost:
             finding = (f"Over-provisioned: {fig(rec_answer.value)} (the target: {target.text}) for "
@@ -646,7 +691,20 @@ def advise(rec, catalog: Catalog, target: Target | None, max_cost: float | None,
             finding = f"The least that meets {target.text}: ${rec_answer.cost:,.2f} a month, {fig(rec_answer.value)}"
     else:
         finding = f"The best at or under ${max_cost:,.2f} a month: {fig(rec_answer.value)} for ${rec_answer.cost:,.2f}"
+    if rec_answer.interval:
+        lo, hi = rec_answer.interval
+        finding += f" (live, likely {fig(lo)} to {fig(hi)}"
+        finding += (")" if target is None else
+                    "; it meets the target under every one of the predictor's measured errors)" if not rec_answer.risk
+                    else f"; it misses the target under {rec_answer.risk:.0%} of the predictor's measured errors)")
+    if risky:
+        finding += (f". Every answer predicted to meet {target.text} misses it under more than {max_risk:.0%} of the "
+                    f"predictor's measured errors: give --risk {rec_answer.risk:.2f} to accept this one, or a looser target")
     notes = [f"each volume is sized {HEADROOM - 1:.0%} above what its parts took at the end of the run, for growth",
+             f"'likely live' is the range a prediction stood for under the predictor's measured error ({search.errors.about}), "
+             f"its {prediction_error.TAIL:.0%} extremes left out each side"
+             + (f"; an answer is taken when fewer than {max_risk:.0%} of those errors would make it miss the target"
+                if target is not None else ""),
              "prices are the catalogue's, read " + catalog.read + f" ({catalog.region}); 'dbtier catalog "
              + catalog.name + "' gives each one's source"]
     if not sustained_run and any(_bursts(a) for a in [rec_answer, *meeting[1:TOP + 1]]):
@@ -668,7 +726,8 @@ def advise(rec, catalog: Catalog, target: Target | None, max_cost: float | None,
                     "currency": catalog.currency},
         "target": {"text": target.text, "figure": target.figure, "value": target.value, "script": target.script}
         if target else None,
-        "max_cost": max_cost, "volumes_most": most, "duration_s": duration_s,
+        "max_cost": max_cost, "volumes_most": most, "duration_s": duration_s, "max_risk": max_risk,
+        "error": {"about": search.errors.about, "cases": search.errors.cases, "figure": search.errors.figure},
         "higher_is_better": search.higher,
         "metric": headline([{"recorded": p} for p in rec.phases], "recorded")[0] if target is None else target.figure,
         "current": {"devices": [{"name": n, "profile": p.name, "monthly": c.cost if c else None} for n, p, c in current],
@@ -681,6 +740,8 @@ def advise(rec, catalog: Catalog, target: Target | None, max_cost: float | None,
         "parts": parts,
         "search": {"predictions": search.predictions, "seconds": time.perf_counter() - started,
                    "combinations": info.get("combinations", 0), "predicted_whole": len(search.whole),
+                   "answers": [{"cost": a.cost, "value": a.value, "met": a.met, "risk": a.risk, "place": a.place_text()}
+                               for a in ranked],
                    "method": "each part's volume judged alone on each offer, climbed step by step in IOPS, "
                              "throughput or size; every layout on at most "
                              f"{most} volumes combined from those choices, estimated, priced; the best "

@@ -28,6 +28,9 @@ VERIFY_MAX = 10
                    "p99<=20ms or p99[SCRIPT]<=20ms")
 @click.option("--volumes", "most_volumes", type=int, default=3, show_default=True, metavar="N",
               help="with --catalog, at most this many volumes (data, indexes, the WAL, temp)")
+@click.option("--risk", "max_risk", type=float, metavar="FRACTION",
+              help="with --catalog and --target, the largest share of the predictor's measured errors under which "
+                   "the advice may miss the target (default 0.1; 0: none of them)")
 @click.option("--duration", metavar="TIME",
               help="with --catalog, how long production sustains this load (24h): burst credits are judged spent "
                    "when the run is shorter, and the advice says when they would run out")
@@ -48,8 +51,8 @@ VERIFY_MAX = 10
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="also write the advice as JSON here")
 @click.option("-q", "--quiet", is_flag=True, help="print only errors and the advice's directory")
 @click.option("--wide", is_flag=True, help="print every column, however narrow the terminal")
-def advise(run_dir: Path | None, from_stats: Path | None, fast, catalog_name, target, most_volumes, duration, slow,
-           budget, cost, max_cost, verify, workspace, output, json_path, quiet, wide) -> None:
+def advise(run_dir: Path | None, from_stats: Path | None, fast, catalog_name, target, most_volumes, max_risk, duration,
+           slow, budget, cost, max_cost, verify, workspace, output, json_path, quiet, wide) -> None:
     """Where should limited fast storage go? Advice from a recorded run, predicted and verified.
 
     \b
@@ -92,10 +95,10 @@ def advise(run_dir: Path | None, from_stats: Path | None, fast, catalog_name, ta
         if from_stats is not None or fast or slow or budget or cost:
             raise UserError("--catalog chooses the volumes itself: give it with --target or --max-cost, without "
                             "--fast, --slow, --budget, --cost or --from-stats")
-        return _catalog(run_dir, catalog_name, target, max_cost, most_volumes, duration, verify, workspace, output,
-                        json_path, quiet, wide)
-    if target is not None or duration is not None:
-        raise UserError("--target and --duration go with --catalog (which volumes to buy)")
+        return _catalog(run_dir, catalog_name, target, max_cost, most_volumes, max_risk, duration, verify, workspace,
+                        output, json_path, quiet, wide)
+    if target is not None or duration is not None or max_risk is not None:
+        raise UserError("--target, --risk and --duration go with --catalog (which volumes to buy)")
     if fast is None:
         raise UserError("give --fast NAME=PROFILE (where limited fast storage should go) or --catalog NAME (which "
                         "volumes to buy)")
@@ -196,8 +199,8 @@ def _from_stats(run_dir, delta_path, fast, slow, budget, cost, max_cost, verify,
     productionview.show_estimate(out, doc)
 
 
-def _catalog(run_dir, catalog_name, target, max_cost, most, duration, verify, workspace, output, json_path, quiet,
-             wide) -> None:
+def _catalog(run_dir, catalog_name, target, max_cost, most, max_risk, duration, verify, workspace, output, json_path,
+             quiet, wide) -> None:
     if run_dir is None:
         raise UserError("give the run directory to advise on (dbtier run ... --trace printed it)")
     if verify < 0 or verify > VERIFY_MAX:
@@ -228,7 +231,8 @@ def _catalog(run_dir, catalog_name, target, max_cost, most, duration, verify, wo
     with progress_for(out, quiet) as progress:
         progress.phase("predicting volumes")
         doc, answers = volumes.advise(rec, cat, goal, max_cost, most, span, ws,
-                                       lambda n, what: progress.phase(f"predicting volumes: {n:,} so far ({what})"))
+                                       lambda n, what: progress.phase(f"predicting volumes: {n:,} so far ({what})"),
+                                       volumes.RISK if max_risk is None else max_risk)
     with make_run_dir(output, f"advise-{doc['workload']}", ws) as folder:
         from dbtier.advisor import migration
         from dbtier.advisor.candidates import candidates
@@ -262,7 +266,9 @@ def _migration_line(m: dict) -> str:
     secs = [x["seconds"] for x in moves]
     time_text = f", about {sum(secs):,.1f} s of copying" if moves and None not in secs else ""
     extra = (" and the WAL (with the server stopped)" if m["wal"] else "") + (", temp's tablespace" if m["temp"] else "")
-    return (f"migration.sql: {len(m['new_devices'])} tablespaces to make, {len(moves)} moves of "
+    made = len(m["new_devices"])
+    return (f"migration.sql: {made} tablespace{'' if made == 1 else 's'} to make, {len(moves)} "
+            f"move{'' if len(moves) == 1 else 's'} of "
             f"{fmt_bytes(sum(x['bytes'] for x in moves))}{time_text}{extra}; each holds a lock while it copies")
 
 
@@ -285,5 +291,6 @@ def _verify_volumes(rec, answers, goal, output, workspace, ws, out, quiet) -> li
         measured = volumes.measured_figure(goal, r)
         out_rows.append({"label": r["label"], "run_dir": r["run_dir"], "devices": a.device_args(), "place": a.place_text(),
                          "cost": a.cost, "predicted": a.value, "measured": measured,
+                         "interval": list(a.interval) if a.interval else None,
                          "met": goal.met(measured) if goal else None})
     return out_rows

@@ -195,30 +195,43 @@ def volume_verify_data(doc: dict) -> TableData | None:
     rows = []
     for v in doc.get("verify") or []:
         err = (v["predicted"] - v["measured"]) / v["measured"] if v["measured"] and v["predicted"] else None
-        rows.append([v["label"], f"${v['cost']:,.2f}", _fig(doc, v["predicted"]), _fig(doc, v["measured"]),
+        rows.append([v["label"], f"${v['cost']:,.2f}", _fig(doc, v["predicted"]), _likely(doc, v), _fig(doc, v["measured"]),
                      "-" if err is None else f"{err:+.1%}",
                      "yes" if v["met"] else "no" if v["met"] is False else "-", v["run_dir"]])
     if not rows:
         return None
-    return TableData(["", "a month", "predicted", "measured", "error", "meets", "run directory"], rows,
-                     "the answers run live on the emulated volumes", (0, 6))
+    return TableData(["", "a month", "predicted", "likely live", "measured", "error", "meets", "run directory"], rows,
+                     "the answers run live on the emulated volumes", (0, 7))
+
+
+def _likely(doc: dict, a: dict) -> str:
+    lo_hi = a.get("interval")
+    return "-" if not lo_hi else f"{_fig(doc, lo_hi[0])} to {_fig(doc, lo_hi[1])}"
 
 
 def volume_answers_data(doc: dict) -> TableData:
+    target = doc.get("target")
     rows = []
     for i, a in enumerate([doc["recommended"], *doc["alternatives"]]):
         vols = "; ".join(f"{v['name']}: {v['provisioned']}" for v in a["volumes"])
         saving = "-" if a["saving"] is None else f"{'-' if a['saving'] < 0 else ''}${abs(a['saving']):,.2f}"
-        rows.append(["advised" if i == 0 else f"#{i + 1}", vols, f"${a['cost']:,.2f}", saving,
-                     _fig(doc, a["value"]), "yes" if a["met"] else "no" if a["met"] is False else "-"])
+        row = ["advised" if i == 0 else f"#{i + 1}", vols, f"${a['cost']:,.2f}", saving, _fig(doc, a["value"]),
+               _likely(doc, a)]
+        if target:
+            row += ["yes" if a["met"] else "no" if a["met"] is False else "-",
+                    "-" if a.get("risk") is None else f"{a['risk']:.0%}"]
+        rows.append(row)
     cur = doc["current"]
-    rows.append(["recorded", "; ".join(f"{d['name']}: {d['profile']}" for d in cur["devices"]),
-                 "-" if cur["cost"] is None else f"${cur['cost']:,.2f}", "-", _fig(doc, cur["value"]),
-                 "yes" if cur["met"] else "no" if cur["met"] is False else "-"])
-    target = doc["target"]["text"] if doc.get("target") else "-"
-    return TableData(["", "volumes (provisioned)", "a month", "saving", "predicted", f"meets {target}"], rows,
-                     f"the answers predicted whole, from catalogue {doc['catalog']['name']} "
-                     f"({doc['catalog']['region']}, prices read {doc['catalog']['read']})", 2)
+    row = ["recorded", "; ".join(f"{d['name']}: {d['profile']}" for d in cur["devices"]),
+           "-" if cur["cost"] is None else f"${cur['cost']:,.2f}", "-", _fig(doc, cur["value"]), "-"]
+    if target:
+        row += ["yes" if cur["met"] else "no" if cur["met"] is False else "-", "-"]
+    rows.append(row)
+    head = ["", "volumes (provisioned)", "a month", "saving", "predicted", "likely live"]
+    if target:
+        head += [f"meets {target['text']}", "risk of missing"]
+    return TableData(head, rows, f"the answers predicted whole, from catalogue {doc['catalog']['name']} "
+                                 f"({doc['catalog']['region']}, prices read {doc['catalog']['read']})", 2)
 
 
 def volume_curve_data(doc: dict) -> TableData:
@@ -227,11 +240,23 @@ def volume_curve_data(doc: dict) -> TableData:
                      "the best figure predicted at each price: what the next dollar buys", (2,))
 
 
+def volume_chart(doc: dict) -> str:
+    from dbtier.report import charts  # matplotlib: only when a report is drawn
+
+    rec, target = doc["recommended"], doc.get("target")
+    unit = {"elapsed": "elapsed, s", "tps": "tps", "tpm": "tpm", "p99": "p99, ms"}
+    ylabel = unit.get(target["figure"], target["figure"]) if target else doc["metric"]
+    answers = [(a["cost"], a["value"], a["met"]) for a in doc["search"].get("answers", []) if a["value"] is not None]
+    return charts.cost_curve(answers, [(p["cost"], p["value"]) for p in doc["curve"]], (rec["cost"], rec["value"]),
+                             target["value"] if target else None, ylabel,
+                             f"{doc['workload']}: what each monthly price buys (catalogue {doc['catalog']['name']})")
+
+
 def volume_sections(doc: dict) -> list[Section]:
     s = doc["search"]
     text = volume_verdict(doc) + [f"Search: {s['method']}; {s['predictions']:,} predictions in {s['seconds']:.1f} s."] \
         + doc.get("notes", [])
-    return [Section(f"Which volumes to buy: {doc['workload']}", text=text,
+    return [Section(f"Which volumes to buy: {doc['workload']}", text=text, charts=[volume_chart(doc)],
                     tables=[t for t in (volume_answers_data(doc), volume_curve_data(doc), volume_verify_data(doc)) if t])]
 
 

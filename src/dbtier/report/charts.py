@@ -130,3 +130,34 @@ def budget_curve(fast_mb: list[float], speedup: list[float], budget_mb: float, c
     ax.legend(frameon=False, fontsize=9, loc="upper left")
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig)
+
+
+def cost_curve(answers: list[tuple[float, float, bool | None]], curve: list[tuple[float, float]],
+               chosen: tuple[float, float], target: float | None, ylabel: str, title: str) -> str:
+    """advise --catalog: every answer predicted whole as a dot at its monthly price (filled when it
+    meets the target), the best figure at each price as a step, the target as a line and the advice
+    as a larger dot; linear axes from 0 so a price twice as high looks it."""
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    if curve:  # held on to the dearest answer's price: what more money did not buy
+        xs, ys = zip(*sorted(curve))
+        end = max([xs[-1], *(c for c, _v, _m in answers)])
+        ax.step([*xs, end], [*ys, ys[-1]], where="post", color=COLORS[1], label="the best predicted at each price")
+    met = [(c, v) for c, v, m in answers if m is not False]
+    missed = [(c, v) for c, v, m in answers if m is False]
+    if met:
+        ax.plot(*zip(*met), "o", color=COLORS[1], markersize=4, label="answers predicted whole")
+    if missed:
+        ax.plot(*zip(*missed), "o", markerfacecolor="none", color=COLORS[1], markersize=4,
+                label="predicted whole, missing the target")
+    if target is not None:
+        ax.axhline(target, color=COLORS[2], linestyle="--", linewidth=1, label="the target")
+    ax.plot([chosen[0]], [chosen[1]], "o", color=COLORS[0], markersize=8, label="the advice")
+    ax.set_xlabel("monthly price")
+    ax.set_ylabel(ylabel)
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _p: f"${v:,.2f}" if v < 10 else f"${v:,.0f}"))
+    ax.set_title(title, fontsize=11)
+    ax.legend(frameon=False, fontsize=8, loc="best")
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig)
