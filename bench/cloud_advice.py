@@ -1,7 +1,10 @@
 """How good `dbtier advise --catalog` is: its answer against the cheapest layout found by running a
 grid of volumes live.
 
-Each workload is recorded once, traced, on a gp3 volume at its baseline. The grid is run live on the
+Four workloads: oltp (tpm), pgbench (the p99 of its transactions), a reporting `run sql` (aggregates,
+index ranges and a top-N over a 300,000-row table; elapsed) and an imported production workload (a
+production server's log, pgbench paced and reporting sessions, imported and replayed as fast as it
+goes; elapsed). Each workload is recorded once, traced, on a gp3 volume at its baseline. The grid is run live on the
 emulated volumes: three offers of the AWS catalogue (gp3, io2, gp2), three provisioning steps each,
 two layouts (everything on one volume; the WAL on a second volume of the same offer and step): 18
 runs. The target is set from the grid itself, so that some meet it and some do not, well clear of
@@ -42,12 +45,46 @@ GRID = {
 }
 PROFILES = {"gp3": "ebs-gp3", "io2": "ebs-io2-64k", "gp2": "ebs-gp2-100g"}
 
-#: name, workload and its options, the target's figure
+REPORTING_SETUP = """
+CREATE TABLE sales (id bigint, region int, day date, amount numeric(12,2), pad text);
+INSERT INTO sales SELECT g, g % 40, date '2025-01-01' + (g % 700), (g * 7919 % 100000) / 100.0, repeat('x', 120)
+  FROM generate_series(1, 300000) g;
+CREATE INDEX sales_day ON sales (day);
+ANALYZE sales;
+"""
+#: a reporting session: whole-table aggregates, ranges read through the index, a top-N sort
+REPORTING_RUN = "".join(f"""
+SELECT region, sum(amount), count(*) FROM sales GROUP BY region ORDER BY 2 DESC;
+SELECT count(*), avg(amount) FROM sales WHERE day BETWEEN date '2025-01-01' + {k * 60} AND date '2025-01-01' + {k * 60 + 20};
+SELECT id, amount FROM sales WHERE region = {k} ORDER BY amount DESC LIMIT 10;
+""" for k in range(3))
+
+
+def reporting(work: Path) -> list[str]:
+    (work / "reporting-setup.sql").write_text(REPORTING_SETUP)
+    (work / "reporting-run.sql").write_text(REPORTING_RUN)
+    return ["--setup", str(work / "reporting-setup.sql"), "--run", str(work / "reporting-run.sql"), "--cache", "16MB"]
+
+
+def imported_production(work: Path) -> list[str]:
+    """A production server on a gp3 (pgbench paced at 60 tps on 4 clients, three reporting sessions,
+    2 minutes), its log imported; replayed as fast as it goes from the dump taken as the capture began."""
+    from replay_fidelity import production  # the same production as bench/replay_fidelity.py, smaller
+
+    from dbtier.production.importlog import import_logs
+    prod = production(work, 2.0, rate=60, scale=4, device="prod=ebs-gp3")
+    import_logs(prod["logs"], work / "captured")
+    return [str(work / "captured"), "--restore", str(work / "production.dump"), "--speed", "max",
+            "--set", "max_connections=40", "--cache", "16MB"]
+
+
+#: name, workload and its options (or what makes them), the target's figure
 WORKLOADS = [
     ("oltp", "oltp", ["--items", "5000", "--customers", "300", "--clients", "2", "--duration", "20", "--warmup", "2",
                       "--cache", "8MB"], "tpm"),
     ("pgbench", "pgbench", ["-i", "-s", "4", "-c", "4", "-T", "20"], "p99"),
-    ("reporting sql", "index-range", ["--rows", "60000", "--io-mode", "direct"], "elapsed"),
+    ("reporting sql", "sql", reporting, "elapsed"),
+    ("imported production", "replay", imported_production, "elapsed"),
 ]
 QUICK = {"oltp": ["--duration", "6"], "pgbench": ["-T", "6"]}
 
@@ -93,9 +130,11 @@ def live(name: str, workload: str, opts: list[str], devices: list[str], place: s
     return json.loads(json_path.read_text()), seconds
 
 
-def bench(name: str, workload: str, opts: list[str], kind: str, work: Path, ws: Path) -> dict:
+def bench(name: str, workload: str, opts, kind: str, work: Path, ws: Path) -> dict:
     out = work / name.replace(" ", "-")
     out.mkdir()
+    if callable(opts):
+        opts = opts(out)
     _, _ = dbtier("run", workload, *opts, "-d", BASE, "--trace", "-q", "--workspace", str(ws), "-o", str(out / "rec"))
     run_dir = next((out / "rec").iterdir())
     grid, grid_s = [], 0.0

@@ -70,26 +70,27 @@ LAYOUTS = {"all on the SSD": ((["ssd=ssd-sata-mlc"], []), (["hdd=ssd-sata-mlc"],
                               (["ssd=ssd-sata-mlc"], ["data=hdd,wal=ssd"]))}
 
 
-def _reporter(dsn: str, seed: int, deadline: float, counts: list[int]) -> None:
+def _reporter(dsn: str, seed: int, deadline: float, counts: list[int], scale: int) -> None:
     rng = random.Random(seed)
     with psycopg.connect(dsn, autocommit=True, application_name=f"report-{seed}") as conn:
         while time.monotonic() < deadline:
-            conn.execute(rng.choice(REPORTS), {"lo": rng.randint(1, SCALE * 100000 - 50000), "bid": rng.randint(1, SCALE)})
+            conn.execute(rng.choice(REPORTS), {"lo": rng.randint(1, scale * 100000 - 50000), "bid": rng.randint(1, scale)})
             counts[0] += 1
             time.sleep(min(THINK_S * rng.uniform(0.5, 1.5), max(0.0, deadline - time.monotonic())))
 
 
-def production(work: Path, minutes: float, rate: float | None = None) -> dict:
+def production(work: Path, minutes: float, rate: float | None = None, scale: int = SCALE,
+               device: str = PRODUCTION_DEVICE) -> dict:
     """The production run: its dump, its log files of the hour, and its own figures."""
     sets = as_sets(CAPTURE, STATISTICS)
     sets.update({"logging_collector": "on", "log_destination": "'csvlog'", "log_rotation_size": "0",
                  "max_connections": "40"})
-    with Lab(parse_all([PRODUCTION_DEVICE]), placement.parse([], ["hdd"]),
+    with Lab(parse_all([device]), placement.parse([], [device.split("=")[0]]),
              LabOptions(sets=sets), say=print) as lab:
         dsn = f"host={lab.cluster.socket_dir} port=5432 user=dbtier dbname=dbtier"
         pgbench = str(lab.install.exe("pgbench"))
-        print(f"loading pgbench at scale {SCALE} (emulation paused)")
-        subprocess.run([pgbench, "-i", "-q", "-s", str(SCALE), dsn], check=True, capture_output=True)
+        print(f"loading pgbench at scale {scale} (emulation paused)")
+        subprocess.run([pgbench, "-i", "-q", "-s", str(scale), dsn], check=True, capture_output=True)
         subprocess.run([str(lab.install.exe("pg_dump")), "-Fc", "-f", str(work / "production.dump"), dsn], check=True)
         lab.restart_cold()  # (a new log file, named to the second)
         time.sleep(1.1)  # so the rotation's file is another: the capture's alone
@@ -103,7 +104,7 @@ def production(work: Path, minutes: float, rate: float | None = None) -> dict:
         counts = [0]
         with lab.measure(label="production") as m:
             deadline = time.monotonic() + minutes * 60
-            threads = [threading.Thread(target=_reporter, args=(dsn, k, deadline, counts)) for k in range(REPORTERS)]
+            threads = [threading.Thread(target=_reporter, args=(dsn, k, deadline, counts, scale)) for k in range(REPORTERS)]
             for t in threads:
                 t.start()
             subprocess.run([pgbench, "-n", "-c", str(CLIENTS), "-j", "2", "-T", str(int(minutes * 60)), "-M",
