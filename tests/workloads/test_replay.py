@@ -116,6 +116,18 @@ def test_a_replay_run_is_predicted(replayed, tmp_path):
     doc = json.loads((tmp_path / "p.json").read_text())
     assert doc["kind"] == "prediction" and doc["workload"] == "replay"
     assert proc.stdout.strip()
+    # each statement class's latency, carried through the replay on the server process it ran on:
+    # every statement that completed is found, and the report's scan, cold on a disk, takes longer
+    result, _, _ = replayed
+    (phase,) = doc["phases"]
+    lat = phase["latency"]
+    done = {f"class {c['class_id']}": c for c in result["metrics"]["classes"] if c["count"] > c["errors"]}
+    assert set(lat) == set(done) and not any("could not be placed" in n for n in doc["notes"])
+    for name, c in done.items():
+        assert lat[name]["recorded"]["count"] == c["count"] - c["errors"]
+        assert lat[name]["recorded"]["p99_ms"] == pytest.approx(c["p99_ms"], rel=0.05, abs=0.05)
+    report = next(f"class {c['class_id']}" for c in result["metrics"]["classes"] if "LIKE" in c["normalized"])
+    assert lat[report]["predicted"]["p50_ms"] > 2 * lat[report]["recorded"]["p50_ms"]
 
 
 def test_its_experiment_runs_it_again(replayed, recorded, module_shm_dir, tmp_path):

@@ -122,5 +122,13 @@ def run(rec: Recording, devices: list[DeviceSpec], placements: list[tuple[str, P
             phases = result.get("phases") or [result]
             metric, value, higher = headline([{"measured": p} for p in phases], "measured")
             out.append({"label": label, "run_dir": str(folder.final), "metric": metric, "measured": value,
-                        "elapsed_s": result["elapsed_s"], "scripts": (result.get("metrics") or {}).get("scripts")})
+                        "elapsed_s": result["elapsed_s"], "scripts": _scripts(result.get("metrics") or {})})
     return out
+
+
+def _scripts(metrics: dict) -> dict | None:
+    """Each script's or transaction type's latency figures; a replay's per statement class ('class 12')."""
+    if metrics.get("scripts"):
+        return metrics["scripts"]
+    classes = metrics.get("classes")
+    return {f"class {c['class_id']}": c for c in classes} if classes else None

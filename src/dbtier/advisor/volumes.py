@@ -58,7 +58,8 @@ RISK = 0.10
 
 @dataclass(frozen=True)
 class Target:
-    """--target: elapsed<=SECONDS, tps>=N, tpm>=N, p99<=MS (p99[SCRIPT]<=MS for one script)."""
+    """--target: elapsed<=SECONDS, tps>=N, tpm>=N, p99<=MS (p99[NAME]<=MS for one transaction type,
+    script, or a replay's statement class: 'class 12')."""
     figure: str            # elapsed, tps, tpm, p99
     value: float           # seconds, per second, per minute, milliseconds
     script: str | None = None

@@ -25,7 +25,8 @@ VERIFY_MAX = 10
                    "with --target or --max-cost")
 @click.option("--target", metavar="SPEC",
               help="with --catalog, what the run must reach at least cost: elapsed<=120s, tps>=500, tpm>=20000, "
-                   "p99<=20ms or p99[SCRIPT]<=20ms")
+                   "p99<=20ms, or p99[NAME]<=20ms for one transaction type, pgbench script or replayed statement "
+                   "class ('p99[class 12]<=5ms')")
 @click.option("--volumes", "most_volumes", type=int, default=3, show_default=True, metavar="N",
               help="with --catalog, at most this many volumes (data, indexes, the WAL, temp)")
 @click.option("--risk", "max_risk", type=float, metavar="FRACTION",

@@ -19,6 +19,7 @@ class RunRecording:
     timeline: list[dict] = field(default_factory=list)
     names: dict = field(default_factory=dict)  # (database oid, relfilenode) -> (name, kind)
     transactions: list[tuple] = field(default_factory=list)  # (script, client, end monotonic ns, latency us)
+    on_backend: bool = False  # the transactions' clients are the server processes they ran on (a replay's)
 
     def event(self, what: str) -> None:
         self.timeline.append({"event": what, "t_ns": time.monotonic_ns()})
@@ -34,8 +35,10 @@ class RunRecording:
                               "processes": {str(p): kind for p, kind in interval.notes.get("processes", {}).items()}})
         self.names.update(interval.notes.get("names", {}))
 
-    def transactions_timed(self, script: str, clients, ends_epoch_us, latency_ms) -> None:
-        """Transactions a client timed (pgbench's log: its clock is the epoch), on the trace's clock."""
+    def transactions_timed(self, script: str, clients, ends_epoch_us, latency_ms, on_backend: bool = False) -> None:
+        """Transactions a client timed (pgbench's log: its clock is the epoch), on the trace's clock;
+        on_backend: each client is the server process that ran it (a replay knows it)."""
+        self.on_backend |= on_backend
         offset_ns = time.time_ns() - time.monotonic_ns()
         for c, end, lat in zip(clients, ends_epoch_us, latency_ms):
             self.transactions.append((script, int(c), int(end) * 1000 - offset_ns, int(round(lat * 1000))))
@@ -47,8 +50,11 @@ class RunRecording:
             import pyarrow.parquet as pq
             script, client, end, lat = zip(*self.transactions)
             tmp = out.with_name("transactions.parquet.tmp")
-            pq.write_table(pa.table({"script": pa.array(script).dictionary_encode(), "client": list(client),
-                                     "end_ns": list(end), "latency_us": list(lat)}), tmp)
+            table = pa.table({"script": pa.array(script).dictionary_encode(), "client": list(client),
+                              "end_ns": list(end), "latency_us": list(lat)})
+            if self.on_backend:
+                table = table.replace_schema_metadata({b"client": b"backend_pid"})
+            pq.write_table(table, tmp)
             tmp.replace(out.with_name("transactions.parquet"))
         from dbtier.measure.trace import convert
         session.save_trace_meta({**meta, "timeline": self.timeline,

@@ -101,18 +101,26 @@ def prepare(txns: dict | None, streams, clients: set[int], t0_ns: int, t1_ns: in
         if int(streams.pids[s]) in clients and np.any(ev["kind"][a:b] == trace.CALL):
             backends[s] = (np.arange(a, b), ev["t0"][a:b].astype(np.int64), ev["t1"][a:b].astype(np.int64))
     ends_sorted = {s: np.sort(t1) for s, (_idx, _t0, t1) in backends.items()}
+    by_pid: dict[int, list[int]] = {}
+    for s in backends:
+        by_pid.setdefault(int(streams.pids[s]), []).append(s)
     rows, ends, starts = [], [], []
     for c in np.unique(client):
         mine = client == c
         e_c = end_ns[mine]
         best, best_score = None, 0.0
-        for s, ends_s in ends_sorted.items():
+        # a client that names its server process is matched among that process's streams alone
+        among = by_pid.get(int(c), []) if txns.get("on_backend") else ends_sorted
+        for s in among:
+            ends_s = ends_sorted[s]
             j = np.searchsorted(ends_s, e_c, side="right") - 1
             ok = (j >= 0) & (e_c - ends_s[np.clip(j, 0, None)] <= MATCH_NS)
             score = float(ok.mean())
             if score > best_score:
                 best, best_score = s, score
-        if best is None or best_score < 0.5:
+        if txns.get("on_backend") and len(among) == 1:
+            best = among[0]  # its own process: nothing to infer
+        elif best is None or best_score < 0.5:
             continue
         idx, t0, t1 = backends[best]
         rows.append(np.flatnonzero(mine))

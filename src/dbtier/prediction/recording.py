@@ -647,6 +647,8 @@ def read_transactions(run_dir: Path) -> dict | None:
     lat = out["latency_us"]
     if not np.issubdtype(lat.dtype, np.number) or not np.isfinite(lat).all() or (lat < 0).any() or (lat > 1e15).any():
         raise Damaged(path, "its column 'latency_us' holds latencies no client measured")
+    # a replay's statements name the server process each ran on, not a client to be matched to one
+    out["on_backend"] = (t.schema.metadata or {}).get(b"client") == b"backend_pid"
     return out
 
 

@@ -128,6 +128,8 @@ class Outcome:
     stalls: list[dict] = field(default_factory=list)      # what each stall involved
     prepares: list[int] = field(default_factory=list)     # prepare messages sent, per session
     settings: Settings | None = None
+    backend_pid: np.ndarray | None = None  # the server process each statement ran on (0: not sent)
+    t0_epoch_s: float = 0.0                # the replay's start on the epoch's clock
 
 
 # -- the plan --------------------------------------------------------------------------------------
@@ -340,7 +342,8 @@ class _Replay:
         self.out = Outcome(elapsed_s=0.0, started=np.full(n, np.nan), finished=np.full(n, np.nan),
                            lag_s=np.full(n, np.nan), held_s=np.full(n, np.nan), error_state=[None] * n,
                            error_message=[None] * n,
-                           prepares=[0] * plan.sessions, settings=settings)
+                           prepares=[0] * plan.sessions, settings=settings,
+                           backend_pid=np.zeros(n, np.int64))
         self.sel = selectors.DefaultSelector()
         self.heap: list = []
         self.tick = 0
@@ -397,6 +400,7 @@ class _Replay:
         sess.k = k
         sess.error = sess.message = None
         out.started[k] = now - self.t0
+        out.backend_pid[k] = sess.conn.backend_pid
         if self.speed:
             out.lag_s[k] = now - self._at(plan.start_s[k])
         out.held_s[k] = max(0.0, now - max(self._at(plan.start_s[k]), sess.since))
@@ -554,6 +558,7 @@ class _Replay:
         interval = settings.watch_interval_s or min(1.0, settings.stall_timeout_s / 4)
         watchdog = _Watchdog(self.conninfo.decode(), self, settings.stall_timeout_s, interval)
         self.t0 = time.monotonic()
+        self.out.t0_epoch_s = time.time() - (time.monotonic() - self.t0)
         for sess in self.sessions:
             when = self._at(plan.session_start_s[sess.i]) if self.speed else self.t0
             self._push(when, _OPEN, sess)

@@ -37,6 +37,17 @@ def parse_speed(text) -> float | None:
     return value
 
 
+def _note_statements(db, plan, outcome) -> None:
+    """Each statement that completed, kept as a transaction of its class ('class 12') on the server
+    process it ran on: predictions carry its latency through a replay (a p99 per class)."""
+    done = ~np.isnan(outcome.finished) & (outcome.backend_pid > 0)
+    done &= np.array([e is None for e in outcome.error_state], bool)
+    for cid in np.unique(plan.class_id[done]):
+        k = np.flatnonzero(done & (plan.class_id == cid))
+        db.note_transactions(f"class {int(cid)}", outcome.backend_pid[k], (outcome.t0_epoch_s + outcome.finished[k]) * 1e6,
+                             (outcome.finished[k] - outcome.started[k]) * 1e3, on_backend=True)
+
+
 def peak_sessions(capture) -> int:
     """The most sessions open at once in the capture (a session without an end stays open)."""
     starts = capture.sessions["start_s"].to_numpy()
@@ -154,6 +165,7 @@ class Replay(restore.UserWorkload):
             raise UserError(f"{self.p['workload_dir']}: the replay stopped: {exc}"
                             + (f" (--max-errors {limit}); is the database the one the capture ran on?"
                                if limit is not None and "failed" in str(exc) else "")) from None
+        _note_statements(db, plan, self.outcome)
         return replayer.summarize(plan, self.outcome, self.capture)
 
     def notes(self) -> list[str]:

@@ -114,9 +114,10 @@ class LabHandle:
         """A folder for dumps on the device `dump` is placed on (made once, the servers' user's)."""
         return self._lab.dump_dir()
 
-    def note_transactions(self, script: str, clients, ends_epoch_us, latency_ms) -> None:
-        """A client's completed transactions (pgbench's log): kept beside a trace for predictions."""
-        self._lab.note_transactions(script, clients, ends_epoch_us, latency_ms)
+    def note_transactions(self, script: str, clients, ends_epoch_us, latency_ms, on_backend: bool = False) -> None:
+        """A client's completed transactions (pgbench's log): kept beside a trace for predictions;
+        on_backend: each client is the server process it ran on (a replay's statements)."""
+        self._lab.note_transactions(script, clients, ends_epoch_us, latency_ms, on_backend)
 
     def client(self, program: str, *args: str, as_me: bool = False) -> Client:
         """A PostgreSQL client program of the lab's install, connecting to the lab's server: run as the

@@ -420,9 +420,10 @@ class Lab:
         except (OSError, AttributeError):
             return ""
 
-    def note_transactions(self, script: str, clients, ends_epoch_us, latency_ms) -> None:
-        """Transactions a client timed (pgbench's log: its clock is the epoch), for a replay."""
-        self.recording.transactions_timed(script, clients, ends_epoch_us, latency_ms)
+    def note_transactions(self, script: str, clients, ends_epoch_us, latency_ms, on_backend: bool = False) -> None:
+        """Transactions a client timed (pgbench's log: its clock is the epoch), for a replay;
+        on_backend: each client is the server process it ran on."""
+        self.recording.transactions_timed(script, clients, ends_epoch_us, latency_ms, on_backend)
 
     def save_trace(self, out: Path, meta: dict) -> Path | None:
         """The run's trace (with --trace) as Parquet at `out`, with what a replay needs of its course."""
