@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "python.md"
 
@@ -43,4 +44,7 @@ def test_the_readme_example_runs_and_returns_dataframes(tmp_path, capsys):
     assert disk_await > 2 * flash_await
     assert both.runs.loc[0, "speedup"] == 1.0 and both.runs.loc[1, "speedup"] > 1.5
     assert both.runs.loc[1, "speedup"] == both.doc["speedups"][1]
+    # the comparison phase by phase (one phase here: the whole run's speed-up)
+    assert list(both.comparison["layout"]) == ["disk", "flash"]
+    assert both.comparison.loc[1, "speedup"] == pytest.approx(both.doc["speedups"][1])
     assert "speedup" in capsys.readouterr().out  # and it printed its tables

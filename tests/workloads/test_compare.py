@@ -4,6 +4,7 @@ the layouts side by side; interrupted, the finished layouts keep their run direc
 from __future__ import annotations
 
 import json
+import shutil
 import re
 import signal
 import subprocess
@@ -158,3 +159,62 @@ def test_a_workload_of_several_phases(shm_dir, tmp_path):
     for r in doc["results"]:
         assert r["devices"] and r["elapsed_s"] > 0
     assert "devices and waits of the longest" in proc.stdout
+    # each phase on each layout, against the first: in the document, the terminal and the page
+    assert [row["phase"] for row in doc["phases"]] == ["count", "sum"]
+    for row in doc["phases"]:
+        hdd, ram = row["layouts"]
+        assert hdd["speedup"] == 1.0 and ram["speedup"] == pytest.approx(hdd["elapsed_s"] / ram["elapsed_s"])
+    largest = doc["largest_difference"]
+    assert largest["layout"] == "ram" and largest["phase"] in ("count", "sum")
+    words = " ".join(proc.stdout.split())
+    assert "each phase on each layout" in words and f"Where the layouts differ most: phase {largest['phase']}" in words
+    (page,) = (tmp_path / "out").glob("compare-sql-*/report.html")
+    text = page.read_text()
+    assert text.index("each phase's elapsed time") < text.index("elapsed s per layout")  # seconds first
+
+
+def test_a_pgbench_of_two_scripts_per_script_per_layout(shm_dir, tmp_path):
+    """Each script's rate, latency percentiles and speed-up on each layout: in the document, the
+    terminal and the DataFrame. Updates wait on the WAL's flush, which the disk makes slow and the RAM
+    SAN does not: their mean latency is shorter on the RAM SAN (the speed-up is above 1)."""
+    import dbtier as api
+
+    proc = dbtier("compare", "pgbench", "-i", "-s", "1", "-c", "2", "-T", "3", "-b", "select-only@3",
+                      "-b", "simple-update@1", "--config", "hdd:d=hdd-sata-7200", "--config", "ram:d=ram-san",
+                      "--workspace", str(shm_dir), "-o", str(tmp_path / "out"), "--json", str(tmp_path / "c.json"))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "c.json").read_text())
+    scripts = {row["script"]: row for row in doc["scripts"]}
+    assert set(scripts) == {"select-only", "simple-update"}
+    update = scripts["simple-update"]["layouts"]
+    assert [lay["name"] for lay in update] == ["hdd", "ram"] and update[0]["speedup"] == 1.0
+    assert update[1]["speedup"] > 1.5 and update[1]["p99_ms"] < update[0]["p99_ms"]
+    assert all(lay["tps"] > 0 and lay["p50_ms"] <= lay["p95_ms"] <= lay["p99_ms"] for lay in update)
+    words = " ".join(proc.stdout.split())
+    assert "each transaction type on each layout" in words and "simple-update hdd" in words
+    frame = api.load(doc["run_dir"]).comparison
+    rows = frame[frame["transaction"] == "simple-update"]
+    assert list(rows["layout"]) == ["hdd", "ram"] and rows["speedup"].iloc[1] == pytest.approx(update[1]["speedup"])
+
+
+def test_runs_made_earlier_side_by_side(comparison, tmp_path):
+    """compare RUN_DIR RUN_DIR: the runs a comparison made, given back in another order, give the same
+    figures with the other run as the baseline; a run of another workload is refused in one line."""
+    _, doc, _ = comparison
+    hdd, ram = doc["run_dirs"][0], doc["run_dirs"][2]
+    proc = dbtier("compare", ram, hdd, "-o", str(tmp_path), "--json", str(tmp_path / "c.json"))
+    assert proc.returncode == 0, proc.stderr
+    again = json.loads((tmp_path / "c.json").read_text())
+    assert [c["name"] for c in again["configurations"]] == ["ram", "hdd"] and again["earlier"] is True
+    assert again["speedups"][1] == pytest.approx(1 / doc["speedups"][2])
+    assert "Runs made earlier, each on its own data" in proc.stdout and "They differ" not in proc.stdout
+    bad = dbtier("compare", hdd, str(Path(doc["run_dir"])), "-o", str(tmp_path / "no"))
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "compare puts run directories" in bad.stderr
+    assert not (tmp_path / "no").exists()
+    other = tmp_path / "oltp-run"  # a run of another workload
+    shutil.copytree(hdd, other)
+    result = json.loads((other / "result.json").read_text())
+    (other / "result.json").write_text(json.dumps({**result, "workload": "oltp"}))
+    bad = dbtier("compare", hdd, str(other), "-o", str(tmp_path / "no"))
+    assert bad.returncode == 2 and "is a run of oltp" in bad.stderr and "compare runs of one workload" in bad.stderr
+    assert not (tmp_path / "no").exists()

@@ -153,6 +153,22 @@ class Result:
         return pd.DataFrame([{**where, **item} for where, ph in self._each_phase() for item in ph.get(key) or []])
 
     @property
+    def comparison(self) -> pd.DataFrame:
+        """A comparison's answer where it is: one row per phase (transaction empty) and per transaction
+        type or script, and layout: elapsed (or tps), latency percentiles, and the speed-up against
+        the first layout (a transaction's by its mean latency)."""
+        if self.kind != "compare":
+            return pd.DataFrame()
+        rows = [{"phase": ph["phase"], "transaction": None, "layout": lay["name"], "figure": ph["figure"],
+                 "value": lay["value"], "elapsed_s": lay["elapsed_s"], "speedup": lay["speedup"]}
+                for ph in self.doc.get("phases") or [] for lay in ph["layouts"]]
+        rows += [{"phase": sc["phase"], "transaction": sc["script"], "layout": lay["name"], "figure": "tps",
+                  "value": lay["tps"], **{k: lay.get(k) for k in ("mean_ms", "p50_ms", "p95_ms", "p99_ms")},
+                  "speedup": lay["speedup"]}
+                 for sc in self.doc.get("scripts") or [] for lay in sc["layouts"]]
+        return pd.DataFrame(rows)
+
+    @property
     def placements(self) -> pd.DataFrame:
         """An advice's placements, one row each: the recommended one first, then the alternatives, with
         what was predicted and, for those verified live, what was measured."""

@@ -33,6 +33,11 @@ class CompareGroup(WorkloadGroup):
     def execute(cls, kw):
         return execute(cls, kw)
 
+    def resolve_command(self, ctx, args):
+        if args and (Path(args[0]).is_dir() or "/" in args[0]):  # run directories made earlier, not a workload
+            return runs_command.name, runs_command, args
+        return super().resolve_command(ctx, args)
+
 
 @click.group("compare", cls=CompareGroup, context_settings={"max_content_width": 100})
 def compare() -> None:
@@ -45,6 +50,7 @@ def compare() -> None:
           --config idx-ssd:hdd=hdd-sata-7200,ssd=ssd-sata-mlc:data=hdd,indexes=ssd \\
           --config all-ssd:ssd=ssd-sata-mlc
       dbtier compare sql --setup schema.sql --run work.sql --experiment layouts.toml
+      dbtier compare results/pgbench-20261127-101500 results/pgbench-20261127-103000   # runs made earlier
 
     The workload's setup runs once; each layout gets a copy of the loaded cluster on its own devices,
     its objects moved where the layout says (the emulation paused), a cold restart, and the measured
@@ -69,16 +75,46 @@ def execute(cls, kw: dict) -> Path:
         for d in getattr(exc, "kept_run_dirs", []):
             out.print(f"kept: {d}", markup=False)
         raise
+    return _shown(out, done, json_path, "each layout's own run directory beside it")
+
+
+def _shown(out, done, json_path: Path | None, beside: str) -> Path:
+    """The comparison in the terminal: the verdict, the layouts, each phase and transaction type,
+    the devices; and its --json copy."""
     from dbtier.report import compareview, verdict
 
     doc = done.doc
-    for line in verdict.compare(done.names, done.results, doc["speedups"], doc["headline"]):
+    for line in verdict.compare(done.names, done.results, doc["speedups"], doc["headline"], doc["largest_difference"]):
         out.print(line, markup=False)
-    show(out, compareview.table_data(done.names, done.results))
+    for note in doc.get("notes", []):
+        out.print(note, markup=False)
+    show(out, compareview.table_data(done.names, done.results, doc.get("earlier", False)))
+    parts = {"phases": doc["phases"], "scripts": doc["scripts"]}
+    for table in (compareview.phase_data(done.names, parts), compareview.script_data(done.names, parts)):
+        if table is not None:
+            show(out, table)
     show(out, compareview.device_data(done.names, done.results))
-    out.print(f"comparison: {done.run_dir} (result.json, report.html); each layout's own run directory beside it",
-              markup=False)
+    out.print(f"comparison: {done.run_dir} (result.json, report.html); {beside}", markup=False)
     if json_path:
         jsonout.write(json_path, {**doc, "run_dir": str(done.run_dir)})
     done.check()
     return done.run_dir
+
+
+@click.command("RUN_DIR...", context_settings={"max_content_width": 100})
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="RUN_DIR...")
+@click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
+              help="where the comparison's directory (result.json, report.html) is written")
+@click.option("--workspace", type=click.Path(path_type=Path), help="a folder in which dbtier makes its own")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), help="also write the comparison as JSON here")
+@click.option("--wide", is_flag=True, help="print every column, however narrow the terminal")
+def runs_command(run_dirs: tuple[Path, ...], output: Path, workspace: Path | None, json_path: Path | None,
+                 wide: bool) -> Path:
+    """Put run directories made earlier side by side, the first the baseline: the same report as a
+    comparison run now (each phase and transaction type against the first run)."""
+    from dbtier.experiments.comparison import compare_runs
+
+    out = console(wide=wide)
+    json_path = outputs.check_file(json_path, "--json") if json_path else None
+    done = compare_runs(list(run_dirs), output, workspace)
+    return _shown(out, done, json_path, "the runs compared stay where they are")

@@ -18,6 +18,8 @@ from typing import Callable
 from dbtier.errors import UserError
 from dbtier.experiments import compare as compare_mod
 from dbtier.experiments import loaded, runner
+from dbtier.experiments.breakdown import breakdown
+from dbtier.report.terminal import fmt
 from dbtier.experiments.experiment import EXPERIMENT_FILE, Experiment
 from dbtier.workloads.base import QuietProgress
 
@@ -45,7 +47,7 @@ def run_comparison(layouts: list[Experiment], names: list[str], output: Path = P
     """Runs each layout (an Experiment of the same workload, options and cache state, with its own
     devices and placement) on a copy of one loaded cluster. progress_for(prefix): a context giving
     a Progress."""
-    from dbtier.report import compareview, html, jsonout, outputs, runview, verdict
+    from dbtier.report import jsonout, outputs, runview
     from dbtier.report.rundir import run_dir
     from dbtier.workspace import Workspace, write_private
 
@@ -73,22 +75,88 @@ def run_comparison(layouts: list[Experiment], names: list[str], output: Path = P
                 results.append(result)
                 run_dirs.append(str(folder.final))
                 figure, value, _higher = compare_mod.headline(result)
-                say(f"{label}: {figure} {value:.4g} ({folder.final})")
+                say(f"{label}: {figure} {fmt(value)} ({folder.final})")
                 folder.check()
     except KeyboardInterrupt as exc:
         exc.kept_run_dirs = list(run_dirs)
         raise
+    configs = [compare_mod.Config(n, list(e.devices), e.placement).describe() for n, e in zip(names, layouts)]
+    return write_comparison(name, names, results, run_dirs, configs, output, ws)
+
+
+def write_comparison(workload: str, names: list[str], results: list[dict], run_dirs: list[str], configs: list[dict],
+                     output: Path, ws, notes: list[str] | None = None) -> Comparison:
+    """The comparison's own run directory (result.json, report.html) for layouts measured already;
+    notes: runs made earlier (compare_runs), with what differs between them besides the layout."""
+    from dbtier.report import compareview, html, jsonout, verdict
+    from dbtier.report.rundir import run_dir
+
     rows = [compare_mod.overall(r) for r in results]
-    doc = {"kind": "compare", "workload": name,
-           "configurations": [compare_mod.Config(n, list(e.devices), e.placement).describe()
-                              for n, e in zip(names, layouts)],
+    parts = breakdown(names, results)
+    doc = {"kind": "compare", "workload": workload, "configurations": configs,
            "run_dirs": run_dirs, "speedups": compare_mod.speedups(rows),
-           "headline": compare_mod.headline(rows[0])[0],
+           "headline": compare_mod.headline(rows[0])[0], "phases": parts["phases"], "scripts": parts["scripts"],
+           "largest_difference": parts["largest"], **({"earlier": True, "notes": notes} if notes is not None else {}),
            "results": [{k: r[k] for k in ("elapsed_s", "server_cpu_s", "io_wait_s", "devices", "top_events", "rates")}
                        | {"metrics": r.get("metrics")} for r in rows]}
-    with run_dir(output, f"compare-{name}", ws) as folder:
+    with run_dir(output, f"compare-{workload}", ws) as folder:
         jsonout.write(folder.path / "result.json", doc)
-        html.write(folder.path / "report.html", f"dbtier compare {name}", rows[0]["started"],
-                   compareview.sections(names, rows, run_dirs),
-                   verdict.compare(names, rows, doc["speedups"], doc["headline"]))
+        html.write(folder.path / "report.html", f"dbtier compare {workload}", rows[0]["started"],
+                   compareview.sections(names, rows, run_dirs, parts, notes),
+                   verdict.compare(names, rows, doc["speedups"], doc["headline"], parts["largest"]))
     return Comparison(doc, names, rows, folder.final, folder.failure)
+
+
+def compare_runs(paths: list[Path], output: Path = Path("results"), workspace: Path | None = None) -> Comparison:
+    """Run directories made earlier, side by side: the same report as a comparison run now, the first
+    the baseline. They must be runs of one workload; each is checked as it is read."""
+    from dbtier.api.results import load
+    from dbtier.report import outputs
+    from dbtier.workspace import Workspace
+
+    if len(paths) < 2:
+        raise UserError("compare needs at least two run directories to put side by side")
+    outputs.check_dir(output, "--output")
+    docs = []
+    for path in paths:
+        result = load(path)
+        if result.kind != "run":
+            raise UserError(f"{path}: a {result.kind} directory; compare puts run directories (of dbtier run or "
+                            "compare) side by side")
+        docs.append((Path(path), result.doc))
+    kinds = {doc.get("workload") for _p, doc in docs}
+    if len(kinds) > 1:
+        first, other = docs[0], next(d for d in docs if d[1].get("workload") != docs[0][1].get("workload"))
+        raise UserError(f"{other[0]} is a run of {other[1].get('workload')}, {first[0]} of {first[1].get('workload')}: "
+                        "compare runs of one workload")
+    names = [(doc.get("configuration") or {}).get("name") or path.resolve().name for path, doc in docs]
+    names = [n if names.count(n) == 1 else path.resolve().name for n, (path, _d) in zip(names, docs)]
+    if len(set(names)) < len(names):
+        raise UserError(f"{sorted({n for n in names if names.count(n) > 1})[0]} is given twice; give each run once")
+    configs = [doc.get("configuration") or {"name": n, "devices": [{"name": d["name"], "profile": d["profile"]}
+                                                                   for d in (doc.get("lab") or {}).get("devices", [])],
+                                           "placement": (doc.get("lab") or {}).get("placement") or {}}
+               for n, (_p, doc) in zip(names, docs)]
+    ws = Workspace.open(workspace)
+    return write_comparison(docs[0][1]["workload"], names, [doc for _p, doc in docs],
+                            [str(path.resolve()) for path, _d in docs], [{**c, "name": n} for c, n in zip(configs, names)],
+                            output, ws, _differences(names, [doc for _p, doc in docs]))
+
+
+def _differences(names: list[str], docs: list[dict]) -> list[str]:
+    """What the runs differ in besides their devices and placement: the workload's options, the cache
+    state, the I/O mode, the database cache: said, so a difference is not taken for the layout's."""
+    def facts(doc: dict) -> dict:
+        lab = doc.get("lab") or {}
+        return {**{f"--{k.replace('_', '-')}": v for k, v in (doc.get("params") or {}).items()},
+                "cache state": doc.get("cache_state"), "I/O mode": lab.get("io_mode"),
+                "database cache": lab.get("cache_bytes"), "CPU scale": lab.get("cpu_scale")}
+    def shown(v) -> str:
+        return (", ".join(map(str, v)) or "none") if isinstance(v, (list, tuple)) else str(v)
+    each = [{k: shown(v) for k, v in facts(d).items()} for d in docs]
+    differ = [k for k in each[0] if len({f.get(k) for f in each}) > 1]
+    notes = ["Runs made earlier, each on its own data, the first the baseline."]
+    for k in differ:
+        notes.append(f"They differ in {k}: " + ", ".join(f"{n} {each[i].get(k)}" for i, n in enumerate(names))
+                     + "; what differs is not the layout alone.")
+    return notes

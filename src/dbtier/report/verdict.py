@@ -90,19 +90,33 @@ def run(result: dict) -> list[str]:
     return out
 
 
-def compare(names: list[str], results: list[dict], speedups: list[float], headline: str) -> list[str]:
-    """A comparison: the fastest layout against the first, in the figure it is judged by."""
+def compare(names: list[str], results: list[dict], speedups: list[float], headline: str,
+            largest: dict | None = None) -> list[str]:
+    """A comparison: the fastest layout against the first, in the figure it is judged by; then the
+    phase or transaction type where a layout differs most (experiments/breakdown.py)."""
     best = max(range(len(names)), key=lambda i: speedups[i] if speedups[i] == speedups[i] else 0.0)
     if best == 0:
-        return [f"No layout beat {names[0]}, the baseline: "
-                + "; ".join(f"{n} {fmt(s)}x" for n, s in zip(names[1:], speedups[1:])) + "."]
-    out = [f"On {names[best]} this workload ran {fmt(speedups[best])}x faster than on {names[0]} "
-           f"({headline}: {fmt(_headline_value(results[best], headline))} against "
-           f"{fmt(_headline_value(results[0], headline))})."]
-    others = [f"{n} {fmt(s)}x" for i, (n, s) in enumerate(zip(names, speedups)) if i not in (0, best)]
-    if others:
-        out.append("The others: " + "; ".join(others) + ".")
+        out = [f"No layout beat {names[0]}, the baseline: "
+               + "; ".join(f"{n} {fmt(s)}x" for n, s in zip(names[1:], speedups[1:])) + "."]
+    else:
+        out = [f"On {names[best]} this workload ran {fmt(speedups[best])}x faster than on {names[0]} "
+               f"({headline}: {fmt(_headline_value(results[best], headline))} against "
+               f"{fmt(_headline_value(results[0], headline))})."]
+        others = [f"{n} {fmt(s)}x" for i, (n, s) in enumerate(zip(names, speedups)) if i not in (0, best)]
+        if others:
+            out.append("The others: " + "; ".join(others) + ".")
+    if largest is not None:
+        out.append(_largest_clause(largest, names[0]))
     return out
+
+
+def _largest_clause(d: dict, first: str) -> str:
+    s = d["speedup"]
+    how = f"{fmt(s)}x faster" if s >= 1 else f"{fmt(1 / s)}x slower"
+    where = (f"transaction {d['script']}" + (f" (phase {d['phase']})" if d["phase"] else "")
+             if d["script"] else f"phase {d['phase']}")
+    by = " (its mean latency)" if d["script"] else ""
+    return f"Where the layouts differ most: {where}, {how} on {d['layout']} than on {first}{by}."
 
 
 def _headline_value(result: dict, headline: str) -> float:
