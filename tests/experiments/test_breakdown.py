@@ -55,3 +55,30 @@ def test_a_slower_layout_is_said_slower_and_a_one_phase_run_names_nothing_more()
     assert "2.50x slower on b" in verdict._largest_clause(parts["largest"], "a")
     one = breakdown(["a", "b"], [{"elapsed_s": 2.0, "metrics": {}}, {"elapsed_s": 1.0, "metrics": {}}])
     assert one["largest"] is None and compareview.phase_data(["a", "b"], one) is None
+
+
+def test_repeated_runs_within_the_spread_are_no_difference_measured():
+    """Three runs of each layout: b's range overlaps a's, so no difference is measured though its
+    median is faster; c's lies apart, 2x. Phases alike: b's 'pay' is never named as the difference."""
+    from dbtier.experiments import compare
+    from dbtier.experiments.comparison import median_run
+
+    a = [phased(scan=10.0, pay=5.0), phased(scan=10.4, pay=5.2), phased(scan=9.8, pay=4.9)]
+    b = [phased(scan=9.5, pay=4.8), phased(scan=9.9, pay=5.0), phased(scan=10.1, pay=4.7)]
+    c = [phased(scan=5.0, pay=2.5), phased(scan=5.2, pay=2.4), phased(scan=4.9, pay=2.6)]
+    spread = compare.spread([a, b, c])
+    assert spread[0]["median"] == 15.0 and (spread[0]["min"], spread[0]["max"]) == pytest.approx((14.7, 15.6))
+    assert spread[1]["within_first"] is True and spread[2]["within_first"] is False
+    medians = [median_run([(r, str(i)) for i, r in enumerate(runs)])[0] for runs in (a, b, c)]
+    assert [m["elapsed_s"] for m in medians] == pytest.approx([15.0, 14.8, 7.5])
+    parts = breakdown(["a", "b", "c"], medians, [a, b, c])
+    pay = next(r for r in parts["phases"] if r["phase"] == "pay")
+    assert pay["layouts"][1]["within_spread"] is True and pay["layouts"][2]["within_spread"] is False
+    assert (pay["layouts"][2]["min"], pay["layouts"][2]["max"]) == pytest.approx((2.4, 2.6))
+    assert parts["largest"]["layout"] == "c"
+    lines = verdict.compare(["a", "b", "c"], medians, compare.speedups(medians), "elapsed s", parts["largest"], spread)
+    assert lines[0].startswith("On c this workload ran 2.00x faster than on a, beyond the spread of 3 runs each")
+    assert lines[1] == ("No difference measured between b and a: elapsed s 14.8 (14.3 to 14.9) against 15.0 (14.7 to "
+                        "15.6), within the spread of 3 runs each.")
+    row = compareview.phase_data(["a", "b", "c"], parts).rows[1]
+    assert row[3].endswith("(none measured)") and row[4] == "2.60 s [2.40 to 2.60] (1.92x)"  # c's median run's

@@ -21,7 +21,7 @@ def test_options_to_toml_and_back(tmp_path):
     exp = Experiment.from_options("sql", device=["hdd=hdd-sata-7200", f"ssd=ssd-sata-mlc:{tmp_path}"],
                                   place="data=hdd,wal=ssd,t=ssd", cache="64MB", page_cache="256MB",
                                   io_mode="buffered", cpu_scale=2.5, scale_model=10, set=["work_mem=8MB"],
-                                  setup=[str(tmp_path / "s.sql")], run=[str(tmp_path / "r.sql")], repeat=2,
+                                  setup=[str(tmp_path / "s.sql")], run=[str(tmp_path / "r.sql")], passes=2,
                                   trace=True)
     assert exp.cache_bytes == 64 << 20 and exp.page_cache_bytes == 256 << 20 and exp.settings == {"work_mem": "8MB"}
     path = tmp_path / "e.toml"
@@ -33,7 +33,11 @@ def test_options_to_toml_and_back(tmp_path):
                                                                 {"work_mem": "8MB"}, True)
     assert [d.directory for d in again.devices] == [None, tmp_path.resolve()]
     assert again.placement.roles["wal"] == "ssd" and again.placement.objects == {"t": "ssd"}
-    assert again.make_workload().p["setup"] == (tmp_path / "s.sql",) and again.make_workload().p["repeat"] == 2
+    assert again.make_workload().p["setup"] == (tmp_path / "s.sql",) and again.make_workload().p["passes"] == 2
+    # a file written before --passes had its name: its 'repeat' is read as passes
+    old = tmp_path / "old.toml"
+    old.write_text(path.read_text().replace("passes = 2", "repeat = 2"))
+    assert "repeat = 2" in old.read_text() and Experiment.from_toml(old).make_workload().p["passes"] == 2
 
 
 def test_a_files_relative_paths_are_read_from_its_folder(tmp_path):

@@ -127,6 +127,7 @@ def test_ctrl_c_keeps_the_finished_layouts(shm_dir, tmp_path):
     (["--config", "a:d=ram-san", "--config", "b:dbtier-seed=ram-san"], "dbtier's own"),
     (["--config", "a:d=ram-san", "--config", "b:d=ram-san:data=x"], "no device named 'x'"),
     (["--experiment", "/nonexistent.toml", "--config", "a:d=ram-san"], "No such file"),
+    (["--config", "a:d=ram-san", "--config", "b:d=ram-san", "--repeat", "0"], "--repeat 0: from 1 to 50 runs"),
 ])
 def test_bad_configurations_are_one_line(args, message, shm_dir, tmp_path):
     (tmp_path / "r.sql").write_text("SELECT 1;")
@@ -148,17 +149,28 @@ def test_an_experiment_file_is_checked(tmp_path):
 
 
 def test_a_workload_of_several_phases(shm_dir, tmp_path):
-    """Elapsed summed over the phases; each layout's devices and waits from its longest phase."""
+    """Elapsed summed over the phases; each layout's devices and waits from its longest phase. Each
+    layout run twice, in a shuffled order: each is its median run, with the runs' range."""
     (tmp_path / "setup.sql").write_text("CREATE TABLE p AS SELECT g AS id FROM generate_series(1, 20000) g;\n")
     (tmp_path / "run.sql").write_text("-- phase: count\nSELECT count(*) FROM p;\n-- phase: sum\nSELECT sum(id) FROM p;\n")
     proc = dbtier("compare", "sql", "--setup", str(tmp_path / "setup.sql"), "--run", str(tmp_path / "run.sql"),
                   "--config", "hdd:d=hdd-sata-7200", "--config", "ram:f=ram-san", "--workspace", str(shm_dir),
-                  "-o", str(tmp_path / "out"), "--json", str(tmp_path / "c.json"))
+                  "-o", str(tmp_path / "out"), "--json", str(tmp_path / "c.json"), "--repeat", "2")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((tmp_path / "c.json").read_text())
+    rep = doc["repeat"]
+    assert rep["n"] == 2 and sorted(map(tuple, rep["order"])) == [("hdd", 1), ("hdd", 2), ("ram", 1), ("ram", 2)]
+    assert [len(r) for r in rep["runs"]] == [2, 2] and all((Path(d) / "result.json").exists() for r in rep["runs"]
+                                                         for d in r)
+    assert doc["run_dirs"][0] in rep["runs"][0] and doc["run_dirs"][1] in rep["runs"][1]  # the median runs
+    for s in doc["spread"]:
+        assert s["runs"] == 2 and s["min"] <= s["median"] <= s["max"]
+    # the RAM SAN beyond the disk's spread (3 to 4 times faster): said so, with the ranges
+    assert doc["spread"][1]["within_first"] is False
+    assert "beyond the spread of 2 runs each" in " ".join(proc.stdout.split())
     for r in doc["results"]:
         assert r["devices"] and r["elapsed_s"] > 0
-    assert "devices and waits of the longest" in proc.stdout
+    assert "devices and waits of the longest" in " ".join(proc.stdout.split())
     # each phase on each layout, against the first: in the document, the terminal and the page
     assert [row["phase"] for row in doc["phases"]] == ["count", "sum"]
     for row in doc["phases"]:

@@ -71,7 +71,8 @@ def run(workload, **options) -> Result:
 def compare(workload: str, **options) -> Result:
     """Runs one workload on several layouts, as `dbtier compare WORKLOAD`: `config` the layouts
     (NAME:DEVICES[:PLACEMENT], a list), or `experiment` a TOML file of them; the other keywords as
-    for run (a layout's own devices and placement come from it):
+    for run (a layout's own devices and placement come from it); `repeat=N` runs each layout N times
+    in a shuffled order (`repeat_seed`) and judges each by its median, with the spread:
 
         compare("random-index", config=["hdd:d=hdd-sata-7200", "ssd:d=ssd-sata-mlc"], rows=2000)
     """
@@ -88,6 +89,7 @@ def compare(workload: str, **options) -> Result:
         raise UserError("production: a comparison runs several layouts; hold each layout's run directory beside "
                         "production with dbtier stats compare DELTA RUN_DIR")
     configs = options.pop("config", ())
+    repeat, order_seed = int(options.pop("repeat", 1)), int(options.pop("repeat_seed", 0))
     configs = compare_mod.configurations((configs,) if isinstance(configs, str) else tuple(configs),
                                          Path(options.pop("experiment")) if options.get("experiment") else None)
     for key in ("device", "place", "cache_state"):
@@ -98,7 +100,7 @@ def compare(workload: str, **options) -> Result:
     json_path = outputs.check_file(Path(given["json"]), "--json") if given.get("json") else None
     done = run_comparison(layouts, [c.name for c in configs], Path(given.get("output") or "results"),
                           Path(given["workspace"]) if given.get("workspace") else None, say=lambda _line: None,
-                          reuse=not given.get("no_reuse"))
+                          reuse=not given.get("no_reuse"), repeat=repeat, order_seed=order_seed)
     if json_path:
         jsonout.write(json_path, {**done.doc, "run_dir": str(done.run_dir)})
     done.check()

@@ -22,6 +22,11 @@ CONFIG_OPTIONS = (
                       "is the baseline"),
     click.option("--experiment", type=click.Path(path_type=Path),
                  help="a TOML file of [[config]] tables (name, devices, place), after the --config ones"),
+    click.option("--repeat", type=int, default=1, show_default=True, metavar="N",
+                 help="run each layout N times, every run in a shuffled order: each layout is its median run, "
+                      "and a difference within the runs' spread is said to be none measured"),
+    click.option("--repeat-seed", "repeat_seed", type=int, default=0, show_default=True, metavar="S",
+                 help="the seed of --repeat's shuffled order"),
 )
 
 
@@ -70,7 +75,7 @@ def execute(cls, kw: dict) -> Path:
     try:
         done = run_comparison(layouts, [c.name for c in configs], kw["output"], kw["workspace"],
                               lambda prefix: progress_for(out, kw["quiet"], prefix=prefix), say,
-                              reuse=not kw.get("no_reuse"))
+                              reuse=not kw.get("no_reuse"), repeat=kw["repeat"], order_seed=kw["repeat_seed"])
     except KeyboardInterrupt as exc:
         for d in getattr(exc, "kept_run_dirs", []):
             out.print(f"kept: {d}", markup=False)
@@ -84,11 +89,12 @@ def _shown(out, done, json_path: Path | None, beside: str) -> Path:
     from dbtier.report import compareview, verdict
 
     doc = done.doc
-    for line in verdict.compare(done.names, done.results, doc["speedups"], doc["headline"], doc["largest_difference"]):
+    for line in verdict.compare(done.names, done.results, doc["speedups"], doc["headline"], doc["largest_difference"],
+                                doc.get("spread")):
         out.print(line, markup=False)
     for note in doc.get("notes", []):
         out.print(note, markup=False)
-    show(out, compareview.table_data(done.names, done.results, doc.get("earlier", False)))
+    show(out, compareview.table_data(done.names, done.results, doc.get("earlier", False), doc.get("spread")))
     parts = {"phases": doc["phases"], "scripts": doc["scripts"]}
     for table in (compareview.phase_data(done.names, parts), compareview.script_data(done.names, parts)):
         if table is not None:

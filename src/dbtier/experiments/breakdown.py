@@ -37,11 +37,13 @@ def _ratio(first: float | None, value: float | None, higher: bool) -> float | No
     return value / first if higher else first / value
 
 
-def breakdown(names: list[str], results: list[dict]) -> dict:
+def breakdown(names: list[str], results: list[dict], repeats: list[list[dict]] | None = None) -> dict:
     """Per phase: each layout's elapsed (and tps where the phase has it) and speed-up against the
     first; per transaction type: its rate, latency percentiles and speed-up (its mean latency against
-    the first layout's)."""
+    the first layout's). repeats: each layout's every run (results are their medians): each figure
+    gets its least and most, and whether it lies within the first layout's range."""
     by_layout = [{ph["phase"]: ph for ph in phases_of(r)} for r in results]
+    every = [[{ph["phase"]: ph for ph in phases_of(r)} for r in runs] for runs in repeats] if repeats else None
     order = [ph["phase"] for ph in phases_of(results[0])]
     total = sum(by_layout[0][p]["elapsed_s"] for p in order) or 1.0
     phases, scripts = [], []
@@ -58,6 +60,9 @@ def breakdown(names: list[str], results: list[dict]) -> dict:
             value = (ph.get("metrics") or {}).get("tps") if tps else ph["elapsed_s"]
             row["layouts"].append({"name": label, "elapsed_s": ph["elapsed_s"], "value": value,
                                    "speedup": _ratio(tps or first["elapsed_s"], value, bool(tps))})
+        if every:
+            _ranges(row["layouts"], [[(p.get(name) or {}) for p in runs] for runs in every],
+                    lambda ph: (ph.get("metrics") or {}).get("tps") if tps else ph.get("elapsed_s"))
         phases.append(row)
         for script, base in _scripts(first).items():
             srow = {"phase": name, "script": script, "count": base.get("count"), "layouts": []}
@@ -70,8 +75,20 @@ def breakdown(names: list[str], results: list[dict]) -> dict:
                     "mean_ms": fig.get("mean_ms"), **{k: fig.get(k) for k in PERCENTILES},
                     "speedup": _ratio(base.get("mean_ms") or base.get("p50_ms"),
                                       fig.get("mean_ms") or fig.get("p50_ms"), False)})
+            if every:
+                _ranges(srow["layouts"], [[_scripts(p.get(name) or {}).get(script) or {} for p in runs] for runs in every],
+                        lambda fig: fig.get("mean_ms") or fig.get("p50_ms"))
             scripts.append(srow)
     return {"phases": phases, "scripts": scripts, "largest": largest(phases, scripts)}
+
+
+def _ranges(layouts: list[dict], runs: list[list[dict]], value) -> None:
+    """Each layout's least and most of a figure over its runs, and whether it overlaps the first's."""
+    for i, (lay, each) in enumerate(zip(layouts, runs)):
+        values = [v for v in (value(x) for x in each) if v is not None]
+        lay["min"], lay["max"] = (min(values), max(values)) if values else (None, None)
+        if i and values and layouts[0].get("min") is not None:
+            lay["within_spread"] = lay["min"] <= layouts[0]["max"] and layouts[0]["min"] <= lay["max"]
 
 
 def largest(phases: list[dict], scripts: list[dict]) -> dict | None:
@@ -85,12 +102,16 @@ def largest(phases: list[dict], scripts: list[dict]) -> dict | None:
         if row["share"] < PHASE_SHARE_MIN:
             continue
         for lay in row["layouts"][1:]:
+            if lay.get("within_spread"):  # no difference measured: never named as one
+                continue
             best = _farther(best, lay["speedup"], {"phase": row["phase"], "script": None, "layout": lay["name"],
                                                    "speedup": lay["speedup"], "figure": row["figure"]})
     for row in scripts:
         if (row["count"] or 0) < SCRIPT_COUNT_MIN:
             continue
         for lay in row["layouts"][1:]:
+            if lay.get("within_spread"):
+                continue
             best = _farther(best, lay["speedup"], {"phase": row["phase"] if len(phases) > 1 else None,
                                                    "script": row["script"],
                                                    "layout": lay["name"], "speedup": lay["speedup"],

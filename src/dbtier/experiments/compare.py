@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import statistics
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,4 +147,20 @@ def speedups(results: list[dict]) -> list[float]:
     for r in results:
         value = headline(r)[1]
         out.append((value / first if higher else first / value) if first and value else float("nan"))
+    return out
+
+
+def spread(runs: list[list[dict]]) -> list[dict]:
+    """Each layout's figure over its repeated runs: median, least and most; and, for every layout after
+    the first, whether its range overlaps the first's (then no difference was measured)."""
+    out = []
+    for i, results in enumerate(runs):
+        what, _v, higher = headline(results[0])
+        values = sorted(headline(r)[1] for r in results)
+        row = {"figure": what, "higher": higher, "runs": len(values), "median": statistics.median(values),
+               "min": values[0], "max": values[-1]}
+        if i:
+            first = out[0]
+            row["within_first"] = row["min"] <= first["max"] and first["min"] <= row["max"]
+        out.append(row)
     return out

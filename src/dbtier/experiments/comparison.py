@@ -11,6 +11,7 @@ run directories (named on the KeyboardInterrupt, as `kept_run_dirs`)."""
 from __future__ import annotations
 
 import contextlib
+import random
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -43,10 +44,15 @@ def _quiet(_prefix: str = ""):
 
 def run_comparison(layouts: list[Experiment], names: list[str], output: Path = Path("results"),
                    workspace: Path | None = None, progress_for: Callable = _quiet,
-                   say: Callable[[str], None] = print, reuse: bool = True) -> Comparison:
+                   say: Callable[[str], None] = print, reuse: bool = True, repeat: int = 1,
+                   order_seed: int = 0) -> Comparison:
     """Runs each layout (an Experiment of the same workload, options and cache state, with its own
     devices and placement) on a copy of one loaded cluster. progress_for(prefix): a context giving
-    a Progress."""
+    a Progress. repeat=N: each layout N times, every run in an order shuffled with order_seed (so a
+    drift of the host over time falls on every layout alike); each layout is then its median run,
+    with the spread of all."""
+    if not 1 <= repeat <= REPEAT_MAX:
+        raise UserError(f"--repeat {repeat}: from 1 to {REPEAT_MAX} runs of each layout")
     from dbtier.report import jsonout, outputs, runview
     from dbtier.report.rundir import run_dir
     from dbtier.workspace import Workspace, write_private
@@ -57,13 +63,19 @@ def run_comparison(layouts: list[Experiment], names: list[str], output: Path = P
     outputs.check_dir(output, "--output")
     ws = Workspace.open(workspace)
     name = layouts[0].workload
-    results, run_dirs = [], []
+    order = [(i, k) for k in range(repeat) for i in range(len(layouts))]
+    if repeat > 1:
+        random.Random(order_seed).shuffle(order)
+    runs: list[list[tuple[dict, str]]] = [[] for _ in layouts]
+    run_dirs: list[str] = []
     try:
         with loaded.loaded_seed(workload, options, layouts[0].engine, lambda: progress_for("setup, once: "),
                                 say, keep=reuse) as (seed, kept):
-            for label, exp, (_w, _o, devices) in zip(names, layouts, checked):
-                with run_dir(output, f"{name}-{label}", ws) as folder:
-                    with progress_for(f"{label}: ") as progress:
+            for i, k in order:
+                label, exp, devices = names[i], layouts[i], checked[i][2]
+                tag = label if repeat == 1 else f"{label}-r{k + 1}"
+                with run_dir(output, f"{name}-{tag}", ws) as folder:
+                    with progress_for(f"{tag}: ") as progress:
                         result = runner.run_workload(workload, devices, exp.placement, replace(options, seed=seed),
                                                      progress, folder.path, say, engine=exp.engine)
                     if kept is not None:
@@ -72,38 +84,56 @@ def run_comparison(layouts: list[Experiment], names: list[str], output: Path = P
                     write_private(folder.path / EXPERIMENT_FILE, exp.to_toml(), mode=0o644)
                     jsonout.write(folder.path / "result.json", result)
                     runview.write_page(folder.path / "report.html", f"dbtier compare {name}: {label}", result)
-                results.append(result)
+                runs[i].append((result, str(folder.final)))
                 run_dirs.append(str(folder.final))
                 figure, value, _higher = compare_mod.headline(result)
-                say(f"{label}: {figure} {fmt(value)} ({folder.final})")
+                say(f"{tag}: {figure} {fmt(value)} ({folder.final})")
                 folder.check()
     except KeyboardInterrupt as exc:
         exc.kept_run_dirs = list(run_dirs)
         raise
     configs = [compare_mod.Config(n, list(e.devices), e.placement).describe() for n, e in zip(names, layouts)]
-    return write_comparison(name, names, results, run_dirs, configs, output, ws)
+    medians = [median_run(r) for r in runs]
+    repeats = None if repeat == 1 else {"n": repeat, "seed": order_seed, "order": [[names[i], k + 1] for i, k in order],
+                                        "runs": [[d for _r, d in r] for r in runs],
+                                        "results": [[res for res, _d in r] for r in runs]}
+    return write_comparison(name, names, [m[0] for m in medians], [m[1] for m in medians], configs, output, ws,
+                            repeats=repeats)
+
+
+#: runs of each layout at most (--repeat)
+REPEAT_MAX = 50
+
+
+def median_run(runs: list[tuple[dict, str]]) -> tuple[dict, str]:
+    """The run whose figure is the median of a layout's runs (of an even number, the lower middle)."""
+    ranked = sorted(runs, key=lambda r: compare_mod.headline(r[0])[1])
+    return ranked[(len(ranked) - 1) // 2]
 
 
 def write_comparison(workload: str, names: list[str], results: list[dict], run_dirs: list[str], configs: list[dict],
-                     output: Path, ws, notes: list[str] | None = None) -> Comparison:
+                     output: Path, ws, notes: list[str] | None = None, repeats: dict | None = None) -> Comparison:
     """The comparison's own run directory (result.json, report.html) for layouts measured already;
-    notes: runs made earlier (compare_runs), with what differs between them besides the layout."""
+    notes: runs made earlier (compare_runs), with what differs between them besides the layout;
+    repeats: each layout's every run (run_comparison's repeat), the results being its median runs."""
     from dbtier.report import compareview, html, jsonout, verdict
     from dbtier.report.rundir import run_dir
 
     rows = [compare_mod.overall(r) for r in results]
-    parts = breakdown(names, results)
+    parts = breakdown(names, results, repeats["results"] if repeats else None)
+    spread = compare_mod.spread(repeats["results"]) if repeats else None
     doc = {"kind": "compare", "workload": workload, "configurations": configs,
            "run_dirs": run_dirs, "speedups": compare_mod.speedups(rows),
            "headline": compare_mod.headline(rows[0])[0], "phases": parts["phases"], "scripts": parts["scripts"],
            "largest_difference": parts["largest"], **({"earlier": True, "notes": notes} if notes is not None else {}),
+           **({"repeat": {k: repeats[k] for k in ("n", "seed", "order", "runs")}, "spread": spread} if repeats else {}),
            "results": [{k: r[k] for k in ("elapsed_s", "server_cpu_s", "io_wait_s", "devices", "top_events", "rates")}
                        | {"metrics": r.get("metrics")} for r in rows]}
     with run_dir(output, f"compare-{workload}", ws) as folder:
         jsonout.write(folder.path / "result.json", doc)
         html.write(folder.path / "report.html", f"dbtier compare {workload}", rows[0]["started"],
-                   compareview.sections(names, rows, run_dirs, parts, notes),
-                   verdict.compare(names, rows, doc["speedups"], doc["headline"], parts["largest"]))
+                   compareview.sections(names, rows, run_dirs, parts, notes, spread),
+                   verdict.compare(names, rows, doc["speedups"], doc["headline"], parts["largest"], spread))
     return Comparison(doc, names, rows, folder.final, folder.failure)
 
 

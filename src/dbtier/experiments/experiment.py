@@ -125,6 +125,8 @@ class Experiment:
             if isinstance(doc.get(key), (int, float)) and not isinstance(doc.get(key), bool):
                 raise UserError(f"{where}: --{key} {doc[key]}: give a size with its unit, e.g. \"{doc[key]}MB\"")
         options = {k: v for k, v in doc.items() if k != "workload"}
+        if workload == "sql" and "repeat" in options and "passes" not in options:
+            options["passes"] = options.pop("repeat")  # its name in experiment files written before 2026-11-27
         if "set" in options:
             options["set"] = {str(k): _setting_text(v) for k, v in options["set"].items()}
         try:

@@ -9,11 +9,21 @@ from dbtier.experiments.breakdown import breakdown
 from dbtier.experiments.compare import headline, speedups
 
 
-def table_data(names: list[str], results: list[dict], earlier: bool = False) -> TableData:
-    """earlier: run directories made before, each with its own data (not one load copied into each)."""
+def table_data(names: list[str], results: list[dict], earlier: bool = False, spread: list[dict] | None = None) -> TableData:
+    """earlier: run directories made before, each with its own data (not one load copied into each);
+    spread: each layout's repeated runs (the results are their medians)."""
     what = headline(results[0])[0]
-    rows = [[name, fmt(headline(r)[1]), f"{up:.2f}x", pct(r["server_cpu_s"], r["elapsed_s"]), _top_wait(r)]
-            for name, r, up in zip(names, results, speedups(results))]
+    rows = []
+    for i, (name, r, up) in enumerate(zip(names, results, speedups(results))):
+        value = fmt(headline(r)[1])
+        x = f"{up:.2f}x"
+        if spread:
+            s = spread[i]
+            value = f"{fmt(s['median'])} ({fmt(s['min'])} to {fmt(s['max'])})"
+            x = "none measured" if s.get("within_first") else x
+        rows.append([name, value, x, pct(r["server_cpu_s"], r["elapsed_s"]), _top_wait(r)])
+    if spread:
+        what = f"{what}, median (range) of {spread[0]['runs']} runs"
     shown = results[0].get("shown_phase")
     return TableData(["configuration", what, f"speed-up vs {names[0]}", "server CPU", "top wait event"], rows,
                      f"{results[0]['workload']} on {len(names)} layouts "
@@ -49,9 +59,13 @@ def phase_data(names: list[str], parts: dict) -> TableData | None:
         unit = " tps" if row["figure"] == "tps" else " s"
         rows.append([row["phase"], f"{100 * row['share']:.0f}%"]
                     + [("-" if lay["value"] is None else f"{fmt(lay['value'])}{unit}")
-                       + ("" if i == 0 else f" ({_x(lay['speedup'])})") for i, lay in enumerate(row["layouts"])])
+                       + ("" if lay.get("min") is None else f" [{fmt(lay['min'])} to {fmt(lay['max'])}]")
+                       + ("" if i == 0 else " (none measured)" if lay.get("within_spread") else f" ({_x(lay['speedup'])})")
+                       for i, lay in enumerate(row["layouts"])])
+    ranged = any(lay.get("min") is not None for row in parts["phases"] for lay in row["layouts"])
     return TableData(["phase", f"share of {names[0]}", *names], rows,
-                     f"each phase on each layout, the speed-up against {names[0]} in brackets", 1)
+                     f"each phase on each layout, the speed-up against {names[0]} in brackets"
+                     + ("; each its median run's, the runs' range in square brackets" if ranged else ""), 1)
 
 
 def script_data(names: list[str], parts: dict) -> TableData | None:
@@ -65,14 +79,14 @@ def script_data(names: list[str], parts: dict) -> TableData | None:
             name = (f"{row['script']} ({row['phase']})" if several else row["script"]) if i == 0 else ""
             rows.append([name, lay["name"], "-" if lay["tps"] is None else fmt(lay["tps"]),
                          *("-" if lay[k] is None else fmt(lay[k]) for k in ("p50_ms", "p95_ms", "p99_ms")),
-                         "" if i == 0 else _x(lay["speedup"])])
+                         "" if i == 0 else "none measured" if lay.get("within_spread") else _x(lay["speedup"])])
     return TableData(["transaction", "layout", "tps", "p50 ms", "p95 ms", "p99 ms", f"speed-up vs {names[0]}"], rows,
                      "each transaction type on each layout (speed-up: its mean latency against the first layout's)",
                      2)
 
 
 def sections(names: list[str], results: list[dict], run_dirs: list[str], parts: dict | None = None,
-             notes: list[str] | None = None) -> list[Section]:
+             notes: list[str] | None = None, spread: list[dict] | None = None) -> list[Section]:
     from dbtier.report import charts  # matplotlib: only when a report is drawn
 
     parts = parts or breakdown(names, results)
@@ -89,7 +103,8 @@ def sections(names: list[str], results: list[dict], run_dirs: list[str], parts: 
     shown.append(charts.time_split(names, [r["server_cpu_s"] for r in results], [r["io_wait_s"] for r in results],
                                    [r["elapsed_s"] for r in results], "where the time went, per layout"))
     dirs = TableData(["configuration", "run directory"], [[n, d] for n, d in zip(names, run_dirs)], "", 2)
-    tables = [t for t in (table_data(names, results, notes is not None), phase_data(names, parts), script_data(names, parts),
+    tables = [t for t in (table_data(names, results, notes is not None, spread), phase_data(names, parts),
+                          script_data(names, parts),
                           device_data(names, results), dirs) if t]
     return [Section(f"{results[0]['workload']}: {len(names)} layouts side by side", text=notes or [],
                     charts=[c for c in shown if c], tables=tables)]

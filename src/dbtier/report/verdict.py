@@ -91,9 +91,12 @@ def run(result: dict) -> list[str]:
 
 
 def compare(names: list[str], results: list[dict], speedups: list[float], headline: str,
-            largest: dict | None = None) -> list[str]:
+            largest: dict | None = None, spread: list[dict] | None = None) -> list[str]:
     """A comparison: the fastest layout against the first, in the figure it is judged by; then the
-    phase or transaction type where a layout differs most (experiments/breakdown.py)."""
+    phase or transaction type where a layout differs most (experiments/breakdown.py). With repeated
+    runs (spread), a layout whose range overlaps the first's is said to differ by nothing measured."""
+    if spread:
+        return _compare_repeated(names, speedups, headline, largest, spread)
     best = max(range(len(names)), key=lambda i: speedups[i] if speedups[i] == speedups[i] else 0.0)
     if best == 0:
         out = [f"No layout beat {names[0]}, the baseline: "
@@ -105,6 +108,31 @@ def compare(names: list[str], results: list[dict], speedups: list[float], headli
         others = [f"{n} {fmt(s)}x" for i, (n, s) in enumerate(zip(names, speedups)) if i not in (0, best)]
         if others:
             out.append("The others: " + "; ".join(others) + ".")
+    if largest is not None:
+        out.append(_largest_clause(largest, names[0]))
+    return out
+
+
+def _range(s: dict) -> str:
+    return f"{fmt(s['median'])} ({fmt(s['min'])} to {fmt(s['max'])})"
+
+
+def _compare_repeated(names, speedups, headline, largest, spread) -> list[str]:
+    n = spread[0]["runs"]
+    differ = [i for i in range(1, len(names)) if not spread[i]["within_first"]]
+    same = [i for i in range(1, len(names)) if spread[i]["within_first"]]
+    out = []
+    if differ:
+        best = max(differ, key=lambda i: speedups[i])
+        how = (f"{fmt(speedups[best])}x faster" if speedups[best] >= 1 else f"{fmt(1 / speedups[best])}x slower")
+        out.append(f"On {names[best]} this workload ran {how} than on {names[0]}, beyond the spread of {n} runs each "
+                   f"({headline}, median and range: {_range(spread[best])} against {_range(spread[0])}).")
+        others = [f"{names[i]} {fmt(speedups[i])}x" for i in differ if i != best]
+        if others:
+            out.append("Beyond the spread too: " + "; ".join(others) + ".")
+    for i in same:
+        out.append(f"No difference measured between {names[i]} and {names[0]}: {headline} {_range(spread[i])} against "
+                   f"{_range(spread[0])}, within the spread of {n} runs each.")
     if largest is not None:
         out.append(_largest_clause(largest, names[0]))
     return out

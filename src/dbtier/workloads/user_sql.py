@@ -56,7 +56,7 @@ class UserSql(restore.UserWorkload):
         "The setup (--restore DUMP, then each --setup FILE, run by psql) is loaded with the emulation paused. "
         "Then objects are placed as --place says (any table, index or materialized view the setup made), the "
         "server restarts with empty caches, and each --run FILE is measured statement by statement: one phase "
-        "per file, or per section where a line '-- phase: NAME' starts one. --repeat N runs the measured part "
+        "per file, or per section where a line '-- phase: NAME' starts one. --passes N runs the measured part "
         "N times. Each phase reports elapsed, server CPU against I/O wait, top wait events, per-device iostat, "
         "per-object I/O and pg_stat_io, and each statement's elapsed time and rows.")
     params = (
@@ -69,7 +69,7 @@ class UserSql(restore.UserWorkload):
               maximum=16),
         Param("run", Path, (), "a SQL file to measure (repeatable, in order); '-- phase: NAME' lines divide it",
               multiple=True, metavar="FILE"),
-        Param("repeat", int, 1, "run the measured part this many times (the first from a cold cache)",
+        Param("passes", int, 1, "run the measured part this many times in one run (the first from a cold cache)",
               maximum=1000),
         Param("timeout", float, 0.0, "cancel a statement that runs longer than this many seconds (0: never)",
               minimum=None),
@@ -106,10 +106,10 @@ class UserSql(restore.UserWorkload):
 
     def phases(self, cache_state: str = "cold") -> list[Phase]:
         out = []
-        repeat = self.p["repeat"]
-        for k in range(repeat):
+        passes = self.p["passes"]
+        for k in range(passes):
             for i, ph in enumerate(self.measured):
-                name = ph.name if repeat == 1 else f"{ph.name} #{k + 1}"
+                name = ph.name if passes == 1 else f"{ph.name} #{k + 1}"
                 out.append(Phase(name, self._runner(ph), cold=(k == 0 and i == 0)))
         return out
 
