@@ -32,6 +32,8 @@ from tests.conftest import dbtier, dbtier_in_terminal
     (["update-locality", "-d", "a=hdd-sata-7200", "--updates", "-1"], "--updates must be at least 0"),
     (["insert-loop", "-d", "a=hdd-sata-7200", "--cache-state", "hot"], "insert-loop supports cold"),
     (["index-range", "-d", "a=hdd-sata-7200", "--plan", "hash"], "'hash' is not one of"),
+    (["random-index", "-d", "a=hdd-sata-7200", "--repeat", "0"], "--repeat 0: from 1 to 50 runs"),
+    (["random-index", "-d", "a=hdd-sata-7200", "--repeat", "2", "--keep"], "give --production or --keep to one run"),
 ])
 def test_bad_input_one_line_status_2(args, message, shm_dir, tmp_path):
     proc = dbtier("run", *args, "--workspace", str(shm_dir), "-o", str(tmp_path / "out"))
@@ -85,6 +87,18 @@ def test_a_small_run_writes_its_run_directory(shm_dir, tmp_path):
     left_out = table.split("not shown at 80 columns:")[1] if "not shown at 80" in table else ""
     for col in ("r/s", "rMB/s", "r_await", "%util", "svctm"):
         assert f" {fmt(dev['iostat'][col])} " in f" {table} ".replace("\n", " ") or col in left_out, (col, table)
+
+
+def test_repeat_runs_it_n_times_and_gives_the_median_and_range(shm_dir, tmp_path):
+    proc = dbtier("run", "random-index", "--rows", "200", "-d", "d=ram-san", "--repeat", "3", "--workspace",
+                  str(shm_dir), "-o", str(tmp_path), "--json", str(tmp_path / "r.json"))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    (spread,) = doc["spread"]
+    assert doc["repeat"]["n"] == 3 and len(doc["repeat"]["runs"][0]) == 3 and spread["runs"] == 3
+    assert spread["min"] <= spread["median"] <= spread["max"] and doc["run_dirs"][0] in doc["repeat"]["runs"][0]
+    assert len(list(tmp_path.glob("random-index-run-r*"))) == 3
+    assert "Over 3 runs: elapsed s" in proc.stdout
 
 
 def test_own_folder_and_pg_bin(shm_dir, tmp_path, disk_dir):

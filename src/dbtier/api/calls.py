@@ -58,6 +58,16 @@ def run(workload, **options) -> Result:
         exp = Experiment.from_options(workload, **options)
     json_path = outputs.check_file(Path(given["json"]), "--json") if given.get("json") else None
     output = Path(given.get("output") or "results")
+    if int(given.get("repeat") or 1) != 1:  # N runs of it: a comparison of one layout, its median and range
+        from dbtier.experiments.comparison import run_comparison
+
+        done = run_comparison([exp], ["run"], output, Path(given["workspace"]) if given.get("workspace") else None,
+                              say=lambda _line: None, reuse=not given.get("no_reuse"), repeat=int(given["repeat"]),
+                              order_seed=int(given.get("repeat_seed") or 0))
+        if json_path:
+            jsonout.write(json_path, {**done.doc, "run_dir": str(done.run_dir)})
+        done.check()
+        return load(done.run_dir)
     workspace = Path(given["workspace"]) if given.get("workspace") else None
     outcome = runner.run(exp, output, workspace, bool(given.get("keep")), say=lambda _line: None,
                          reuse=not given.get("no_reuse"),
@@ -89,7 +99,7 @@ def compare(workload: str, **options) -> Result:
         raise UserError("production: a comparison runs several layouts; hold each layout's run directory beside "
                         "production with dbtier stats compare DELTA RUN_DIR")
     configs = options.pop("config", ())
-    repeat, order_seed = int(options.pop("repeat", 1)), int(options.pop("repeat_seed", 0))
+    repeat, order_seed = int(given.get("repeat") or 1), int(given.get("repeat_seed") or 0)
     configs = compare_mod.configurations((configs,) if isinstance(configs, str) else tuple(configs),
                                          Path(options.pop("experiment")) if options.get("experiment") else None)
     for key in ("device", "place", "cache_state"):

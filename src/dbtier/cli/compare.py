@@ -22,11 +22,6 @@ CONFIG_OPTIONS = (
                       "is the baseline"),
     click.option("--experiment", type=click.Path(path_type=Path),
                  help="a TOML file of [[config]] tables (name, devices, place), after the --config ones"),
-    click.option("--repeat", type=int, default=1, show_default=True, metavar="N",
-                 help="run each layout N times, every run in a shuffled order: each layout is its median run, "
-                      "and a difference within the runs' spread is said to be none measured"),
-    click.option("--repeat-seed", "repeat_seed", type=int, default=0, show_default=True, metavar="S",
-                 help="the seed of --repeat's shuffled order"),
 )
 
 

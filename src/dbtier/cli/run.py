@@ -174,6 +174,8 @@ def execute(cls, kw: dict) -> Path:
 def run_experiment(exp: Experiment, kw: dict) -> Path:
     """Runs it as `dbtier run` does: every check before the first thing is made, the report, then
     --json, then (if the output folder could not take the run directory) the line that says where it is."""
+    if kw.get("repeat", 1) != 1:
+        return _repeated(exp, kw)
     out = console(wide=kw["wide"])
     say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
     json_path = outputs.check_file(kw["json"], "--json") if kw["json"] else None
@@ -188,3 +190,20 @@ def run_experiment(exp: Experiment, kw: dict) -> Path:
         jsonout.write(json_path, {**outcome.result, "run_dir": str(outcome.run_dir)})
     outcome.check()
     return outcome.run_dir
+
+
+def _repeated(exp: Experiment, kw: dict) -> Path:
+    """--repeat N: the experiment N times on one loaded cluster, as a comparison of one layout; its
+    median run and the runs' range."""
+    from dbtier.cli.compare import _shown
+    from dbtier.experiments.comparison import run_comparison
+
+    if kw.get("production") or kw.get("keep"):
+        raise UserError("--repeat runs the experiment several times: give --production or --keep to one run")
+    out = console(wide=kw["wide"])
+    say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
+    json_path = outputs.check_file(kw["json"], "--json") if kw["json"] else None
+    done = run_comparison([exp], ["run"], kw["output"], kw["workspace"],
+                          lambda prefix: progress_for(out, kw["quiet"], prefix=prefix), say,
+                          reuse=not kw.get("no_reuse"), repeat=kw["repeat"], order_seed=kw["repeat_seed"])
+    return _shown(out, done, json_path, "each run's own directory beside it")

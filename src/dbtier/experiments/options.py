@@ -86,6 +86,11 @@ OPTIONS = (
            "of blocks read and written there and here, their rank correlation, where and why they differ) in the "
            "report and result.json", type=Path, metavar="DELTA", experiment=False),
     Option("quiet", "Output", "print only errors and the run directory", flag=True, short="-q", experiment=False),
+    Option("repeat", "Output", "run it N times (with several layouts, every run in one shuffled order): each is judged "
+           "by its median run, with the runs' range, and a difference within the range is said to be none measured",
+           type=int, default=1, metavar="N", experiment=False),
+    Option("repeat-seed", "Output", "the seed of --repeat's shuffled order", type=int, default=0, metavar="S",
+           experiment=False),
 )
 
 BY_KEY = {o.key: o for o in OPTIONS}

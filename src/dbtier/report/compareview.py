@@ -26,7 +26,7 @@ def table_data(names: list[str], results: list[dict], earlier: bool = False, spr
         what = f"{what}, median (range) of {spread[0]['runs']} runs"
     shown = results[0].get("shown_phase")
     return TableData(["configuration", what, f"speed-up vs {names[0]}", "server CPU", "top wait event"], rows,
-                     f"{results[0]['workload']} on {len(names)} layouts "
+                     f"{results[0]['workload']} on {len(names)} layout{'' if len(names) == 1 else 's'} "
                      + ("(runs made earlier, each with its own data)" if earlier else "(the data loaded once, copied into each)")
                      + (f"; elapsed over every phase, devices and waits of the longest ({shown})" if shown else ""),
                      (0, 4))

@@ -119,6 +119,11 @@ def _range(s: dict) -> str:
 
 def _compare_repeated(names, speedups, headline, largest, spread) -> list[str]:
     n = spread[0]["runs"]
+    if len(names) == 1:  # run --repeat: one experiment, its spread
+        s = spread[0]
+        width = (s["max"] - s["min"]) / s["median"] if s["median"] else float("nan")
+        return [f"Over {n} runs: {headline} {_range(s)}, a range of {width:.1%} of the median (each figure below is "
+                "the median run's)."]
     differ = [i for i in range(1, len(names)) if not spread[i]["within_first"]]
     same = [i for i in range(1, len(names)) if spread[i]["within_first"]]
     out = []
