@@ -140,6 +140,7 @@ CASES = [
       "--departments", str(10**9), "--employees", str(10**5)),
     # -- run: where things go
     C("run-workspace-is-a-file", "not a folder", *RUN, "--workspace", "{fx}/afile"),
+    C("csv-folder-is-a-file", "--csv", "--csv", "{fx}/afile", *RUN),
     C("run-workspace-under-a-file", "no such folder", *RUN, "--workspace", "{fx}/afile/ws"),
     C("run-workspace-missing", "no such folder; create it first", *RUN, "--workspace", "/nonexistent-dbtier/ws"),
     C("run-workspace-proc", "/proc is the kernel's", *RUN, "--workspace", "/proc"),

@@ -38,3 +38,23 @@ def test_charts_read_plainly():
         assert f">{tick}<" in ratios, tick
     assert ">0.3x<" in ratios and ">9.4x<" in ratios  # each bar says its ratio
     assert charts.time_split(["one run"], [1.0], [2.0], [3.0], "t") is None  # a single run: no chart
+
+
+def test_a_long_table_never_runs_off_the_page_and_folds_its_rest():
+    """A run of 754 statements: the terminal shows the 40 slowest; the page keeps all, slowest first,
+    the rest folded. Every table sits in a box of the page's width whose long cells break (a path, a
+    device spec) and whose numbers do not."""
+    from dbtier.report import runview
+
+    times = [{"where": f"run.sql:{i}", "statement": f"SELECT {i}", "elapsed_s": (i % 97) / 100, "rows": i}
+             for i in range(754)]
+    result = {"metrics": {"statement_times": times}}
+    shown = runview.statements_data(result)
+    assert len(shown.rows) == 40 and shown.fold_after is None
+    folded = runview.statements_data(result, fold=True)
+    assert len(folded.rows) == 754 and folded.fold_after == 40 and "the 40 slowest of 754" in folded.caption
+    elapsed = [float(r[3]) for r in folded.rows]
+    assert elapsed == sorted(elapsed, reverse=True)
+    text = html.render("dbtier run", "now", [html.Section("run", tables=[folded])], [])
+    assert "714 more rows" in text and text.count('<div class="table"><table>') == 2
+    assert "overflow-wrap: anywhere" in text and "td.num { text-align: right; white-space: nowrap; }" in text

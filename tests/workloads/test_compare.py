@@ -3,6 +3,7 @@ the layouts side by side; interrupted, the finished layouts keep their run direc
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import re
@@ -214,9 +215,16 @@ def test_runs_made_earlier_side_by_side(comparison, tmp_path):
     figures with the other run as the baseline; a run of another workload is refused in one line."""
     _, doc, _ = comparison
     hdd, ram = doc["run_dirs"][0], doc["run_dirs"][2]
-    proc = dbtier("compare", ram, hdd, "-o", str(tmp_path), "--json", str(tmp_path / "c.json"))
+    proc = dbtier("--csv", str(tmp_path / "tables"), "compare", ram, hdd, "-o", str(tmp_path), "--json",
+                  str(tmp_path / "c.json"))
     assert proc.returncode == 0, proc.stderr
     again = json.loads((tmp_path / "c.json").read_text())
+    # every table printed, whole, as CSV, in the order shown
+    files = sorted(p.name for p in (tmp_path / "tables").iterdir())
+    assert files[0].startswith("01-sql-on-2-layouts") and any("each-layout-s-devices" in f for f in files)
+    with open(tmp_path / "tables" / files[0], newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0][:2] == ["configuration", "elapsed s"] and [r[0] for r in rows[1:]] == ["ram", "hdd"]
     assert [c["name"] for c in again["configurations"]] == ["ram", "hdd"] and again["earlier"] is True
     assert again["speedups"][1] == pytest.approx(1 / doc["speedups"][2])
     assert "Runs made earlier, each on its own data" in proc.stdout and "They differ" not in proc.stdout

@@ -47,7 +47,10 @@ class _LazyGroup(click.Group):
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="dbtier")
-def cli() -> None:
+@click.option("--csv", "csv_dir", metavar="DIR",
+              help="also write every table the command prints as a CSV file in DIR (made if need be), "
+                   "whole: no column or row left out: dbtier --csv tables compare ...")
+def cli(csv_dir: str | None) -> None:
     """Will faster storage help this database, by how much, and where should it go?
 
     dbtier runs programs (PostgreSQL first) on virtual storage devices: an LD_PRELOAD interposer
@@ -68,6 +71,12 @@ def cli() -> None:
       dbtier exec -d d=ssd-sata-mlc:/dev/shm/d -- fio ...    any program on a device
       dbtier workload import postgresql-*.csv -o mywork   production's workload from its log
     """
+    if csv_dir is not None:
+        from pathlib import Path
+
+        from dbtier.report import outputs, terminal
+
+        terminal.CSV_DIR = outputs.check_dir(Path(csv_dir), "--csv")
 
 
 _unwinding = False

@@ -191,20 +191,22 @@ def phases_data(result: dict) -> TableData:
                      f"{result['workload']}: each phase measured on its own", 1)
 
 
-def statements_data(result: dict, limit: int = 40) -> TableData | None:
+def statements_data(result: dict, limit: int = 40, fold: bool = False) -> TableData | None:
     """Each measured statement of a user's SQL: where it is, its elapsed time and rows (the slowest first
-    when there are more than `limit`)."""
+    when there are more than `limit`: the terminal shows those; a page (fold) keeps the rest folded)."""
     runs = result.get("phases") or [{**result, "phase": result.get("phase", "run")}]
     rows = [(ph["phase"], s) for ph in runs for s in (ph.get("metrics") or {}).get("statement_times", [])]
     if not rows:
         return None
     caption = "statements (elapsed on the client, rows returned or changed)"
-    if len(rows) > limit:
-        rows = sorted(rows, key=lambda r: -r[1]["elapsed_s"])[:limit]
-        caption += f"; the {limit} slowest"
+    many = len(rows) > limit
+    if many:
+        rows = sorted(rows, key=lambda r: -r[1]["elapsed_s"])
+        caption += f"; the {limit} slowest" + (f" of {len(rows):,}, the rest folded" if fold else "")
+        rows = rows if fold else rows[:limit]
     return TableData(["phase", "where", "statement", "elapsed s", "rows"],
                      [[ph, s["where"], s["statement"], fmt(s["elapsed_s"]), f"{s['rows']:,}"] for ph, s in rows],
-                     caption, 3)
+                     caption, 3, fold_after=limit if fold and many else None)
 
 
 def scripts_data(result: dict) -> TableData | None:
@@ -370,12 +372,17 @@ def run_sections(result: dict) -> list[Section]:
             productionview.section(result["production"])]
     if result.get("phases"):
         views = phase_views(result)
-        chart = charts.time_split([ph["phase"] for ph in result["phases"]], [v["server_cpu_s"] for v in views],
+        names = [ph["phase"] for ph in result["phases"]]
+        # seconds first: a long phase drawn long; the processes' average activity after it
+        seconds = charts.grouped_bars(names, {"elapsed": [v["elapsed_s"] for v in views]}, "elapsed, s",
+                                      "where the elapsed went, per phase",
+                                      labels={"elapsed": [_seconds(v["elapsed_s"]) for v in views]})
+        chart = charts.time_split(names, [v["server_cpu_s"] for v in views],
                                   [v["io_wait_s"] for v in views], [v["elapsed_s"] for v in views],
-                                  "where the time went, per phase")
-        statements = statements_data(result)
+                                  "what the server's processes did, per phase (average active processes)")
+        statements = statements_data(result, fold=True)
         settings_table = settings_data(result)
-        top = Section(f"{result['workload']} placed {placement_text(result)}", charts=[c for c in [chart] if c],
+        top = Section(f"{result['workload']} placed {placement_text(result)}", charts=[c for c in [seconds, chart] if c],
                       tables=[phases_data(result), *([statements] if statements else []),
                               *([settings_table] if settings_table else [])])
         return [top] + [section for view in views for section in run_sections(view)]
@@ -383,13 +390,13 @@ def run_sections(result: dict) -> list[Section]:
                         [[o["object"], o["kind"], str(o["device"]), o["tablespace"], fmt(o["bytes"] / 1048576),
                           o["path"]] for o in result["objects"]], "objects", 4)
     times = TableData(["figure", "value"], [list(r) for r in time_rows(result)], "", 2)
-    extra = [t for t in (statements_data(result), scripts_data(result), latency_data(result),
+    extra = [t for t in (statements_data(result, fold=True), scripts_data(result), latency_data(result),
                          replayview.classes_data(result, fold=True)) if t]
     replay_text = [line for line in [replayview.faithfulness_line(result), *replayview.detail_lines(result)] if line]
     settings_table = settings_data(result)
     per_s = (result.get("metrics") or {}).get("transactions_per_s") or []
     tps_chart = charts.over_time(per_s, "transactions per second", "throughput over the run") if len(per_s) > 1 else None
     return [Section(f"{result['workload']} placed {placement_text(result)}", text=replay_text + fidelity_notes(result),
-                    charts=[c for c in [tps_chart, object_time_chart(result)] if c],
+                    charts=[c for c in [object_time_chart(result), tps_chart] if c],
                     tables=[times, *extra, events_data(result), iostat_data(result["devices"]), object_io_data(result),
                             stat_io_data(result), objects, *([settings_table] if settings_table else [])])]

@@ -107,8 +107,29 @@ def fit(columns: list[str], rows: list[list[str]], text_columns: int | tuple[int
     return kept, [widths[k] for k in kept]
 
 
+#: `dbtier --csv DIR`: every table shown is also written there, whole, one CSV file each
+CSV_DIR = None
+
+
+def write_csv(data, folder) -> None:
+    """A TableData as DIR/NN-its-caption.csv (numbered in the order shown; a header row, then its rows)."""
+    import csv
+    import re
+
+    folder.mkdir(parents=True, exist_ok=True)
+    number = len(list(folder.glob("[0-9][0-9]-*.csv"))) + 1
+    slug = re.sub(r"[^a-z0-9]+", "-", (data.caption or "table").lower()).strip("-")[:60] or "table"
+    with open(folder / f"{number:02d}-{slug}.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(data.columns)
+        writer.writerows(data.rows)
+
+
 def show(out: Console, data, drop: tuple[str, ...] = ()) -> None:
-    """Prints a TableData as wide as the terminal allows (see fit), and names any column left out."""
+    """Prints a TableData as wide as the terminal allows (see fit), and names any column left out;
+    with `dbtier --csv DIR`, writes it whole there too."""
+    if CSV_DIR is not None:
+        write_csv(data, CSV_DIR)
     kept, widths = fit(data.columns, data.rows, data.text_columns, out.width, drop)
     # cells as Text: a statement's "[b]" or a path's "[/x]" is the user's text, not rich's markup
     table = Table(title=Text(data.caption) if data.caption else None, title_justify="left", box=box.SIMPLE_HEAD,
