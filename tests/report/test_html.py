@@ -58,3 +58,14 @@ def test_a_long_table_never_runs_off_the_page_and_folds_its_rest():
     text = html.render("dbtier run", "now", [html.Section("run", tables=[folded])], [])
     assert "714 more rows" in text and text.count('<div class="table"><table>') == 2
     assert "overflow-wrap: anywhere" in text and "td.num { text-align: right; white-space: nowrap; }" in text
+
+
+def test_a_long_placement_is_one_short_line():
+    from dbtier.report import runview
+
+    objects = {f"t{i}": "ssd" for i in range(75)}
+    result = {"lab": {"placement": {"data": "hdd", "indexes": "hdd", "wal": "ssd", "temp": "hdd", "dump": "hdd",
+                                    "objects": objects}}}
+    text = runview.placement_text(result)
+    assert text.startswith("data=hdd,indexes=hdd,wal=ssd,temp=hdd,dump=hdd,t0=ssd,t1=ssd,t2=ssd,t3=ssd and 71 more")
+    assert len(text) < 160

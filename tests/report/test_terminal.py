@@ -25,3 +25,15 @@ def test_a_narrow_table_keeps_its_numbers_whole():
     assert sum(widths) + 3 * (len(widths) - 1) <= 41 and widths[2] >= len("12,345")
     kept, _ = fit(columns, rows, 2, 5)
     assert kept == [0]  # the first column stays, whatever the width
+
+
+def test_the_columns_that_carry_the_answer_are_dropped_last():
+    """Too narrow for every column: the others go from the right, the conclusion's last."""
+    from dbtier.report.terminal import fit
+
+    columns = ["transaction", "layout", "tps", "p50 ms", "p95 ms", "p99 ms", "speed-up vs hdd"]
+    rows = [["simple-update", "ram", "2,460", "0.47", "0.78", "1.05", "56.54x"]]
+    kept, _ = fit(columns, rows, 2, 50)
+    assert 6 not in kept  # by default: from the right, the speed-up first
+    kept, _ = fit(columns, rows, 2, 50, conclusion=(6, 5))
+    assert {0, 6, 5} <= set(kept) and 4 not in kept

@@ -121,7 +121,7 @@ def verify_data(doc: dict) -> TableData | None:
     if not rows:
         return None
     return TableData(["", "placement", f"{doc['metric']} predicted", "measured", "error", "run directory"], rows,
-                     "the advice run live on the emulated devices", 2)
+                     "the advice run live on the emulated devices", 2, conclusion=(2, 3, 4))
 
 
 def sections(doc: dict) -> list[Section]:
@@ -201,7 +201,7 @@ def volume_verify_data(doc: dict) -> TableData | None:
     if not rows:
         return None
     return TableData(["", "a month", "predicted", "likely live", "measured", "error", "meets", "run directory"], rows,
-                     "the answers run live on the emulated volumes", (0, 7))
+                     "the answers run live on the emulated volumes", (0, 7), conclusion=(2, 4, 6))
 
 
 def _likely(doc: dict, a: dict) -> str:
@@ -231,7 +231,8 @@ def volume_answers_data(doc: dict) -> TableData:
     if target:
         head += [f"meets {target['text']}", "risk of missing"]
     return TableData(head, rows, f"the answers predicted whole, from catalogue {doc['catalog']['name']} "
-                                 f"({doc['catalog']['region']}, prices read {doc['catalog']['read']})", 2)
+                                 f"({doc['catalog']['region']}, prices read {doc['catalog']['read']})", 2,
+                     conclusion=(2, 4, 6, 7) if target else (2, 4))
 
 
 def volume_curve_data(doc: dict) -> TableData:

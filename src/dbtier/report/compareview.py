@@ -29,7 +29,7 @@ def table_data(names: list[str], results: list[dict], earlier: bool = False, spr
                      f"{results[0]['workload']} on {len(names)} layout{'' if len(names) == 1 else 's'} "
                      + ("(runs made earlier, each with its own data)" if earlier else "(the data loaded once, copied into each)")
                      + (f"; elapsed over every phase, devices and waits of the longest ({shown})" if shown else ""),
-                     (0, 4))
+                     (0, 4), conclusion=(1, 2))
 
 
 def device_data(names: list[str], results: list[dict]) -> TableData:
@@ -82,7 +82,7 @@ def script_data(names: list[str], parts: dict) -> TableData | None:
                          "" if i == 0 else "none measured" if lay.get("within_spread") else _x(lay["speedup"])])
     return TableData(["transaction", "layout", "tps", "p50 ms", "p95 ms", "p99 ms", f"speed-up vs {names[0]}"], rows,
                      "each transaction type on each layout (speed-up: its mean latency against the first layout's)",
-                     2)
+                     2, conclusion=(6, 5))
 
 
 def sections(names: list[str], results: list[dict], run_dirs: list[str], parts: dict | None = None,

@@ -18,6 +18,7 @@ class TableData:
     # the rest are numbers (right-aligned, never cut)
     text_columns: int | tuple[int, ...] = 1
     fold_after: int | None = None  # rows beyond this many folded away in HTML (a "N more rows" to open)
+    conclusion: tuple[int, ...] = ()  # the columns that carry the answer: a narrow terminal drops them last
 
     def is_text(self, column: int) -> bool:
         return is_text(self.text_columns, column)

@@ -16,11 +16,19 @@ def pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.0f}%" if whole > 0 else "-"
 
 
+#: objects placed apart named in a placement's one line; the rest are counted (the objects table lists all)
+PLACED_SHOWN = 4
+
+
 def placement_text(result: dict) -> str:
+    """The placement in a line that stays short: the roles, and at most PLACED_SHOWN objects placed
+    apart (a title or a verdict is never pushed off the screen by 75 of them)."""
     p = result["lab"]["placement"]
     parts = [f"{k}={p[k]}" for k in ("data", "indexes", "wal", "temp", "dump") if k in p]
-    parts += [f"{k}={v}" for k, v in p["objects"].items()]
-    return ",".join(parts)
+    objects = list(p["objects"].items())
+    parts += [f"{k}={v}" for k, v in objects[:PLACED_SHOWN]]
+    more = len(objects) - PLACED_SHOWN
+    return ",".join(parts) + (f" and {more} more objects placed apart (where the objects are: below)" if more > 0 else "")
 
 
 def scale_text(model: dict) -> str:

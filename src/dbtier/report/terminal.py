@@ -66,12 +66,13 @@ def _longest_word(text: str) -> int:
 
 
 def fit(columns: list[str], rows: list[list[str]], text_columns: int | tuple[int, ...], width: int,
-        drop: tuple[str, ...] = ()) -> tuple[list[int], list[int]]:
+        drop: tuple[str, ...] = (), conclusion: tuple[int, ...] = ()) -> tuple[list[int], list[int]]:
     """Which columns a table of this width shows, and how wide each is. A number is never cut: a
     number column is as wide as its widest cell. A text column wraps at spaces, down to 13 characters
     or its longest word (a wait event's or a profile's name, up to WHOLE_WORD characters). When even
-    that does not fit, columns are left out, those named in `drop` first, then from the right; the
-    first column always stays. Returns (kept indexes, their widths)."""
+    that does not fit, columns are left out, those named in `drop` first, then from the right, the
+    `conclusion` columns (those that carry the answer) last; the first column always stays. Returns
+    (kept indexes, their widths)."""
     natural, least = [], []
     for i, col in enumerate(columns):
         cells = [r[i] for r in rows if i < len(r)]
@@ -84,7 +85,9 @@ def fit(columns: list[str], rows: list[list[str]], text_columns: int | tuple[int
         else:
             least.append(max(widest, head))
     kept = list(range(len(columns)))
-    order = [columns.index(c) for c in drop if c in columns] + list(range(len(columns) - 1, 0, -1))
+    rest = [k for k in range(len(columns) - 1, 0, -1) if k not in conclusion]
+    order = [columns.index(c) for c in drop if c in columns] + rest + \
+        [k for k in range(len(columns) - 1, 0, -1) if k in conclusion]
 
     def need(ks):
         return sum(least[k] for k in ks) + _GAP * (len(ks) - 1)
@@ -130,7 +133,7 @@ def show(out: Console, data, drop: tuple[str, ...] = ()) -> None:
     with `dbtier --csv DIR`, writes it whole there too."""
     if CSV_DIR is not None:
         write_csv(data, CSV_DIR)
-    kept, widths = fit(data.columns, data.rows, data.text_columns, out.width, drop)
+    kept, widths = fit(data.columns, data.rows, data.text_columns, out.width, drop, data.conclusion)
     # cells as Text: a statement's "[b]" or a path's "[/x]" is the user's text, not rich's markup
     table = Table(title=Text(data.caption) if data.caption else None, title_justify="left", box=box.SIMPLE_HEAD,
                   pad_edge=False, show_edge=False)
