@@ -29,6 +29,7 @@ COMMANDS = {
     "reproduce": ("dbtier.cli.reproduce", "reproduce"),
     "run": ("dbtier.cli.run", "run"),
     "stats": ("dbtier.cli.stats", "stats"),
+    "sweep": ("dbtier.cli.sweep", "sweep"),
     "trace": ("dbtier.cli.trace_cmd", "trace"),
     "workload": ("dbtier.cli.workload", "workload"),
 }
