@@ -188,7 +188,13 @@ def main() -> None:
     rows = []
     try:
         for name, workload, opts, kind in chosen:
-            rows.append(bench(name, workload, opts, kind, work, ws))
+            try:
+                rows.append(bench(name, workload, opts, kind, work, ws))
+            except RuntimeError as exc:  # one workload's failure said, the others still measured
+                rows.append({"workload": name, "failed": str(exc).splitlines()[-1]})
+            print(row_text(rows[-1]), flush=True)
+            if args.json:  # after each workload: a long bench stopped keeps what it measured
+                args.json.write_text(json.dumps(rows, indent=1))
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(ws, ignore_errors=True)
@@ -196,13 +202,17 @@ def main() -> None:
     print("| workload | target | cheapest live in the grid (18 runs) | advice | predicted | live | meets | cost against the cheapest | advice time / grid time |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        c, a = r["cheapest_live"], r["advice"]
-        print(f"| {r['workload']} | {r['target']} | {c['offer']} {c['step']} {c['layout']}: ${c['cost']:,.2f}, "
-              f"{c['figure']:,.4g} | {a['devices']} --place {a['place']}: ${a['cost']:,.2f} | {a['predicted']:,.4g} | "
-              f"{a['measured']:,.4g} | {'yes' if a['met'] else 'NO'} | {100 * r['cost_vs_cheapest']:+.1f}% | "
-              f"{r['advise_s']:.0f} s / {r['grid_s']:.0f} s = {100 * r['time_share']:.1f}% |")
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
+        print(row_text(r))
+
+
+def row_text(r: dict) -> str:
+    if "failed" in r:
+        return f"| {r['workload']} | failed: {r['failed']} | | | | | | | |"
+    c, a = r["cheapest_live"], r["advice"]
+    return (f"| {r['workload']} | {r['target']} | {c['offer']} {c['step']} {c['layout']}: ${c['cost']:,.2f}, "
+            f"{c['figure']:,.4g} | {a['devices']} --place {a['place']}: ${a['cost']:,.2f} | {a['predicted']:,.4g} | "
+            f"{a['measured']:,.4g} | {'yes' if a['met'] else 'NO'} | {100 * r['cost_vs_cheapest']:+.1f}% | "
+            f"{r['advise_s']:.0f} s / {r['grid_s']:.0f} s = {100 * r['time_share']:.1f}% |")
 
 
 if __name__ == "__main__":

@@ -328,3 +328,25 @@ def test_a_day_of_scans_on_st1_spends_its_throughput_credits(made, tmp_path):
     base, burst, bucket = 40 * gib / 1024 * mib, 250 * gib / 1024 * mib, gib * 1073.741824
     assert base < demand <= burst + 0.5 and after == round(base)
     assert lasts == pytest.approx(bucket / (demand - base), rel=0.05)  # as printed, rounded
+
+
+def test_a_p99_target_on_a_pgbench_run_lowers_the_latency(module_shm_dir, tmp_path):
+    """pgbench on a gp3 at its baseline judges layouts by tps; a p99 target is a time, lower the
+    better: the search climbs io2's IOPS (its latency below gp3's) and the advice's predicted p99
+    meets a bound 20% under the recorded layout's."""
+    out = tmp_path / "rec"
+    dbtier("run", "pgbench", "-i", "-s", "2", "-c", "4", "-T", "3", "-d", "vol=ebs-gp3", "--trace", "-q",
+           "--workspace", str(module_shm_dir), "-o", str(out), check=True)
+    (run,) = out.glob("pgbench-*")
+    proc = dbtier("advise", str(run), "--catalog", "aws", "--target", "p99<=0.01ms", "--volumes", "1",
+                  "-o", str(tmp_path), "--workspace", str(module_shm_dir))
+    assert proc.returncode == 2 and "the best predicted: p99" in proc.stderr
+    doc_path = tmp_path / "a.json"
+    recorded = json.loads((run / "result.json").read_text())["metrics"]["scripts"]["tpcb-like"]["p99_ms"]
+    proc = dbtier("advise", str(run), "--catalog", "aws", "--target", f"p99<={0.8 * recorded:.3f}ms", "--volumes", "1",
+                  "-o", str(tmp_path), "--workspace", str(module_shm_dir), "--json", str(doc_path))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(doc_path.read_text())
+    rec = doc["recommended"]
+    assert rec["met"] and rec["value"] <= 0.8 * recorded and doc["higher_is_better"] is False
+    assert rec["volumes"][0]["offer"] == "io2", rec

@@ -366,7 +366,8 @@ class VolumeSearch:
         self.whole: list[Answer] = []
         self.recorded = [(n, p) for n, p in rec.lab.devices]
         self.taken = frozenset(n for n, _p in self.recorded)
-        metric, _value, self.higher = headline([{"recorded": p} for p in rec.phases], "recorded")
+        metric, _value, higher = headline([{"recorded": p} for p in rec.phases], "recorded")
+        self.higher = target.higher if target else higher  # a p99 target on a tps run: lower is better
         self.errors = prediction_error.for_figure(target.figure if target else metric.split()[0])
 
     # one prediction
