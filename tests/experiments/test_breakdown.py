@@ -82,3 +82,13 @@ def test_repeated_runs_within_the_spread_are_no_difference_measured():
                         "15.6), within the spread of 3 runs each.")
     row = compareview.phase_data(["a", "b", "c"], parts).rows[1]
     assert row[3].endswith("(none measured)") and row[4] == "2.60 s [2.40 to 2.60] (1.92x)"  # c's median run's
+
+
+def test_a_replays_statement_classes_are_its_transaction_types():
+    def run(ms):
+        return {"phase": "replay", "elapsed_s": 5.0, "metrics": {"classes": [
+            {"class_id": 12, "count": 300, "mean_ms": ms, "p50_ms": ms, "p95_ms": ms, "p99_ms": 2 * ms}]}}
+    parts = breakdown(["disk", "flash"], [run(4.0), run(1.0)])
+    (row,) = parts["scripts"]
+    assert row["script"] == "class 12" and row["layouts"][1]["speedup"] == pytest.approx(4.0)
+    assert row["layouts"][1]["tps"] == 60.0 and parts["largest"]["script"] == "class 12"

@@ -26,9 +26,10 @@ def phases_of(result: dict) -> list[dict]:
 
 def _scripts(phase: dict) -> dict[str, dict]:
     """A phase's transaction types or scripts and their latency figures: pgbench's scripts, the OLTP
-    driver's transaction types."""
+    driver's transaction types, a replay's statement classes ('class 12')."""
     metrics = phase.get("metrics") or {}
-    return metrics.get("scripts") or metrics.get("latency") or {}
+    classes = {f"class {c['class_id']}": c for c in metrics.get("classes") or []}
+    return metrics.get("scripts") or metrics.get("latency") or classes
 
 
 def _ratio(first: float | None, value: float | None, higher: bool) -> float | None:
