@@ -47,7 +47,7 @@ PROFILES = {"gp3": "ebs-gp3", "io2": "ebs-io2-64k", "gp2": "ebs-gp2-100g"}
 
 REPORTING_SETUP = """
 CREATE TABLE sales (id bigint, region int, day date, amount numeric(12,2), pad text);
-INSERT INTO sales SELECT g, g % 40, date '2025-01-01' + (g % 700), (g * 7919 % 100000) / 100.0, repeat('x', 120)
+INSERT INTO sales SELECT g, g % 40, date '2025-01-01' + (g % 700)::int, (g::bigint * 7919 % 100000) / 100.0, repeat('x', 120)
   FROM generate_series(1, 300000) g;
 CREATE INDEX sales_day ON sales (day);
 ANALYZE sales;
