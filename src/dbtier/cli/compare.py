@@ -7,13 +7,14 @@ from pathlib import Path
 
 import click
 
+from dbtier.cli.compared import print_comparison
 from dbtier.cli.progress import progress_for
 from dbtier.cli.run import WorkloadGroup, experiment_of
 from dbtier.experiments.options import LAYOUT_KEYS
 from dbtier.experiments import compare as compare_mod
 from dbtier.experiments.comparison import run_comparison
-from dbtier.report import jsonout, outputs
-from dbtier.report.terminal import console, show
+from dbtier.report import outputs
+from dbtier.report.terminal import console
 
 CONFIG_OPTIONS = (
     click.option("--config", "configs", multiple=True, metavar="NAME:DEVICES[:PLACEMENT]",
@@ -75,31 +76,7 @@ def execute(cls, kw: dict) -> Path:
         for d in getattr(exc, "kept_run_dirs", []):
             out.print(f"kept: {d}", markup=False)
         raise
-    return _shown(out, done, json_path, "each layout's own run directory beside it")
-
-
-def _shown(out, done, json_path: Path | None, beside: str) -> Path:
-    """The comparison in the terminal: the verdict, the layouts, each phase and transaction type,
-    the devices; and its --json copy."""
-    from dbtier.report import compareview, verdict
-
-    doc = done.doc
-    for line in verdict.compare(done.names, done.results, doc["speedups"], doc["headline"], doc["largest_difference"],
-                                doc.get("spread")):
-        out.print(line, markup=False)
-    for note in doc.get("notes", []):
-        out.print(note, markup=False)
-    show(out, compareview.table_data(done.names, done.results, doc.get("earlier", False), doc.get("spread")))
-    parts = {"phases": doc["phases"], "scripts": doc["scripts"]}
-    for table in (compareview.phase_data(done.names, parts), compareview.script_data(done.names, parts)):
-        if table is not None:
-            show(out, table)
-    show(out, compareview.device_data(done.names, done.results))
-    out.print(f"comparison: {done.run_dir} (result.json, report.html); {beside}", markup=False)
-    if json_path:
-        jsonout.write(json_path, {**doc, "run_dir": str(done.run_dir)})
-    done.check()
-    return done.run_dir
+    return print_comparison(out, done, json_path, "each layout's own run directory beside it")
 
 
 @click.command("RUN_DIR...", context_settings={"max_content_width": 100})
@@ -118,4 +95,4 @@ def runs_command(run_dirs: tuple[Path, ...], output: Path, workspace: Path | Non
     out = console(wide=wide)
     json_path = outputs.check_file(json_path, "--json") if json_path else None
     done = compare_runs(list(run_dirs), output, workspace)
-    return _shown(out, done, json_path, "the runs compared stay where they are")
+    return print_comparison(out, done, json_path, "the runs compared stay where they are")

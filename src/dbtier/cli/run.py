@@ -195,7 +195,7 @@ def run_experiment(exp: Experiment, kw: dict) -> Path:
 def _repeated(exp: Experiment, kw: dict) -> Path:
     """--repeat N: the experiment N times on one loaded cluster, as a comparison of one layout; its
     median run and the runs' range."""
-    from dbtier.cli.compare import _shown
+    from dbtier.cli.compared import print_comparison
     from dbtier.experiments.comparison import run_comparison
 
     if kw.get("production") or kw.get("keep"):
@@ -206,4 +206,4 @@ def _repeated(exp: Experiment, kw: dict) -> Path:
     done = run_comparison([exp], ["run"], kw["output"], kw["workspace"],
                           lambda prefix: progress_for(out, kw["quiet"], prefix=prefix), say,
                           reuse=not kw.get("no_reuse"), repeat=kw["repeat"], order_seed=kw["repeat_seed"])
-    return _shown(out, done, json_path, "each run's own directory beside it")
+    return print_comparison(out, done, json_path, "each run's own directory beside it")
