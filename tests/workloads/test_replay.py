@@ -117,9 +117,10 @@ def test_a_replay_run_is_predicted(replayed, tmp_path):
     assert doc["kind"] == "prediction" and doc["workload"] == "replay"
     assert proc.stdout.strip()
     # each statement class's latency, carried through the replay on the server process it ran on:
-    # every statement that completed is found, and the report's scan, cold on a disk, takes longer by
-    # its reads (5 MB at the disk's 100-odd MB/s: measured +46 ms; its CPU time, which a busy host
-    # stretches in both, is the same on either side)
+    # every statement that completed is found, and a lookup, whose heap page is a random read from a
+    # cold cache, takes a disk's random read longer (several ms; its CPU time, which a busy host
+    # stretches, is the same on either side; the report's scans, three at once and cached after the
+    # first, are no sure measure)
     result, _, _ = replayed
     (phase,) = doc["phases"]
     lat = phase["latency"]
@@ -128,8 +129,9 @@ def test_a_replay_run_is_predicted(replayed, tmp_path):
     for name, c in done.items():
         assert lat[name]["recorded"]["count"] == c["count"] - c["errors"]
         assert lat[name]["recorded"]["p99_ms"] == pytest.approx(c["p99_ms"], rel=0.05, abs=0.05)
-    report = next(f"class {c['class_id']}" for c in result["metrics"]["classes"] if "LIKE" in c["normalized"])
-    assert lat[report]["predicted"]["p50_ms"] - lat[report]["recorded"]["p50_ms"] > 20
+    lookup = next(f"class {c['class_id']}" for c in result["metrics"]["classes"]
+                  if c["normalized"].startswith("SELECT balance FROM account WHERE id"))
+    assert lat[lookup]["predicted"]["p50_ms"] - lat[lookup]["recorded"]["p50_ms"] > 2
 
 
 def test_its_experiment_runs_it_again(replayed, recorded, module_shm_dir, tmp_path):
