@@ -184,7 +184,8 @@ def _differences(names: list[str], docs: list[dict]) -> list[str]:
     def shown(v) -> str:
         return (", ".join(map(str, v)) or "none") if isinstance(v, (list, tuple)) else str(v)
     each = [{k: shown(v) for k, v in facts(d).items()} for d in docs]
-    differ = [k for k in each[0] if len({f.get(k) for f in each}) > 1]
+    keys = dict.fromkeys(k for f in each for k in f)  # every run's, in order: an option one run alone has too
+    differ = [k for k in keys if len({f.get(k) for f in each}) > 1]
     notes = ["Runs made earlier, each on its own data, the first the baseline."]
     for k in differ:
         notes.append(f"They differ in {k}: " + ", ".join(f"{n} {each[i].get(k)}" for i, n in enumerate(names))

@@ -15,6 +15,7 @@ import difflib
 import hashlib
 import itertools
 import json
+import math
 import random
 import time
 import tomllib
@@ -103,7 +104,7 @@ def expand(path: Path, max_runs: int = MAX_RUNS, repeat: int = 1) -> list[Point]
     workload, options, layouts, axes = parse(path)
     lay_axis = [("layout", lay["name"], {"device": lay["device"], **({"place": lay["place"]} if "place" in lay else {})})
                 for lay in layouts] or [None]
-    count = len(lay_axis) * _product(len(v) for v in axes.values())
+    count = len(lay_axis) * math.prod(len(v) for v in axes.values())
     if count * repeat > max_runs:
         raise UserError(f"sweep {path}: {count:,} experiments x {repeat} runs is {count * repeat:,}, more than "
                         f"--max-runs {max_runs:,}; cut an axis or raise --max-runs")
@@ -114,23 +115,14 @@ def expand(path: Path, max_runs: int = MAX_RUNS, repeat: int = 1) -> list[Point]
             values = ([("layout", lay[1])] if lay else []) + [(k, _text(v)) for k, v in combo]
             doc = {"workload": workload, **options, **(lay[2] if lay else {}), **dict(combo)}
             name = " ".join(f"{k}={v}" for k, v in values) or workload
-            try:
-                exp = Experiment.from_dict(doc, f"sweep {path}, {name}", base)
-            except UserError as exc:
-                raise UserError(str(exc)) from None
-            points.append(Point(name, tuple(values), exp))
-    keys = [p.key for p in points]
-    twice = next((p for p in points if keys.count(p.key) > 1), None)
-    if twice is not None:
-        raise UserError(f"sweep {path}: two points make the same experiment ({twice.name}); an axis changes nothing")
+            points.append(Point(name, tuple(values), Experiment.from_dict(doc, f"sweep {path}, {name}", base)))
+    seen: dict[str, Point] = {}
+    for p in points:
+        if p.key in seen:
+            raise UserError(f"sweep {path}: two points make the same experiment ({seen[p.key].name}); an axis "
+                            "changes nothing")
+        seen[p.key] = p
     return points
-
-
-def _product(sizes) -> int:
-    out = 1
-    for s in sizes:
-        out *= s
-    return out
 
 
 # -- the ledger -------------------------------------------------------------------------------------
@@ -146,11 +138,12 @@ class Ledger:
         if not self.path.exists():
             return []
         out = []
-        for n, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), 1):
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        for n, line in enumerate(lines, 1):
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError:
-                if n == len(self.path.read_text(encoding="utf-8").splitlines()):
+                if n == len(lines):
                     continue  # a last line cut short by a kill: that attempt never finished
                 raise UserError(f"{self.path}: line {n} is not a ledger record; is this a sweep's folder?") from None
             if not isinstance(rec, dict) or not {"key", "event"} <= set(rec):
