@@ -73,29 +73,40 @@ def test_buffered_rereads_come_from_the_page_cache(tmp_path):
 
 @needs_fio
 def test_real_folder_agrees_with_fio(tmp_path, disk_dir):
+    """Each engine's IOPS is what the kernel saw the disk do (its diskstats over the same interval), and
+    the two engines' medians agree within 10% while the disk holds one speed. A virtual disk does not
+    always: its latency moves between modes (measured here: 50 us against 70 us per 64 KiB read, by the
+    minute, with either engine), so a run whose engines' own repeats spread over 10% is the disk's noise,
+    retried, not a disagreement."""
     def attempt():
-        ours, fio = [], []
+        runs = []
         for i in range(5):  # interleaved, the order alternating: the disk's own drift hits both engines alike
             engines = "dbtier,fio" if i % 2 == 0 else "fio,dbtier"
-            results = bench(tmp_path, "-d", f"disk=real:{disk_dir}", "--rw", "randread", "--bs", "8k",
-                            "--runtime", "1", "--size", "128m", "--engine", engines)
-            ours.append(row(results, "randread", 8192)["iops"])
-            fio.append(row(results, "randread", 8192, "fio")["iops"])
-        return ours, fio, results
+            runs.append(bench(tmp_path, "-d", f"disk=real:{disk_dir}", "--rw", "randread", "--bs", "8k",
+                              "--runtime", "1", "--size", "128m", "--engine", engines))
+        return runs
 
-    def check(result):
-        ours, fio, last = result
+    def iops(runs, engine):
+        return [row(results, "randread", 8192, engine)["iops"] for results in runs]
+
+    def check(runs):
+        for results in runs:
+            for r in results:  # the kernel counted the same reads the engine timed
+                assert r["diskstats"]["r/s"] == pytest.approx(r["iops"], rel=0.05), (r["engine"], r["diskstats"], r["iops"])
+        ours, fio = iops(runs, "dbtier"), iops(runs, "fio")
         assert statistics.median(ours) == pytest.approx(statistics.median(fio), rel=0.10), (ours, fio)
-        assert "diskstats" in last[0] and last[0]["diskstats"]["r/s"] > 0
 
-    def disk_noisy(result):
-        """fio against itself: if its own runs spread over more than 10%, the disk was not steady enough to
-        judge a 10% agreement."""
-        _ours, fio, _ = result
-        spread = (max(fio) - min(fio)) / statistics.median(fio)
-        return f"fio's own runs on this disk spread over {100 * spread:.0f}%" if spread > 0.10 else None
+    def disk_noisy(runs):
+        """Either engine against itself: if its own runs spread over more than 10%, the disk was not steady
+        enough to judge a 10% agreement."""
+        for engine in ("fio", "dbtier"):
+            figures = iops(runs, engine)
+            spread = (max(figures) - min(figures)) / statistics.median(figures)
+            if spread > 0.10:
+                return f"{engine}'s own runs on this disk spread over {100 * spread:.0f}% ({[round(f) for f in figures]})"
+        return None
 
-    retry_while_host_steals(attempt, check, host_slow=disk_noisy)
+    retry_while_host_steals(attempt, check, tries=3, host_slow=disk_noisy)
 
 
 @pytest.mark.parametrize("args, message", [
