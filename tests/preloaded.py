@@ -37,6 +37,7 @@ for name in cli.list_commands(None):  # every command's module, imported once he
 listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 listener.bind(sys.argv[1])
 listener.listen(64)
+listener.setblocking(False)  # accept() below only after select() said a connection waits, or else returns
 print("ready", flush=True)
 while True:
     while True:  # reap the children that ended
@@ -54,6 +55,7 @@ while True:
         conn, _ = listener.accept()
     except BlockingIOError:
         continue
+    conn.setblocking(True)
     if os.fork():
         conn.close()
         continue
