@@ -19,6 +19,7 @@ from dbtier.errors import UserError
 COMMANDS = {
     "advise": ("dbtier.cli.advise", "advise"),
     "catalog": ("dbtier.cli.catalog", "catalog"),
+    "cluster": ("dbtier.cli.cluster", "cluster"),
     "compare": ("dbtier.cli.compare", "compare"),
     "demo": ("dbtier.cli.demo", "demo"),
     "devices": ("dbtier.cli.devices", "devices"),

@@ -161,7 +161,8 @@ class Ledger:
 
     def write(self, **record) -> None:
         with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S"), **record}) + "\n")
+            f.write(json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "at": round(time.time(), 3), **record})
+                    + "\n")
             f.flush()
 
 
@@ -177,10 +178,11 @@ def plan(points: list[Point], repeat: int, seed: int, done: dict[str, list[dict]
 
 def run_sweep(path: Path, output: Path, workspace: Path | None = None, repeat: int = 1, seed: int = 0,
               max_runs: int = MAX_RUNS, resume: Path | None = None, say: Callable[[str], None] = print,
-              progress_for=None) -> Path:
-    """Runs every point here, one after another (each owning the machine while it runs), into the
-    sweep's folder: runs/ (a run directory each), the ledger, the sweep file, and at the end result.json
-    and report.html. Returns the folder."""
+              progress_for=None, cluster: str | None = None) -> Path:
+    """Runs every point into the sweep's folder: runs/ (a run directory each), the ledger, the sweep
+    file, and at the end result.json and report.html. Here, one run after another (each owning the
+    machine while it runs); with `cluster` (a Ray address), one run per node at a time, each node first
+    making the reference run that measures how it differs from the others. Returns the folder."""
     from dbtier.experiments import runner
     from dbtier.report import outputs
 
@@ -198,31 +200,146 @@ def run_sweep(path: Path, output: Path, workspace: Path | None = None, repeat: i
         runner.check(p.experiment, workspace, seeding="kept")
     if resume is None:
         outputs.check_dir(output, "--output")
-        folder = Path(output).resolve() / f"sweep-{points[0].experiment.workload}-{time.strftime('%Y%m%d-%H%M%S')}"
-        folder.mkdir(parents=True)
-        (folder / SWEEP_FILE).write_text(Path(path).read_text(encoding="utf-8"), encoding="utf-8")
-        (folder / "sweep.json").write_text(json.dumps({"repeat": repeat, "seed": seed, "source": str(Path(path).resolve())}))
-    ledger = Ledger(folder)
-    todo = plan(points, repeat, seed, ledger.done())
-    total = len(points) * repeat
-    say(f"sweep: {len(points)} experiments x {repeat} = {total} runs; {total - len(todo)} done, {len(todo)} to run "
-        f"({folder})")
-    attempts = {rec["key"]: rec.get("attempt", 1) for rec in ledger.records() if rec["event"] == "started"}
-    for n, (point, k) in enumerate(todo, 1):
-        attempt = attempts.get(point.key, 0) + 1
-        ledger.write(key=point.key, name=point.name, run=k, attempt=attempt, event="started", node="here")
-        say(f"[{total - len(todo) + n}/{total}] {point.name}" + (f" (run {k} of {repeat})" if repeat > 1 else ""))
+    pool = _connect(cluster, say) if cluster else None
+    try:
+        if resume is None:
+            folder = Path(output).resolve() / f"sweep-{points[0].experiment.workload}-{time.strftime('%Y%m%d-%H%M%S')}"
+            folder.mkdir(parents=True)
+            (folder / SWEEP_FILE).write_text(Path(path).read_text(encoding="utf-8"), encoding="utf-8")
+            (folder / "sweep.json").write_text(json.dumps({"repeat": repeat, "seed": seed,
+                                                           "source": str(Path(path).resolve())}))
+        ledger = Ledger(folder)
+        todo = plan(points, repeat, seed, ledger.done())
+        total = len(points) * repeat
+        say(f"sweep: {len(points)} experiments x {repeat} = {total} runs; {total - len(todo)} done, {len(todo)} to "
+            f"run ({folder})")
+        attempts = {rec["key"]: rec.get("attempt", 1) for rec in ledger.records() if rec["event"] == "started"}
+        jobs = [_Job(p, k, attempts.get(p.key, 0) + 1, total - len(todo) + n) for n, (p, k) in enumerate(todo, 1)]
+        if pool is None:
+            _run_here(jobs, total, repeat, folder, ledger, workspace, say, progress_for)
+        else:
+            _run_on_cluster(pool, jobs, total, repeat, folder, ledger, say)
+    finally:
+        if pool is not None:
+            pool.clean()
+            pool.close()
+    summarize(folder, points, repeat)
+    return folder
+
+
+@dataclass
+class _Job:
+    point: Point
+    run: int       # its run number, of --repeat
+    attempt: int
+    number: int    # its place among the sweep's runs, for progress
+
+
+def _label(job: _Job, total: int, repeat: int) -> str:
+    return f"[{job.number}/{total}] {job.point.name}" + (f" (run {job.run} of {repeat})" if repeat > 1 else "")
+
+
+def _run_here(jobs: list[_Job], total: int, repeat: int, folder: Path, ledger: Ledger, workspace, say,
+              progress_for) -> None:
+    from dbtier.experiments import runner
+
+    for job in jobs:
+        point = job.point
+        ledger.write(key=point.key, name=point.name, run=job.run, attempt=job.attempt, event="started", node="here")
+        say(_label(job, total, repeat))
         try:
             outcome = runner.run(point.experiment, folder / "runs", workspace, say=lambda _l: None,
                                  **({"progress_for": progress_for} if progress_for else {}))
             outcome.check()
         except UserError as exc:
-            ledger.write(key=point.key, name=point.name, run=k, attempt=attempt, event="failed", error=str(exc))
+            ledger.write(key=point.key, name=point.name, run=job.run, attempt=job.attempt, event="failed", error=str(exc))
             raise UserError(f"{point.name}: {exc} (the sweep resumes with --resume {folder})") from None
-        ledger.write(key=point.key, name=point.name, run=k, attempt=attempt, event="done",
+        ledger.write(key=point.key, name=point.name, run=job.run, attempt=job.attempt, event="done",
                      run_dir=str(outcome.run_dir.relative_to(folder)), node="here")
-    summarize(folder, points, repeat)
-    return folder
+
+
+# -- on a cluster ------------------------------------------------------------------------------------
+
+#: the run each node makes first: small, the same everywhere, so that what differs is the node
+REFERENCE = {"workload": "random-index", "rows": 1000, "device": ["d=ssd-sata-mlc"]}
+
+
+def _connect(cluster: str, say):
+    from dbtier.cluster.pool import Pool
+
+    pool = Pool.connect(cluster, say)
+    try:
+        refusal = pool.refusal()
+        if refusal:
+            raise UserError(refusal)
+    except BaseException:
+        pool.close()
+        raise
+    return pool
+
+
+@dataclass
+class _Reference:
+    node_id: str
+
+
+def _run_on_cluster(pool, jobs: list[_Job], total: int, repeat: int, folder: Path, ledger: Ledger, say) -> None:
+    """Each node's reference run, then the sweep's runs, one per node at a time. A run whose node was
+    lost runs again once, as attempt 2; a run that fails stops the sweep (the others are cancelled)."""
+    import contextlib
+
+    from dbtier.cluster import node as node_side
+    from dbtier.experiments.compare import headline
+
+    reference = Experiment.from_dict(REFERENCE, "the reference run")
+    refs = [_Reference(n.node_id) for n in pool.ready]
+    say(f"reference run on each of {len(refs)} node(s)")
+    with contextlib.closing(pool.run(refs, lambda _j: reference.to_toml(), lambda *_a: None)) as outcomes:
+        for out in outcomes:
+            if type(out).__name__ != "Done":
+                say(f"  {out.node.name}: no reference ({getattr(out, 'error', None) or getattr(out, 'reason', '')})")
+                continue
+            run_dir = node_side.unpack(out.shipped, folder / "reference")
+            result = json.loads((run_dir / "result.json").read_text())
+            figure, value, _higher = headline(result)
+            ledger.write(key="reference", event="reference", node=out.node.name, node_id=out.node.node_id,
+                         facts=out.node.facts, figure=figure, value=value,
+                         run_dir=str(run_dir.relative_to(folder)))
+            say(f"  {out.node.name}: {figure} {value:.4g}")
+
+    def on_start(job: _Job, nd) -> None:
+        ledger.write(key=job.point.key, name=job.point.name, run=job.run, attempt=job.attempt, event="started",
+                     node=nd.name)
+        say(f"{_label(job, total, repeat)} on {nd.name}" + (f" (attempt {job.attempt})" if job.attempt > 1 else ""))
+
+    def tell(job: _Job, nd, text: str) -> None:
+        say(f"  {job.point.name} on {nd.short}: {text}")
+
+    finished = set()
+    with contextlib.closing(pool.run(jobs, lambda j: j.point.experiment.to_toml(), tell, on_start)) as outcomes:
+        for out in outcomes:
+            job, point = out.job, out.job.point
+            record = {"key": point.key, "name": point.name, "run": job.run, "attempt": job.attempt, "node": out.node.name}
+            kind = type(out).__name__
+            if kind == "Done":
+                run_dir = node_side.unpack(out.shipped, folder / "runs")
+                ledger.write(**record, event="done", run_dir=str(run_dir.relative_to(folder)))
+                finished.add((point.key, job.run))
+                if out.shipped.get("failure"):
+                    say(f"  {point.name}: {out.shipped['failure']}")
+            elif kind == "Lost":
+                ledger.write(**record, event="lost", error=f"node lost ({out.reason})")
+                if job.attempt >= 2:
+                    raise UserError(f"{point.name}: its node was lost on attempt {job.attempt} too; the sweep "
+                                    f"resumes with --resume {folder}")
+                say(f"  {point.name}: node {out.node.name} lost; it runs again (attempt {job.attempt + 1})")
+                pool.requeue(_Job(point, job.run, job.attempt + 1, job.number))
+            else:
+                ledger.write(**record, event="failed", error=out.error)
+                raise UserError(f"{point.name} on {out.node.name}: {out.error} (the sweep resumes with --resume "
+                                f"{folder})")
+    if any((j.point.key, j.run) not in finished for j in jobs):
+        raise UserError(f"every node of the cluster was lost; the sweep resumes with --resume {folder}")
 
 
 def summarize(folder: Path, points: list[Point], repeat: int) -> dict:
@@ -233,7 +350,8 @@ def summarize(folder: Path, points: list[Point], repeat: int) -> dict:
     from dbtier.report import html, jsonout
     from dbtier.report.html import Section
 
-    done = Ledger(folder).done()
+    ledger = Ledger(folder)
+    done = ledger.done()
     rows = []
     for p in points:
         results = [json.loads((folder / rec["run_dir"] / "result.json").read_text()) for rec in done.get(p.key, [])]
@@ -243,12 +361,47 @@ def summarize(folder: Path, points: list[Point], repeat: int) -> dict:
                      "median": statistics.median(values) if values else None,
                      "min": values[0] if values else None, "max": values[-1] if values else None,
                      "run_dirs": [rec["run_dir"] for rec in done.get(p.key, [])],
-                     "attempts": max((rec.get("attempt", 1) for rec in done.get(p.key, [])), default=0)})
-    doc = {"kind": "sweep", "workload": points[0].experiment.workload, "repeat": repeat, "points": rows}
+                     "attempts": max((rec.get("attempt", 1) for rec in done.get(p.key, [])), default=0),
+                     "nodes": [rec.get("node", "here") for rec in done.get(p.key, [])]})
+    doc = {"kind": "sweep", "workload": points[0].experiment.workload, "repeat": repeat, "points": rows,
+           "nodes": nodes(ledger.records())}
     jsonout.write(folder / "result.json", doc)
+    tables = [table_data(doc)] + ([nodes_table(doc)] if doc["nodes"] else [])
     html.write(folder / "report.html", f"dbtier sweep {doc['workload']}", time.strftime("%Y-%m-%d %H:%M"),
-               [Section(f"{doc['workload']}: the sweep", tables=[table_data(doc)])], [])
+               [Section(f"{doc['workload']}: the sweep", tables=tables)], [])
     return doc
+
+
+def nodes(records: list[dict]) -> list[dict]:
+    """Each node's latest reference run and facts, and its offset: its reference figure against the
+    median of every node's (+5% = this node's reference took 5% longer, or gave 5% more)."""
+    import statistics
+
+    latest = {}
+    for rec in records:
+        if rec["event"] == "reference":
+            latest[rec["node_id"]] = rec
+    if not latest:
+        return []
+    middle = statistics.median(r["value"] for r in latest.values())
+    return [{"node": r["node"], "node_id": r["node_id"], "facts": r["facts"], "figure": r["figure"],
+             "reference": r["value"], "offset": r["value"] / middle - 1 if middle else 0.0, "run_dir": r["run_dir"]}
+            for r in latest.values()]
+
+
+def nodes_table(doc: dict):
+    """The nodes, what each is, and how its reference run differs from the others'."""
+    from dbtier.report.html import TableData
+    from dbtier.report.terminal import fmt
+
+    rows = [[n["node"], f"{n['facts'].get('cpus')} x {n['facts'].get('cpu_model')}",
+             f"{n['facts'].get('memory_gib')} GiB", n["facts"].get("kernel", "?"),
+             f"{fmt(n['facts'].get('wakeup_delay_us', {}).get('p50', 0))} us", fmt(n["reference"]),
+             f"{100 * n['offset']:+.1f}%"] for n in doc["nodes"]]
+    figure = doc["nodes"][0]["figure"]
+    return TableData(["node", "CPUs", "memory", "kernel", "wake-up delay", f"reference {figure}", "offset"], rows,
+                     "the nodes: each made the same reference run first (its offset: against the median node)", 1,
+                     conclusion=(6,))
 
 
 def table_data(doc: dict):
