@@ -221,6 +221,36 @@ def test_ctrl_c_leaves_nothing_on_any_node(cluster, tmp_path):
     assert not [r for r in ledger(folder) if r["event"] == "done" and r["key"] != "reference"]
 
 
+def test_compare_on_the_cluster_is_the_same_report_with_the_nodes(cluster, tmp_path):
+    """Each layout's run on a node, loaded there; the comparison as here, with each node's reference."""
+    proc = dbtier("compare", "random-index", "--rows", "300", "--config", "ssd:d=ssd-sata-mlc",
+                  "--config", "hdd:d=hdd-sata-7200", "--cluster", cluster.address, "-o", str(tmp_path / "out"),
+                  "--json", str(tmp_path / "c.json"), check=True)
+    doc = json.loads((tmp_path / "c.json").read_text())
+    assert [c["name"] for c in doc["configurations"]] == ["ssd", "hdd"]
+    assert doc["speedups"][0] == 1.0 and doc["speedups"][1] < 1  # the disk is slower than the SSD
+    assert len(doc["nodes"]) == 2 and all(n["reference"] > 0 for n in doc["nodes"])
+    for run_dir, name in zip(doc["run_dirs"], ("ssd", "hdd")):
+        result = json.loads((Path(run_dir) / "result.json").read_text())
+        assert result["configuration"]["name"] == name and (Path(run_dir) / "node.json").exists()
+    assert "reference elapsed s" in proc.stdout and "cluster&#39;s nodes" in (Path(doc["run_dir"]) / "report.html").read_text()
+    assert not list((tmp_path / "out").glob(".dbtier-reference-*"))
+    assert not node_folders() and not node_servers()
+
+
+def test_advise_verifies_on_the_cluster(cluster, tmp_path, shm_dir):
+    dbtier("run", "random-index", "--rows", "300", "-d", "hdd=hdd-sata-7200", "--trace", "-q", "-o",
+           str(tmp_path / "rec"), "--workspace", str(shm_dir), check=True)
+    (recorded,) = (tmp_path / "rec").iterdir()
+    dbtier("advise", str(recorded), "--fast", "ssd=ssd-sata-mlc", "--budget", "100MB", "--verify", "1",
+           "--cluster", cluster.address, "-o", str(tmp_path / "out"), "--json", str(tmp_path / "a.json"),
+           "--workspace", str(shm_dir), check=True)
+    (verified,) = json.loads((tmp_path / "a.json").read_text())["verify"]
+    assert verified["label"] == "advised" and verified["measured"] > 0
+    assert (Path(verified["run_dir"]) / "node.json").exists()
+    assert not node_folders() and not node_servers()
+
+
 def test_an_unreachable_cluster_is_one_line(tmp_path):
     proc = dbtier("sweep", str(sweep_file(tmp_path)), "--cluster", "127.0.0.1:9", "-o", str(tmp_path / "out"))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1

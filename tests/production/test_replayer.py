@@ -246,7 +246,11 @@ def test_ctrl_c_leaves_no_connections(lab, conninfo, tmp_path):
     them and closes every connection before it exits."""
     cap = _hand_built([(i, 0.0, "SELECT pg_sleep(30)", None) for i in range(3)], [(0.0, None)] * 3)
     capture.write(tmp_path / "w", cap)
+    # Ctrl-C raises KeyboardInterrupt, as dbtier's command line makes sure (a suite started in the background by
+    # a non-interactive shell hands its processes SIGINT ignored, and Python then leaves it ignored)
     script = textwrap.dedent(f"""
+        import signal
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         from dbtier.production import capture, replayer
         cap = capture.read({str(tmp_path / 'w')!r})
         try:

@@ -95,10 +95,14 @@ def check(rec: Recording, devices: list[DeviceSpec], placements: list[Placement]
 
 
 def run(rec: Recording, devices: list[DeviceSpec], placements: list[tuple[str, Placement]], output: Path,
-        workspace_path: Path | None, workspace, say: Callable[[str], None], progress_for) -> list[dict]:
+        workspace_path: Path | None, workspace, say: Callable[[str], None], progress_for,
+        cluster: str | None = None) -> list[dict]:
     """Each (label, placement) run live, on `devices` or on its own (label, placement, devices); returns
     per placement its run directory, measured figure and result. workspace: the opened Workspace (of
-    workspace_path); progress_for(prefix): a context giving a Progress for one run."""
+    workspace_path); progress_for(prefix): a context giving a Progress for one run. cluster: a Ray
+    address: each run on a node of it (its data loaded there), after each node's reference run."""
+    if cluster:
+        return _run_on_cluster(rec, devices, placements, output, cluster, say)
     from dbtier.report import jsonout, runview
     from dbtier.report.rundir import run_dir
     from dbtier.experiments.runner import run_workload
@@ -119,11 +123,43 @@ def run(rec: Recording, devices: list[DeviceSpec], placements: list[tuple[str, P
                 jsonout.write(folder.path / "result.json", result)
                 runview.write_page(folder.path / "report.html", f"dbtier advise, verifying {label}", result)
             folder.check()
-            phases = result.get("phases") or [result]
-            metric, value, higher = headline([{"measured": p} for p in phases], "measured")
-            out.append({"label": label, "run_dir": str(folder.final), "metric": metric, "measured": value,
-                        "elapsed_s": result["elapsed_s"], "scripts": _scripts(result.get("metrics") or {})})
+            out.append(_figures(label, folder.final, result))
     return out
+
+
+def _figures(label: str, run_dir: Path, result: dict) -> dict:
+    phases = result.get("phases") or [result]
+    metric, value, _higher = headline([{"measured": p} for p in phases], "measured")
+    return {"label": label, "run_dir": str(run_dir), "metric": metric, "measured": value,
+            "elapsed_s": result["elapsed_s"], "scripts": _scripts(result.get("metrics") or {})}
+
+
+def _run_on_cluster(rec: Recording, devices: list[DeviceSpec], placements: list, output: Path, cluster: str,
+                    say: Callable[[str], None]) -> list[dict]:
+    """The recorded run's experiment (its experiment.toml) on each placement's devices, on the cluster."""
+    import json
+    import tempfile
+
+    from dbtier.cluster import runs as cluster_runs
+    from dbtier.experiments.experiment import Experiment
+    from dbtier.experiments.sweep import _connect
+
+    base = Experiment.load(rec.run_dir)
+    experiments = [replace(base, devices=tuple(own[0] if own else devices), placement=placement)
+                   for _label, placement, *own in placements]
+    pool = _connect(cluster, say)
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".dbtier-reference-", dir=output) as tmp:
+            cluster_runs.reference_runs(pool, Path(tmp), say)
+        finished = cluster_runs.run_jobs(pool, list(range(len(experiments))), lambda i: experiments[i].to_toml(),
+                                         output, say, lambda i: placements[i][0])
+    finally:
+        pool.clean()
+        pool.close()
+    by_index = {i: run_dir for i, run_dir, _node in finished}
+    return [_figures(placements[i][0], by_index[i], json.loads((by_index[i] / "result.json").read_text()))
+            for i in range(len(placements))]
 
 
 def _scripts(metrics: dict) -> dict | None:

@@ -56,6 +56,8 @@ def run(workload, **options) -> Result:
         options = _options(workload, options)
         given = {k: options.pop(k) for k in RUNTIME if k in options}
         exp = Experiment.from_options(workload, **options)
+    if given.get("cluster"):
+        raise UserError("cluster: one run runs here; give a cluster to compare() or to dbtier sweep")
     json_path = outputs.check_file(Path(given["json"]), "--json") if given.get("json") else None
     output = Path(given.get("output") or "results")
     if int(given.get("repeat") or 1) != 1:  # N runs of it: a comparison of one layout, its median and range
@@ -82,7 +84,8 @@ def compare(workload: str, **options) -> Result:
     """Runs one workload on several layouts, as `dbtier compare WORKLOAD`: `config` the layouts
     (NAME:DEVICES[:PLACEMENT], a list), or `experiment` a TOML file of them; the other keywords as
     for run (a layout's own devices and placement come from it); `repeat=N` runs each layout N times
-    in a shuffled order (`repeat_seed`) and judges each by its median, with the spread:
+    in a shuffled order (`repeat_seed`) and judges each by its median, with the spread; `cluster` (a
+    Ray address) runs them on a cluster's nodes, one run per node at a time:
 
         compare("random-index", config=["hdd:d=hdd-sata-7200", "ssd:d=ssd-sata-mlc"], rows=2000)
     """
@@ -108,9 +111,17 @@ def compare(workload: str, **options) -> Result:
     base = Experiment.from_options(workload, device=configs[0].devices, place=configs[0].placement, **options)
     layouts = [replace(base, devices=tuple(c.devices), placement=c.placement) for c in configs]
     json_path = outputs.check_file(Path(given["json"]), "--json") if given.get("json") else None
-    done = run_comparison(layouts, [c.name for c in configs], Path(given.get("output") or "results"),
-                          Path(given["workspace"]) if given.get("workspace") else None, say=lambda _line: None,
-                          reuse=not given.get("no_reuse"), repeat=repeat, order_seed=order_seed)
+    workspace = Path(given["workspace"]) if given.get("workspace") else None
+    if given.get("cluster"):
+        from dbtier.experiments.comparison import run_comparison_on_cluster
+
+        done = run_comparison_on_cluster(layouts, [c.name for c in configs], given["cluster"],
+                                         Path(given.get("output") or "results"), workspace, say=lambda _line: None,
+                                         repeat=repeat, order_seed=order_seed)
+    else:
+        done = run_comparison(layouts, [c.name for c in configs], Path(given.get("output") or "results"), workspace,
+                              say=lambda _line: None, reuse=not given.get("no_reuse"), repeat=repeat,
+                              order_seed=order_seed)
     if json_path:
         jsonout.write(json_path, {**done.doc, "run_dir": str(done.run_dir)})
     done.check()

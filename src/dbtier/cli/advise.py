@@ -44,6 +44,8 @@ VERIFY_MAX = 10
               help="what the storage may cost in all (with --cost); with --catalog, the most to spend a month")
 @click.option("--verify", type=int, default=0, show_default=True, metavar="K",
               help="run the K best placements live on the emulated devices, beside their predictions")
+@click.option("--cluster", metavar="ADDRESS",
+              help="with --verify: run the verifying runs on a Ray cluster, one per node (docs/cluster.md)")
 @click.option("--workspace", type=click.Path(path_type=Path),
               help="a folder in which dbtier makes its own, for the predictions' emulated state and, with "
                    "--verify, clusters and devices (default: /dev/shm)")
@@ -53,7 +55,7 @@ VERIFY_MAX = 10
 @click.option("-q", "--quiet", is_flag=True, help="print only errors and the advice's directory")
 @click.option("--wide", is_flag=True, help="print every column, however narrow the terminal")
 def advise(run_dir: Path | None, from_stats: Path | None, fast, catalog_name, target, most_volumes, max_risk, duration,
-           slow, budget, cost, max_cost, verify, workspace, output, json_path, quiet, wide) -> None:
+           slow, budget, cost, max_cost, verify, cluster, workspace, output, json_path, quiet, wide) -> None:
     """Where should limited fast storage go? Advice from a recorded run, predicted and verified.
 
     \b
@@ -92,12 +94,14 @@ def advise(run_dir: Path | None, from_stats: Path | None, fast, catalog_name, ta
     (size, IOPS, throughput), predicted; every layout on at most --volumes volumes combined and priced;
     the cheapest that meet the target predicted whole. It prints the finding, the answers ranked with
     their monthly price and the saving against the recorded layout, the -d and --place to run each."""
+    if cluster and not verify:
+        raise UserError("--cluster runs --verify's live runs: give --verify K too")
     if catalog_name is not None:
         if from_stats is not None or fast or slow or budget or cost:
             raise UserError("--catalog chooses the volumes itself: give it with --target or --max-cost, without "
                             "--fast, --slow, --budget, --cost or --from-stats")
         return _catalog(run_dir, catalog_name, target, max_cost, most_volumes, max_risk, duration, verify, workspace,
-                        output, json_path, quiet, wide)
+                        output, json_path, quiet, wide, cluster)
     if target is not None or duration is not None or max_risk is not None:
         raise UserError("--target, --risk and --duration go with --catalog (which volumes to buy)")
     if fast is None:
@@ -161,7 +165,7 @@ def advise(run_dir: Path | None, from_stats: Path | None, fast, catalog_name, ta
         def progress_at(prefix):
             return progress_for(out, quiet, prefix=prefix)
         runs = verify_mod.run(rec, specs, [(label, advisor.placement(frozenset(o["fast"]))) for label, o in placements],
-                              output, workspace, ws, say, progress_at)
+                              output, workspace, ws, say, progress_at, cluster=cluster)
         doc["verify"] = [{**r, "place": o["place"], "predicted": o["value"], "fast_bytes": o["fast_bytes"]}
                          for (_l, o), r in zip(placements, runs)]
         doc["verified_best"] = advice_mod.verified_best(doc)
@@ -201,7 +205,7 @@ def _from_stats(run_dir, delta_path, fast, slow, budget, cost, max_cost, verify,
 
 
 def _catalog(run_dir, catalog_name, target, max_cost, most, max_risk, duration, verify, workspace, output, json_path,
-             quiet, wide) -> None:
+             quiet, wide, cluster=None) -> None:
     if run_dir is None:
         raise UserError("give the run directory to advise on (dbtier run ... --trace printed it)")
     if verify < 0 or verify > VERIFY_MAX:
@@ -246,7 +250,7 @@ def _catalog(run_dir, catalog_name, target, max_cost, most, max_risk, duration, 
                    doc["run_dir"], adviseview.volume_sections(doc))
     folder.check()
     if verify:
-        doc["verify"] = _verify_volumes(rec, answers[:verify], goal, output, workspace, ws, out, quiet)
+        doc["verify"] = _verify_volumes(rec, answers[:verify], goal, output, workspace, ws, out, quiet, cluster)
         jsonout.write(folder.final / "result.json", doc)
         html.write(folder.final / "report.html", f"dbtier advise {doc['workload']} --catalog {cat.name}",
                    doc["run_dir"], adviseview.volume_sections(doc))
@@ -273,7 +277,7 @@ def _migration_line(m: dict) -> str:
             f"{fmt_bytes(sum(x['bytes'] for x in moves))}{time_text}{extra}; each holds a lock while it copies")
 
 
-def _verify_volumes(rec, answers, goal, output, workspace, ws, out, quiet) -> list[dict]:
+def _verify_volumes(rec, answers, goal, output, workspace, ws, out, quiet, cluster=None) -> list[dict]:
     """The top answers run live on their volumes, each figure measured beside its prediction."""
     from dbtier.advisor import verify as verify_mod, volumes
     from dbtier.cli.progress import progress_for
@@ -286,7 +290,8 @@ def _verify_volumes(rec, answers, goal, output, workspace, ws, out, quiet) -> li
         verify_mod.check(rec, specs, [a.placement()], workspace)
         runs.append(("advised" if i == 0 else f"alt{i + 1}", a.placement(), specs))
     say(f"verifying {len(runs)} answer{'s' if len(runs) > 1 else ''} live")
-    done = verify_mod.run(rec, [], runs, output, workspace, ws, say, lambda prefix: progress_for(out, quiet, prefix=prefix))
+    done = verify_mod.run(rec, [], runs, output, workspace, ws, say, lambda prefix: progress_for(out, quiet, prefix=prefix),
+                          cluster=cluster)
     out_rows = []
     for a, r in zip(answers, done):
         measured = volumes.measured_figure(goal, r)

@@ -28,8 +28,9 @@ def cluster() -> None:
 @click.option("--cluster", "address", required=True, metavar="ADDRESS",
               help="the cluster: ray://HOST:PORT, HOST:PORT (the head's) or auto")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="also write the nodes as JSON here")
+@click.option("-q", "--quiet", is_flag=True, help="print only the nodes that take runs, one a line (and errors)")
 @click.option("--wide", is_flag=True, help="print every column, however narrow the terminal")
-def status(address: str, json_path: Path | None, wide: bool) -> None:
+def status(address: str, json_path: Path | None, quiet: bool, wide: bool) -> None:
     """List the nodes that can take runs: CPU model and count, memory, kernel, dbtier and PostgreSQL
     versions and the host's wake-up delay (how late a 1 ms sleep ends). A node whose dbtier or
     PostgreSQL differs from this machine's is named and refused (exit status 2)."""
@@ -47,9 +48,13 @@ def status(address: str, json_path: Path | None, wide: bool) -> None:
                  str(n.facts.get("dbtier", "?")), str(n.facts.get("postgres", "?")),
                  f"{fmt(n.facts.get('wakeup_delay_us', {}).get('p50', 0))} us", n.refused or n.silent or "takes runs"]
                 for n in pool.nodes]
-        show(out, TableData(["node", "CPUs", "memory", "kernel", "dbtier", "PostgreSQL", "wake-up delay", "state"],
-                            rows, f"cluster {address}: this machine has dbtier {pool.driver['dbtier']}, "
-                                  f"PostgreSQL {pool.driver['postgres']}", 1, conclusion=(7,)))
+        if quiet:
+            for n in pool.ready:
+                out.print(n.name, markup=False)
+        else:
+            show(out, TableData(["node", "CPUs", "memory", "kernel", "dbtier", "PostgreSQL", "wake-up delay", "state"],
+                                rows, f"cluster {address}: this machine has dbtier {pool.driver['dbtier']}, "
+                                      f"PostgreSQL {pool.driver['postgres']}", 1, conclusion=(7,)))
         if json_path:
             jsonout.write(json_path, {"kind": "cluster", "address": address, "driver": pool.driver,
                                       "nodes": [{"node_id": n.node_id, "address": n.address, "facts": n.facts,

@@ -57,7 +57,8 @@ def compare() -> None:
     its objects moved where the layout says (the emulation paused), a cold restart, and the measured
     run. Each layout keeps its own run directory; the comparison (table, report.html with the layouts
     charted side by side) goes in OUTPUT/compare-WORKLOAD-<time>/. Interrupted, the layouts finished
-    so far keep their run directories."""
+    so far keep their run directories. With --cluster, each run goes to a node of a Ray cluster
+    (one per node at a time, its data loaded there), after each node's reference run."""
 
 
 def execute(cls, kw: dict) -> Path:
@@ -69,9 +70,15 @@ def execute(cls, kw: dict) -> Path:
     say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
     json_path = outputs.check_file(kw["json"], "--json") if kw["json"] else None
     try:
-        done = run_comparison(layouts, [c.name for c in configs], kw["output"], kw["workspace"],
-                              lambda prefix: progress_for(out, kw["quiet"], prefix=prefix), say,
-                              reuse=not kw.get("no_reuse"), repeat=kw["repeat"], order_seed=kw["repeat_seed"])
+        if kw.get("cluster"):
+            from dbtier.experiments.comparison import run_comparison_on_cluster
+
+            done = run_comparison_on_cluster(layouts, [c.name for c in configs], kw["cluster"], kw["output"],
+                                             kw["workspace"], say, repeat=kw["repeat"], order_seed=kw["repeat_seed"])
+        else:
+            done = run_comparison(layouts, [c.name for c in configs], kw["output"], kw["workspace"],
+                                  lambda prefix: progress_for(out, kw["quiet"], prefix=prefix), say,
+                                  reuse=not kw.get("no_reuse"), repeat=kw["repeat"], order_seed=kw["repeat_seed"])
     except KeyboardInterrupt as exc:
         for d in getattr(exc, "kept_run_dirs", []):
             out.print(f"kept: {d}", markup=False)

@@ -24,6 +24,10 @@ def print_comparison(out, done, json_path: Path | None, beside: str) -> Path:
         if table is not None:
             show(out, table)
     show(out, compareview.device_data(done.names, done.results))
+    if doc.get("nodes"):
+        from dbtier.report.nodesview import nodes_table
+
+        show(out, nodes_table(doc["nodes"]))
     out.print(f"comparison: {done.run_dir} (result.json, report.html); {beside}", markup=False)
     if json_path:
         jsonout.write(json_path, {**doc, "run_dir": str(done.run_dir)})

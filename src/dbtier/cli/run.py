@@ -12,7 +12,7 @@ from dbtier.report import jsonout, outputs
 from dbtier.report.terminal import console
 from dbtier.experiments import runner
 from dbtier.experiments.experiment import Experiment
-from dbtier.experiments.options import GROUPS, OPTIONS, Option
+from dbtier.experiments.options import GROUPS, OPTIONS, SEVERAL_RUNS_KEYS, Option
 from dbtier.workloads import registry
 
 
@@ -60,7 +60,7 @@ class GroupedCommand(click.Command):
 def _runtime_options(func):
     """`dbtier run --experiment FILE`'s own options: where the run goes and how it speaks."""
     for o in reversed(OPTIONS):
-        if not o.experiment:
+        if not o.experiment and o.key not in SEVERAL_RUNS_KEYS:
             func = _click_option(o)(func)
     return func
 
@@ -93,6 +93,8 @@ class WorkloadGroup(click.Group):
 
 
 class RunGroup(WorkloadGroup):
+    skip = SEVERAL_RUNS_KEYS  # one run runs here
+
     @staticmethod
     def execute(cls, kw):
         return execute(cls, kw)

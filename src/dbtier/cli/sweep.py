@@ -84,7 +84,9 @@ def sweep(sweep_file: Path | None, repeat: int, repeat_seed: int, resume: Path |
     if not quiet:
         show(out, sweep_mod.table_data(doc))
         if doc.get("nodes"):
-            show(out, sweep_mod.nodes_table(doc))
+            from dbtier.report.nodesview import nodes_table
+
+            show(out, nodes_table(doc["nodes"]))
     out.print(f"sweep: {folder} (result.json, report.html, ledger.jsonl, runs/)", markup=False)
     if json_path:
         jsonout.write(json_path, {**doc, "sweep_dir": str(folder)})

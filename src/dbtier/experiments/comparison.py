@@ -11,6 +11,7 @@ run directories (named on the KeyboardInterrupt, as `kept_run_dirs`)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -105,6 +106,65 @@ def run_comparison(layouts: list[Experiment], names: list[str], output: Path = P
 REPEAT_MAX = 50
 
 
+@dataclass(frozen=True)
+class _LayoutRun:
+    layout: int   # its index in the layouts
+    run: int      # its run number, of --repeat
+
+
+def run_comparison_on_cluster(layouts: list[Experiment], names: list[str], cluster: str,
+                              output: Path = Path("results"), workspace: Path | None = None,
+                              say: Callable[[str], None] = print, repeat: int = 1, order_seed: int = 0) -> Comparison:
+    """run_comparison on a Ray cluster: each run of each layout on a free node (one per node at a time),
+    its data loaded there; each node's reference run first, its offset in the result (`nodes`)."""
+    import tempfile
+
+    from dbtier.cluster import runs as cluster_runs
+    from dbtier.experiments.sweep import _connect
+    from dbtier.report import jsonout, outputs
+    from dbtier.workspace import Workspace
+
+    if not 1 <= repeat <= REPEAT_MAX:
+        raise UserError(f"--repeat {repeat}: from 1 to {REPEAT_MAX} runs of each layout")
+    for exp in layouts:
+        runner.check(exp, workspace)
+    output = outputs.check_dir(output, "--output")
+    order = [(i, k) for k in range(repeat) for i in range(len(layouts))]
+    if repeat > 1:
+        random.Random(order_seed).shuffle(order)
+    name = layouts[0].workload
+    pool = _connect(cluster, say)
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".dbtier-reference-", dir=output) as tmp:
+            nodes = [{k: v for k, v in r.items() if k != "run_dir"}
+                     for r in cluster_runs.offsets(cluster_runs.reference_runs(pool, Path(tmp), say))]
+
+        def label(job: _LayoutRun) -> str:
+            return names[job.layout] if repeat == 1 else f"{names[job.layout]}-r{job.run}"
+
+        finished = cluster_runs.run_jobs(pool, [_LayoutRun(i, k + 1) for i, k in order],
+                                         lambda j: layouts[j.layout].to_toml(), output, say, label)
+    finally:
+        pool.clean()
+        pool.close()
+    runs: list[list[tuple[dict, str]]] = [[] for _ in layouts]
+    for job, run_dir, nd in sorted(finished, key=lambda f: (f[0].run, f[0].layout)):
+        result = json.loads((run_dir / "result.json").read_text())
+        exp = layouts[job.layout]
+        result["configuration"] = compare_mod.Config(names[job.layout], list(exp.devices), exp.placement).describe()
+        result["node"] = nd.name
+        jsonout.write(run_dir / "result.json", result)
+        runs[job.layout].append((result, str(run_dir)))
+    configs = [compare_mod.Config(n, list(e.devices), e.placement).describe() for n, e in zip(names, layouts)]
+    medians = [median_run(r) for r in runs]
+    repeats = None if repeat == 1 else {"n": repeat, "seed": order_seed, "order": [[names[i], k + 1] for i, k in order],
+                                        "runs": [[d for _r, d in r] for r in runs],
+                                        "results": [[res for res, _d in r] for r in runs]}
+    return write_comparison(name, names, [m[0] for m in medians], [m[1] for m in medians], configs, output,
+                            Workspace.open(workspace), repeats=repeats, nodes=nodes)
+
+
 def median_run(runs: list[tuple[dict, str]]) -> tuple[dict, str]:
     """The run whose figure is the median of a layout's runs (of an even number, the lower middle)."""
     ranked = sorted(runs, key=lambda r: compare_mod.headline(r[0])[1])
@@ -112,10 +172,12 @@ def median_run(runs: list[tuple[dict, str]]) -> tuple[dict, str]:
 
 
 def write_comparison(workload: str, names: list[str], results: list[dict], run_dirs: list[str], configs: list[dict],
-                     output: Path, ws, notes: list[str] | None = None, repeats: dict | None = None) -> Comparison:
+                     output: Path, ws, notes: list[str] | None = None, repeats: dict | None = None,
+                     nodes: list[dict] | None = None) -> Comparison:
     """The comparison's own run directory (result.json, report.html) for layouts measured already;
     notes: runs made earlier (compare_runs), with what differs between them besides the layout;
-    repeats: each layout's every run (run_comparison's repeat), the results being its median runs."""
+    repeats: each layout's every run (run_comparison's repeat), the results being its median runs;
+    nodes: the cluster's nodes that made the runs, with their reference runs' offsets."""
     from dbtier.report import compareview, html, jsonout, verdict
     from dbtier.report.rundir import run_dir
 
@@ -127,12 +189,18 @@ def write_comparison(workload: str, names: list[str], results: list[dict], run_d
            "headline": compare_mod.headline(rows[0])[0], "phases": parts["phases"], "scripts": parts["scripts"],
            "largest_difference": parts["largest"], **({"earlier": True, "notes": notes} if notes is not None else {}),
            **({"repeat": {k: repeats[k] for k in ("n", "seed", "order", "runs")}, "spread": spread} if repeats else {}),
+           **({"nodes": nodes, "ran_on": [r.get("node") for r in results]} if nodes is not None else {}),
            "results": [{k: r[k] for k in ("elapsed_s", "server_cpu_s", "io_wait_s", "devices", "top_events", "rates")}
                        | {"metrics": r.get("metrics")} for r in rows]}
     with run_dir(output, f"compare-{workload}", ws) as folder:
         jsonout.write(folder.path / "result.json", doc)
-        html.write(folder.path / "report.html", f"dbtier compare {workload}", rows[0]["started"],
-                   compareview.sections(names, rows, run_dirs, parts, notes, spread),
+        sections = compareview.sections(names, rows, run_dirs, parts, notes, spread)
+        if nodes:
+            from dbtier.report.html import Section
+            from dbtier.report.nodesview import nodes_table
+
+            sections.append(Section("the cluster's nodes", tables=[nodes_table(nodes)]))
+        html.write(folder.path / "report.html", f"dbtier compare {workload}", rows[0]["started"], sections,
                    verdict.compare(names, rows, doc["speedups"], doc["headline"], parts["largest"], spread))
     return Comparison(doc, names, rows, folder.final, folder.failure)
 

@@ -91,6 +91,8 @@ OPTIONS = (
            type=int, default=1, metavar="N", experiment=False),
     Option("repeat-seed", "Output", "the seed of --repeat's shuffled order", type=int, default=0, metavar="S",
            experiment=False),
+    Option("cluster", "Output", "run on a Ray cluster (ray://HOST:PORT, HOST:PORT or auto), one run per node at a time, "
+           "each node's reference run first (docs/cluster.md)", metavar="ADDRESS", experiment=False),
 )
 
 BY_KEY = {o.key: o for o in OPTIONS}
@@ -100,3 +102,5 @@ EXPERIMENT_KEYS = ("workload", *(o.name for o in OPTIONS if o.experiment))
 RUNTIME_KEYS = tuple(o.key for o in OPTIONS if not o.experiment)
 #: the options a command whose layouts come another way (compare) does not take
 LAYOUT_KEYS = ("device", "place", "cache_state", "keep")
+#: the options only a command of several runs takes (compare)
+SEVERAL_RUNS_KEYS = ("cluster",)

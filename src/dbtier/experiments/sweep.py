@@ -260,10 +260,6 @@ def _run_here(jobs: list[_Job], total: int, repeat: int, folder: Path, ledger: L
 
 # -- on a cluster ------------------------------------------------------------------------------------
 
-#: the run each node makes first: small, the same everywhere, so that what differs is the node
-REFERENCE = {"workload": "random-index", "rows": 1000, "device": ["d=ssd-sata-mlc"]}
-
-
 def _connect(cluster: str, say):
     from dbtier.cluster.pool import Pool
 
@@ -278,68 +274,20 @@ def _connect(cluster: str, say):
     return pool
 
 
-@dataclass
-class _Reference:
-    node_id: str
-
-
 def _run_on_cluster(pool, jobs: list[_Job], total: int, repeat: int, folder: Path, ledger: Ledger, say) -> None:
-    """Each node's reference run, then the sweep's runs, one per node at a time. A run whose node was
-    lost runs again once, as attempt 2; a run that fails stops the sweep (the others are cancelled)."""
-    import contextlib
+    """Each node's reference run, then the sweep's runs, one per node at a time (cluster/runs.py)."""
+    from dbtier.cluster import runs
 
-    from dbtier.cluster import node as node_side
-    from dbtier.experiments.compare import headline
+    for rec in runs.reference_runs(pool, folder / "reference", say):
+        ledger.write(key="reference", event="reference", **{**rec, "run_dir": str(rec["run_dir"].relative_to(folder))})
 
-    reference = Experiment.from_dict(REFERENCE, "the reference run")
-    refs = [_Reference(n.node_id) for n in pool.ready]
-    say(f"reference run on each of {len(refs)} node(s)")
-    with contextlib.closing(pool.run(refs, lambda _j: reference.to_toml(), lambda *_a: None)) as outcomes:
-        for out in outcomes:
-            if type(out).__name__ != "Done":
-                say(f"  {out.node.name}: no reference ({getattr(out, 'error', None) or getattr(out, 'reason', '')})")
-                continue
-            run_dir = node_side.unpack(out.shipped, folder / "reference")
-            result = json.loads((run_dir / "result.json").read_text())
-            figure, value, _higher = headline(result)
-            ledger.write(key="reference", event="reference", node=out.node.name, node_id=out.node.node_id,
-                         facts=out.node.facts, figure=figure, value=value,
-                         run_dir=str(run_dir.relative_to(folder)))
-            say(f"  {out.node.name}: {figure} {value:.4g}")
+    def record(event: str, job: _Job, nd, attempt: int, run_dir: Path | None = None, **extra) -> None:
+        ledger.write(key=job.point.key, name=job.point.name, run=job.run, attempt=attempt, event=event,
+                     node=nd.name, **({"run_dir": str(run_dir.relative_to(folder))} if run_dir else {}), **extra)
 
-    def on_start(job: _Job, nd) -> None:
-        ledger.write(key=job.point.key, name=job.point.name, run=job.run, attempt=job.attempt, event="started",
-                     node=nd.name)
-        say(f"{_label(job, total, repeat)} on {nd.name}" + (f" (attempt {job.attempt})" if job.attempt > 1 else ""))
-
-    def tell(job: _Job, nd, text: str) -> None:
-        say(f"  {job.point.name} on {nd.short}: {text}")
-
-    finished = set()
-    with contextlib.closing(pool.run(jobs, lambda j: j.point.experiment.to_toml(), tell, on_start)) as outcomes:
-        for out in outcomes:
-            job, point = out.job, out.job.point
-            record = {"key": point.key, "name": point.name, "run": job.run, "attempt": job.attempt, "node": out.node.name}
-            kind = type(out).__name__
-            if kind == "Done":
-                run_dir = node_side.unpack(out.shipped, folder / "runs")
-                ledger.write(**record, event="done", run_dir=str(run_dir.relative_to(folder)))
-                finished.add((point.key, job.run))
-                if out.shipped.get("failure"):
-                    say(f"  {point.name}: {out.shipped['failure']}")
-            elif kind == "Lost":
-                ledger.write(**record, event="lost", error=f"node lost ({out.reason})")
-                if job.attempt >= 2:
-                    raise UserError(f"{point.name}: its node was lost on attempt {job.attempt} too; the sweep "
-                                    f"resumes with --resume {folder}")
-                say(f"  {point.name}: node {out.node.name} lost; it runs again (attempt {job.attempt + 1})")
-                pool.requeue(_Job(point, job.run, job.attempt + 1, job.number))
-            else:
-                ledger.write(**record, event="failed", error=out.error)
-                raise UserError(f"{point.name} on {out.node.name}: {out.error} (the sweep resumes with --resume "
-                                f"{folder})")
-    if any((j.point.key, j.run) not in finished for j in jobs):
-        raise UserError(f"every node of the cluster was lost; the sweep resumes with --resume {folder}")
+    runs.run_jobs(pool, jobs, lambda j: j.point.experiment.to_toml(), folder / "runs", say,
+                  lambda j: _label(j, total, repeat), first_attempt=lambda j: j.attempt, record=record,
+                  resume=f"; the sweep resumes with --resume {folder}")
 
 
 def summarize(folder: Path, points: list[Point], repeat: int) -> dict:
@@ -366,42 +314,24 @@ def summarize(folder: Path, points: list[Point], repeat: int) -> dict:
     doc = {"kind": "sweep", "workload": points[0].experiment.workload, "repeat": repeat, "points": rows,
            "nodes": nodes(ledger.records())}
     jsonout.write(folder / "result.json", doc)
-    tables = [table_data(doc)] + ([nodes_table(doc)] if doc["nodes"] else [])
+    from dbtier.report.nodesview import nodes_table
+
+    tables = [table_data(doc)] + ([nodes_table(doc["nodes"])] if doc["nodes"] else [])
     html.write(folder / "report.html", f"dbtier sweep {doc['workload']}", time.strftime("%Y-%m-%d %H:%M"),
                [Section(f"{doc['workload']}: the sweep", tables=tables)], [])
     return doc
 
 
 def nodes(records: list[dict]) -> list[dict]:
-    """Each node's latest reference run and facts, and its offset: its reference figure against the
-    median of every node's (+5% = this node's reference took 5% longer, or gave 5% more)."""
-    import statistics
+    """Each node's latest reference run and facts, and its offset against the median node."""
+    from dbtier.cluster.runs import offsets
 
     latest = {}
     for rec in records:
         if rec["event"] == "reference":
             latest[rec["node_id"]] = rec
-    if not latest:
-        return []
-    middle = statistics.median(r["value"] for r in latest.values())
-    return [{"node": r["node"], "node_id": r["node_id"], "facts": r["facts"], "figure": r["figure"],
-             "reference": r["value"], "offset": r["value"] / middle - 1 if middle else 0.0, "run_dir": r["run_dir"]}
-            for r in latest.values()]
-
-
-def nodes_table(doc: dict):
-    """The nodes, what each is, and how its reference run differs from the others'."""
-    from dbtier.report.html import TableData
-    from dbtier.report.terminal import fmt
-
-    rows = [[n["node"], f"{n['facts'].get('cpus')} x {n['facts'].get('cpu_model')}",
-             f"{n['facts'].get('memory_gib')} GiB", n["facts"].get("kernel", "?"),
-             f"{fmt(n['facts'].get('wakeup_delay_us', {}).get('p50', 0))} us", fmt(n["reference"]),
-             f"{100 * n['offset']:+.1f}%"] for n in doc["nodes"]]
-    figure = doc["nodes"][0]["figure"]
-    return TableData(["node", "CPUs", "memory", "kernel", "wake-up delay", f"reference {figure}", "offset"], rows,
-                     "the nodes: each made the same reference run first (its offset: against the median node)", 1,
-                     conclusion=(6,))
+    return [{k: r[k] for k in ("node", "node_id", "facts", "figure", "reference", "offset", "run_dir")}
+            for r in offsets(list(latest.values()))]
 
 
 def table_data(doc: dict):
