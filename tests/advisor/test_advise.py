@@ -190,6 +190,9 @@ def test_every_placement_is_tried_when_few_objects():
     (["{run}", "--fast", "ssd=ssd-sata-mlc", "--budget", "1GB", "--risk", "0.2"], "--risk and --duration go with --catalog"),
     (["{run}", "--fast", "ssd=real", "--budget", "1GB"], "no model to predict with"),
     (["{missing}", "--fast", "ssd=ssd-sata-mlc", "--budget", "1GB"], "is not a directory"),
+    (["{run}", "--fast", "ssd=ssd-sata-mlc", "--budget", "1GB", "--cluster", "auto"], "give --verify K too"),
+    (["{run}", "--fast", "ssd=ssd-sata-mlc", "--budget", "1GB", "--verify", "1", "--cluster", "127.0.0.1:9"],
+     "nothing answers there"),
 ])
 def test_bad_input_one_line_exit_2(recorded, tmp_path, args, message):
     plain = tmp_path / "plain"

@@ -96,6 +96,10 @@ def advise(run_dir: Path | None, from_stats: Path | None, fast, catalog_name, ta
     their monthly price and the saving against the recorded layout, the -d and --place to run each."""
     if cluster and not verify:
         raise UserError("--cluster runs --verify's live runs: give --verify K too")
+    if cluster:
+        from dbtier.cluster.pool import check_address
+
+        check_address(cluster)  # before anything is predicted or written
     if catalog_name is not None:
         if from_stats is not None or fast or slow or budget or cost:
             raise UserError("--catalog chooses the volumes itself: give it with --target or --max-cost, without "

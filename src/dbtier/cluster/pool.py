@@ -29,6 +29,13 @@ def _ray():
     return ray
 
 
+def check_address(address: str) -> None:
+    """The address well formed and answering (before a command makes anything), and Ray installed."""
+    _ray()
+    if address != "auto":
+        _reachable(address)
+
+
 def _reachable(address: str) -> None:
     """One line, before Ray's own minute of retries, when nothing answers at HOST:PORT."""
     hostport = address.removeprefix("ray://")
@@ -90,8 +97,7 @@ class Pool:
     @classmethod
     def connect(cls, address: str, say: Callable[[str], None] = lambda _l: None) -> "Pool":
         ray = _ray()
-        if address != "auto":
-            _reachable(address)
+        check_address(address)
         try:
             ray.init(address=address, namespace=NAMESPACE, logging_level="ERROR", log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
