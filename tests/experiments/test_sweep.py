@@ -109,6 +109,48 @@ def test_a_sweep_runs_each_point_records_it_and_resumes(shm_dir, tmp_path):
     assert done.returncode == 0 and "8 done, 0 to run" in done.stdout
 
 
+def test_a_sweep_killed_mid_run_resumes_with_the_rest(shm_dir, tmp_path):
+    """A real kill (SIGKILL to the sweep's process group) once a run has finished: the next command reaps
+    what the killed run left, and --resume runs only the runs without a finished record, the one killed
+    mid-run as its next attempt."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.engines.postgres.test_lifecycle import postgres_pids, wait_for
+
+    path = tmp_path / "s.toml"
+    path.write_text(SWEEP.replace("rows = 200", "rows = 1500"))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "dbtier", "sweep", str(path), "-o", str(out), "-q",
+                             "--workspace", str(shm_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+
+    def ledger() -> list[dict]:
+        found = list(out.glob("sweep-*/ledger.jsonl"))
+        return [json.loads(line) for line in found[0].read_text().splitlines() if line.endswith("}")] if found else []
+
+    try:
+        wait_for(lambda: proc.poll() is not None or sum(r["event"] == "started" for r in ledger()) >= 2, 120,
+                 "the sweep's second run")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    (folder,) = out.glob("sweep-*")
+    before = ledger()
+    finished = {(r["key"], r["run"]) for r in before if r["event"] == "done"}
+    assert len(finished) == 1 and proc.returncode == -signal.SIGKILL
+    again = dbtier("sweep", "--resume", str(folder), "--workspace", str(shm_dir))
+    assert again.returncode == 0, again.stderr
+    after = ledger()[len(before):]
+    assert not {(r["key"], r["run"]) for r in after if r["event"] == "started"} & finished
+    killed = next(r for r in before if r["event"] == "started" and (r["key"], r["run"]) not in finished)
+    assert [r["attempt"] for r in after if r["key"] == killed["key"] and r["event"] == "done"] == [2]
+    assert [p["runs"] for p in json.loads((folder / "result.json").read_text())["points"]] == [1, 1, 1, 1]
+    assert not postgres_pids(shm_dir) and not list(shm_dir.glob("dbtier-*/lab-*"))
+
+
 @pytest.mark.parametrize("args, message", [
     ([], "give a sweep file, or --resume DIR"),
     (["{file}", "--resume", "{tmp}"], "give a sweep file, or --resume DIR"),
