@@ -40,11 +40,14 @@ cache = ["16MB", "32MB"]
 
 
 def node_folders() -> list[Path]:
-    return sorted(Path("/dev/shm").glob(f"{NODE_FOLDERS}*"))
+    """This cluster's nodes' workspaces (another test session's cluster may run beside it)."""
+    ours = {n["NodeID"][:12] for n in ray.nodes()}
+    return sorted(p for p in Path("/dev/shm").glob(f"{NODE_FOLDERS}*") if p.name.rsplit("-", 1)[1] in ours)
 
 
 def node_servers() -> list[int]:
-    return postgres_pids(Path("/dev/shm") / NODE_FOLDERS)
+    shm = Path("/dev/shm")
+    return [pid for n in ray.nodes() for pid in postgres_pids(shm / f"{NODE_FOLDERS}{os.geteuid()}-{n['NodeID'][:12]}")]
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +64,10 @@ def cluster(tmp_path_factory):
     c.wait_for_nodes()
     ray.init(address=c.address, logging_level="ERROR", log_to_driver=False)  # to see the nodes as Ray does
     yield c
+    left = node_folders()  # what a test that failed may have left
     ray.shutdown()
     c.shutdown()
-    for folder in node_folders():  # what a test that failed may have left
+    for folder in left:
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -178,6 +182,7 @@ def test_a_node_lost_mid_run_reruns_its_run_once(cluster, tmp_path):
     doc = json.loads((folder / "result.json").read_text())
     assert [p["runs"] for p in doc["points"]] == [1, 1, 1, 1]
     assert next(p for p in doc["points"] if p["key"] == lost["key"])["attempts"] == 2
+    assert "attempts: a run made again after its node was lost" in (folder / "report.html").read_text()
     wait_for(lambda: not node_servers(), 30, "the lost node's server to stop")
 
 
@@ -233,7 +238,8 @@ def test_compare_on_the_cluster_is_the_same_report_with_the_nodes(cluster, tmp_p
     for run_dir, name in zip(doc["run_dirs"], ("ssd", "hdd")):
         result = json.loads((Path(run_dir) / "result.json").read_text())
         assert result["configuration"]["name"] == name and (Path(run_dir) / "node.json").exists()
-    assert "reference elapsed s" in proc.stdout and "cluster&#39;s nodes" in (Path(doc["run_dir"]) / "report.html").read_text()
+    assert "reference elapsed s" in proc.stdout
+    assert "cluster&#39;s nodes" in (Path(doc["run_dir"]) / "report.html").read_text()
     assert not list((tmp_path / "out").glob(".dbtier-reference-*"))
     assert not node_folders() and not node_servers()
 
@@ -248,6 +254,21 @@ def test_advise_verifies_on_the_cluster(cluster, tmp_path, shm_dir):
     (verified,) = json.loads((tmp_path / "a.json").read_text())["verify"]
     assert verified["label"] == "advised" and verified["measured"] > 0
     assert (Path(verified["run_dir"]) / "node.json").exists()
+    assert not node_folders() and not node_servers()
+
+
+def test_reproduce_on_the_cluster_calibrates_and_runs_each_article_on_its_node(cluster, tmp_path):
+    """Seed 001 (quick) on a node: its runs' folders and figures come back as a reproduction made here
+    would write them, with the node that made them."""
+    proc = dbtier("reproduce", "--quick", "--only", "001", "--cluster", cluster.address, "-o", str(tmp_path / "out"),
+                  check=True)
+    (folder,) = (tmp_path / "out").glob("reproduce-*")
+    doc = json.loads((folder / "result.json").read_text())
+    (art,) = doc["articles"]
+    assert art["seed"] == "001" and art["figures"] and not art["failures"] and art["node"]
+    assert json.loads((folder / "seed001" / "node.json").read_text())["node_id"]
+    assert all((folder / "seed001" / "-".join(r["key"].split()) / "server.log").exists() for r in art["runs"])
+    assert len(doc["nodes"]) == 2 and "reference elapsed s" in proc.stdout
     assert not node_folders() and not node_servers()
 
 

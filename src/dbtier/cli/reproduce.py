@@ -25,9 +25,12 @@ from dbtier.workspace import Workspace
 @click.option("--pg-bin", type=click.Path(path_type=Path), help="another PostgreSQL 18 install's bin folder")
 @click.option("--workspace", type=click.Path(path_type=Path),
               help="a folder in which dbtier makes its own for clusters (default: /dev/shm, in RAM)")
+@click.option("--cluster", metavar="ADDRESS",
+              help="each article on a node of a Ray cluster, its CPU calibration and runs on that node "
+                   "(docs/cluster.md)")
 @click.option("--quiet", "-q", is_flag=True, help="print only the figure tables")
 def reproduce(quick: bool, only: str | None, output: Path, pg_bin: Path | None, workspace: Path | None,
-              quiet: bool) -> None:
+              cluster: str | None, quiet: bool) -> None:
     """Run every seed article's experiments on device profiles modelled on its hardware, and print
     each headline figure of the article beside ours, with the measured reason where they differ
     (CPU share, where the device time went, cache hits, flushes).
@@ -64,23 +67,43 @@ def reproduce(quick: bool, only: str | None, output: Path, pg_bin: Path | None, 
     chosen = runner.articles(quick, chosen_seeds)
     runner.check(chosen, base)  # every run's options and room, before the first thing is made
     outputs.check_dir(output, "--output")
+    if cluster:
+        from dbtier.cluster.pool import check_address
+
+        check_address(cluster)  # before anything is made
     total = sum(len(a.runs) for a in chosen)
     say(f"{total} runs over {len(chosen)} article(s){' (quick)' if quick else ''}")
     with run_dir(output, "reproduce", Workspace.open(workspace)) as folder:
-        doc = runner.reproduce(chosen, base, folder.path,
-                               functools.partial(lambda prefix: progress_for(out, quiet, prefix=prefix)), say)
+        if cluster:
+            from dbtier.reproduce import on_cluster
+
+            doc = on_cluster.reproduce([a.seed for a in chosen], quick, pg_bin, cluster, folder.path, say)
+        else:
+            doc = runner.reproduce(chosen, base, folder.path,
+                                   functools.partial(lambda prefix: progress_for(out, quiet, prefix=prefix)), say)
         doc["quick"] = quick
         jsonout.write(folder.path / "result.json", doc)
         from dbtier.report import verdict
         from dbtier.reproduce import view  # matplotlib: loaded once there is something to chart
 
+        sections = view.sections(doc)
+        if doc.get("nodes"):
+            from dbtier.report.html import Section
+            from dbtier.report.nodesview import nodes_table
+
+            sections.append(Section("the cluster's nodes", tables=[nodes_table(doc["nodes"])]))
         html.write(folder.path / "report.html", "dbtier reproduce: the seed articles' figures beside ours",
-                   f"{'quick' if quick else 'full'} run, {doc['elapsed_s'] / 60:.1f} minutes", view.sections(doc),
+                   f"{'quick' if quick else 'full'} run, {doc['elapsed_s'] / 60:.1f} minutes", sections,
                    verdict.reproduce(doc))
     for line in verdict.reproduce(doc):
         out.print(line, markup=False)
     for table in view.terminal_tables(doc):
         out.print(table)
+    if doc.get("nodes"):
+        from dbtier.report.nodesview import nodes_table
+        from dbtier.report.terminal import show
+
+        show(out, nodes_table(doc["nodes"]))
     out.print(f"{doc['elapsed_s'] / 60:.1f} minutes; run directory: {folder.final} (result.json, report.html)",
               markup=False)
     folder.check()

@@ -40,6 +40,52 @@ class _Progress:
         pass
 
 
+def do(work: str | dict, node_id: str, tell: Callable[[str], None] = lambda _t: None) -> dict:
+    """The driver's work: an experiment's TOML (run), or {"reproduce": SEED, "quick": ..., "pg_bin": ...}
+    (one article, its CPU calibration and runs on this node)."""
+    if isinstance(work, dict):
+        return reproduce_article(work["reproduce"], work.get("quick", False), work.get("pg_bin"), node_id, tell)
+    return run(work, node_id, tell)
+
+
+def _shipped(folder: Path, node_facts: dict, **more) -> dict:
+    (folder / NODE_FACTS).write_text(json.dumps(node_facts, indent=1))
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(folder, arcname=folder.name)
+    return {"name": folder.name, "tar": buf.getvalue(), "facts": node_facts, **more}
+
+
+def _ready(node_id: str) -> tuple[Path, dict]:
+    base = workspace_base(node_id)
+    base.mkdir(mode=0o755, exist_ok=True)
+    base.chmod(0o755)  # the servers' user passes through it when root runs them
+    return base, {**facts.collect(wakeup=False), "node_id": node_id}
+
+
+def reproduce_article(seed: str, quick: bool, pg_bin: str | None, node_id: str,
+                      tell: Callable[[str], None] = lambda _t: None) -> dict:
+    """One seed article reproduced here, as `dbtier reproduce --only SEED` would: its CPU calibration
+    on this node (its --cpu-scale is this node's), then its runs. Ships its seedNNN folder, with
+    article.json (the article's part of result.json) in it."""
+    import contextlib
+
+    from dbtier.engines.postgres.lab import LabOptions
+    from dbtier.reproduce import run as reproduce_run
+
+    base, node_facts = _ready(node_id)
+    options = LabOptions(pg_bin=Path(pg_bin) if pg_bin else None, workspace=base)
+    chosen = reproduce_run.articles(quick, [seed])
+    reproduce_run.check(chosen, options)
+    with tempfile.TemporaryDirectory(prefix="out-", dir=base) as out:
+        doc = reproduce_run.reproduce(chosen, options, Path(out),
+                                      lambda prefix: contextlib.nullcontext(_Progress(lambda t: tell(prefix + t))), tell)
+        folder = Path(out) / f"seed{seed}"
+        folder.mkdir(exist_ok=True)
+        (folder / "article.json").write_text(json.dumps({**doc["articles"][0], "elapsed_s": doc["elapsed_s"]}))
+        return _shipped(folder, node_facts, failure=None)
+
+
 def run(experiment_toml: str, node_id: str, tell: Callable[[str], None] = lambda _t: None) -> dict:
     """Runs one experiment here; returns {"name", "tar" (its run directory, gzipped), "facts",
     "failure"}. A bad experiment raises the UserError a run here would."""
@@ -48,10 +94,7 @@ def run(experiment_toml: str, node_id: str, tell: Callable[[str], None] = lambda
     from dbtier.experiments import runner
     from dbtier.experiments.experiment import Experiment
 
-    base = workspace_base(node_id)
-    base.mkdir(mode=0o755, exist_ok=True)
-    base.chmod(0o755)  # the servers' user passes through it when root runs them
-    node_facts = {**facts.collect(wakeup=False), "node_id": node_id}
+    base, node_facts = _ready(node_id)
     with tempfile.TemporaryDirectory(prefix="out-", dir=base) as out:
         spec = Path(out) / "experiment.toml"
         spec.write_text(experiment_toml, encoding="utf-8")
@@ -59,11 +102,7 @@ def run(experiment_toml: str, node_id: str, tell: Callable[[str], None] = lambda
         spec.unlink()
         outcome = runner.run(exp, Path(out) / "runs", base, say=lambda _l: None,
                              progress_for=lambda: contextlib.nullcontext(_Progress(tell)))
-        (outcome.run_dir / NODE_FACTS).write_text(json.dumps(node_facts, indent=1))
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-            tar.add(outcome.run_dir, arcname=outcome.run_dir.name)
-    return {"name": outcome.run_dir.name, "tar": buf.getvalue(), "facts": node_facts, "failure": outcome.failure}
+        return _shipped(outcome.run_dir, node_facts, failure=outcome.failure)
 
 
 def unpack(shipped: dict, into: Path) -> Path:

@@ -154,11 +154,12 @@ class Pool:
                     f"ray start --address=HEAD:PORT --resources='{{\"{RESOURCE}\": 1}}'")
         return None
 
-    def run(self, jobs: list, toml_of: Callable[[object], str], tell: Callable[[object, Node, str], None],
+    def run(self, jobs: list, work_of: Callable[[object], str | dict], tell: Callable[[object, Node, str], None],
             on_start: Callable[[object, Node], None] = lambda _j, _n: None) -> Iterator[Done | Lost | Failed]:
-        """Runs each job's experiment on a free node, at most one per node, yielding each outcome as it
-        comes. A job sent back to run() again (after a Lost) goes to another free node. On an interrupt
-        every run is cancelled (its server stopped there), then the nodes' workspaces are removed."""
+        """Runs each job's work (node.do: an experiment's TOML, or an article to reproduce) on a free
+        node, at most one per node, yielding each outcome as it comes. A job sent back with requeue()
+        (after a Lost) goes to another free node. On an interrupt every run is cancelled (its server
+        stopped there), then the nodes' workspaces are removed."""
         ray = _ray()
         from ray.util.queue import Queue
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -176,7 +177,7 @@ class Pool:
                     job, nd = pending.pop(0), free.pop(0)
                     ref = task.options(num_cpus=0, max_retries=0, resources={RESOURCE: 1},
                                        scheduling_strategy=NodeAffinitySchedulingStrategy(nd.node_id, soft=False)
-                                       ).remote(toml_of(job), nd.node_id, progress, id(job))
+                                       ).remote(work_of(job), nd.node_id, progress, id(job))
                     running[ref] = (job, nd)
                     on_start(job, nd)
                 if not running:
@@ -261,14 +262,14 @@ def _node_facts() -> dict:
     return facts.collect()
 
 
-def _run_on_node(experiment_toml: str, node_id: str, progress, job_id: int) -> dict:
+def _run_on_node(work: str | dict, node_id: str, progress, job_id: int) -> dict:
     def tell(text: str) -> None:
         try:
             progress.put_nowait((job_id, text))
         except Exception:  # progress is a courtesy; the run goes on without it
             pass
 
-    return node.run(experiment_toml, node_id, tell)
+    return node.do(work, node_id, tell)
 
 
 def _task_error(exc) -> str:

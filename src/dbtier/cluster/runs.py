@@ -58,14 +58,15 @@ class _Try:
     attempt: int
 
 
-def run_jobs(pool: Pool, jobs: list, toml_of: Callable[[object], str], into: Path, say: Callable[[str], None],
-             label: Callable[[object], str], first_attempt: Callable[[object], int] = lambda _j: 1,
-             record: Callable[..., None] = lambda *_a, **_k: None, resume: str = "") -> list[tuple[object, Path, object]]:
-    """Runs every job's experiment on the cluster; returns (job, its run directory under `into`, its
-    node) as each finished. first_attempt(job): its attempt number (a resumed sweep's run started
-    before is its next attempt). record(event, job, node, attempt=, ...) is told every start, finish,
-    loss and failure. Raises a UserError naming the run when one fails, is lost on its last attempt,
-    or no node is left."""
+def run_jobs(pool: Pool, jobs: list, work_of: Callable[[object], str | dict], into: Path,
+             say: Callable[[str], None], label: Callable[[object], str],
+             first_attempt: Callable[[object], int] = lambda _j: 1, record: Callable[..., None] = lambda *_a, **_k: None,
+             resume: str = "") -> list[tuple[object, Path, object]]:
+    """Runs every job's work on the cluster (node.do: an experiment's TOML, or an article to
+    reproduce); returns (job, its run directory under `into`, its node) as each finished.
+    first_attempt(job): its attempt number (a resumed sweep's run started before is its next
+    attempt). record(event, job, node, attempt=, ...) is told every start, finish, loss and failure.
+    Raises a UserError naming the run when one fails, is lost on its last attempt, or no node is left."""
     finished = []
 
     def on_start(t: _Try, nd) -> None:
@@ -77,7 +78,7 @@ def run_jobs(pool: Pool, jobs: list, toml_of: Callable[[object], str], into: Pat
 
     open_jobs = len(jobs)
     tries = [_Try(j, first_attempt(j)) for j in jobs]
-    with contextlib.closing(pool.run(tries, lambda t: toml_of(t.job), tell, on_start)) as outcomes:
+    with contextlib.closing(pool.run(tries, lambda t: work_of(t.job), tell, on_start)) as outcomes:
         for out in outcomes:
             t = out.job
             if isinstance(out, Done):

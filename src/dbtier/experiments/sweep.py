@@ -335,14 +335,18 @@ def nodes(records: list[dict]) -> list[dict]:
 
 
 def table_data(doc: dict):
-    """A row per experiment: its figure's median over its runs and their range."""
+    """A row per experiment: its figure's median over its runs and their range; where a run was made
+    again (its node lost, or the sweep stopped during it), the attempt its result came from."""
     from dbtier.report.html import TableData
     from dbtier.report.terminal import fmt
 
     rows = doc["points"]
-    return TableData(["experiment", "figure", "median", "range", "runs"],
+    again = any(r.get("attempts", 1) > 1 for r in rows)
+    return TableData(["experiment", "figure", "median", "range", "runs"] + (["attempts"] if again else []),
                      [[r["name"], r["figure"] or "-", "-" if r["median"] is None else fmt(r["median"]),
                        "-" if r["min"] is None else f"{fmt(r['min'])} to {fmt(r['max'])}", str(r["runs"])]
-                      for r in rows], f"{doc['workload']}: {len(rows)} experiments, {doc['repeat']} run(s) each", 1,
-                     conclusion=(2,))
-
+                      + ([str(r.get("attempts", 1)) if r.get("attempts", 1) > 1 else "1"] if again else [])
+                      for r in rows],
+                     f"{doc['workload']}: {len(rows)} experiments, {doc['repeat']} run(s) each"
+                     + ("; attempts: a run made again after its node was lost or the sweep stopped" if again else ""),
+                     1, conclusion=(2,))
