@@ -272,6 +272,20 @@ def test_reproduce_on_the_cluster_calibrates_and_runs_each_article_on_its_node(c
     assert not node_folders() and not node_servers()
 
 
+def test_a_cluster_without_a_node_that_takes_runs_says_how_to_start_one():
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="ray-") as short:  # Ray's socket paths must stay short
+        head_only = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 80 << 20,
+                                                                  "include_dashboard": False, "temp_dir": short})
+        try:
+            proc = dbtier("cluster", "status", "--cluster", head_only.address)
+        finally:
+            head_only.shutdown()
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and not proc.stdout
+    assert "no node offers the resource dbtier_node; start each node with ray start" in proc.stderr
+
+
 def test_an_unreachable_cluster_is_one_line(tmp_path):
     proc = dbtier("sweep", str(sweep_file(tmp_path)), "--cluster", "127.0.0.1:9", "-o", str(tmp_path / "out"))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1

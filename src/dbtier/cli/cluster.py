@@ -51,7 +51,7 @@ def status(address: str, json_path: Path | None, quiet: bool, wide: bool) -> Non
         if quiet:
             for n in pool.ready:
                 out.print(n.name, markup=False)
-        else:
+        elif pool.nodes:
             show(out, TableData(["node", "CPUs", "memory", "kernel", "dbtier", "PostgreSQL", "wake-up delay", "state"],
                                 rows, f"cluster {address}: this machine has dbtier {pool.driver['dbtier']}, "
                                       f"PostgreSQL {pool.driver['postgres']}", 1, conclusion=(7,)))

@@ -121,7 +121,7 @@ class Pool:
         probe = ray.remote(_node_facts)
         refs = [probe.options(num_cpus=0, max_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
             n["NodeID"], soft=False)).remote() for n in alive]
-        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=answer_s)
+        ready = ray.wait(refs, num_returns=len(refs), timeout=answer_s)[0] if refs else []
         nodes = []
         for n, ref in zip(alive, refs):
             nd = Node(n["NodeID"], n.get("NodeManagerAddress", "?"), {})
