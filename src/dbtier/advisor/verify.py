@@ -138,25 +138,16 @@ def _run_on_cluster(rec: Recording, devices: list[DeviceSpec], placements: list,
                     say: Callable[[str], None]) -> list[dict]:
     """The recorded run's experiment (its experiment.toml) on each placement's devices, on the cluster."""
     import json
-    import tempfile
 
     from dbtier.cluster import runs as cluster_runs
     from dbtier.experiments.experiment import Experiment
-    from dbtier.experiments.sweep import _connect
 
     base = Experiment.load(rec.run_dir)
     experiments = [replace(base, devices=tuple(own[0] if own else devices), placement=placement)
                    for _label, placement, *own in placements]
-    pool = _connect(cluster, say)
-    try:
-        output.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=".dbtier-reference-", dir=output) as tmp:
-            cluster_runs.reference_runs(pool, Path(tmp), say)
+    with cluster_runs.connected(cluster, output, say) as (pool, _nodes):
         finished = cluster_runs.run_jobs(pool, list(range(len(experiments))), lambda i: experiments[i].to_toml(),
                                          output, say, lambda i: placements[i][0])
-    finally:
-        pool.clean()
-        pool.close()
     by_index = {i: run_dir for i, run_dir, _node in finished}
     return [_figures(placements[i][0], by_index[i], json.loads((by_index[i] / "result.json").read_text()))
             for i in range(len(placements))]

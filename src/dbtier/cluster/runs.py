@@ -7,9 +7,10 @@ from __future__ import annotations
 import contextlib
 import json
 import statistics
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from dbtier.cluster import node as node_side
 from dbtier.cluster.pool import Done, Lost, Pool
@@ -19,6 +20,36 @@ from dbtier.errors import UserError
 REFERENCE = {"workload": "random-index", "rows": 1000, "device": ["d=ssd-sata-mlc"]}
 #: how many times a run is started in all, by one command, when its node is lost
 ATTEMPTS = 2
+
+
+def connect(address: str, say: Callable[[str], None]) -> Pool:
+    """The cluster's pool, its nodes checked: a node of another version, or none that takes runs,
+    refused in one line."""
+    pool = Pool.connect(address, say)
+    try:
+        refusal = pool.refusal()
+        if refusal:
+            raise UserError(refusal)
+    except BaseException:
+        pool.close()
+        raise
+    return pool
+
+
+@contextlib.contextmanager
+def connected(address: str, scratch: Path, say: Callable[[str], None]) -> Iterator[tuple[Pool, list[dict]]]:
+    """(pool, its nodes with their reference runs' offsets), the reference runs' folders made and removed
+    in `scratch`; at the end every node's workspace is removed and the connection closed."""
+    pool = connect(address, say)
+    try:
+        scratch.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".dbtier-reference-", dir=scratch) as tmp:
+            nodes = [{k: v for k, v in r.items() if k != "run_dir"}
+                     for r in offsets(reference_runs(pool, Path(tmp), say))]
+        yield pool, nodes
+    finally:
+        pool.clean()
+        pool.close()
 
 
 def reference_runs(pool: Pool, into: Path, say: Callable[[str], None]) -> list[dict]:

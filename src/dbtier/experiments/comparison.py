@@ -93,17 +93,24 @@ def run_comparison(layouts: list[Experiment], names: list[str], output: Path = P
     except KeyboardInterrupt as exc:
         exc.kept_run_dirs = list(run_dirs)
         raise
+    return _compared(name, names, layouts, runs, order, repeat, order_seed, output, ws)
+
+
+#: runs of each layout at most (--repeat)
+REPEAT_MAX = 50
+
+
+def _compared(name: str, names: list[str], layouts: list[Experiment], runs: list[list[tuple[dict, str]]],
+              order: list[tuple[int, int]], repeat: int, order_seed: int, output: Path, ws,
+              nodes: list[dict] | None = None) -> Comparison:
+    """Each layout judged by its median run (with every run's spread when repeated), written."""
     configs = [compare_mod.Config(n, list(e.devices), e.placement).describe() for n, e in zip(names, layouts)]
     medians = [median_run(r) for r in runs]
     repeats = None if repeat == 1 else {"n": repeat, "seed": order_seed, "order": [[names[i], k + 1] for i, k in order],
                                         "runs": [[d for _r, d in r] for r in runs],
                                         "results": [[res for res, _d in r] for r in runs]}
     return write_comparison(name, names, [m[0] for m in medians], [m[1] for m in medians], configs, output, ws,
-                            repeats=repeats)
-
-
-#: runs of each layout at most (--repeat)
-REPEAT_MAX = 50
+                            repeats=repeats, nodes=nodes)
 
 
 @dataclass(frozen=True)
@@ -117,10 +124,7 @@ def run_comparison_on_cluster(layouts: list[Experiment], names: list[str], clust
                               say: Callable[[str], None] = print, repeat: int = 1, order_seed: int = 0) -> Comparison:
     """run_comparison on a Ray cluster: each run of each layout on a free node (one per node at a time),
     its data loaded there; each node's reference run first, its offset in the result (`nodes`)."""
-    import tempfile
-
     from dbtier.cluster import runs as cluster_runs
-    from dbtier.experiments.sweep import _connect
     from dbtier.report import jsonout, outputs
     from dbtier.workspace import Workspace
 
@@ -133,21 +137,13 @@ def run_comparison_on_cluster(layouts: list[Experiment], names: list[str], clust
     if repeat > 1:
         random.Random(order_seed).shuffle(order)
     name = layouts[0].workload
-    pool = _connect(cluster, say)
-    try:
-        output.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=".dbtier-reference-", dir=output) as tmp:
-            nodes = [{k: v for k, v in r.items() if k != "run_dir"}
-                     for r in cluster_runs.offsets(cluster_runs.reference_runs(pool, Path(tmp), say))]
 
-        def label(job: _LayoutRun) -> str:
-            return names[job.layout] if repeat == 1 else f"{names[job.layout]}-r{job.run}"
+    def label(job: _LayoutRun) -> str:
+        return names[job.layout] if repeat == 1 else f"{names[job.layout]}-r{job.run}"
 
+    with cluster_runs.connected(cluster, output, say) as (pool, nodes):
         finished = cluster_runs.run_jobs(pool, [_LayoutRun(i, k + 1) for i, k in order],
                                          lambda j: layouts[j.layout].to_toml(), output, say, label)
-    finally:
-        pool.clean()
-        pool.close()
     runs: list[list[tuple[dict, str]]] = [[] for _ in layouts]
     for job, run_dir, nd in sorted(finished, key=lambda f: (f[0].run, f[0].layout)):
         result = json.loads((run_dir / "result.json").read_text())
@@ -156,13 +152,7 @@ def run_comparison_on_cluster(layouts: list[Experiment], names: list[str], clust
         result["node"] = nd.name
         jsonout.write(run_dir / "result.json", result)
         runs[job.layout].append((result, str(run_dir)))
-    configs = [compare_mod.Config(n, list(e.devices), e.placement).describe() for n, e in zip(names, layouts)]
-    medians = [median_run(r) for r in runs]
-    repeats = None if repeat == 1 else {"n": repeat, "seed": order_seed, "order": [[names[i], k + 1] for i, k in order],
-                                        "runs": [[d for _r, d in r] for r in runs],
-                                        "results": [[res for res, _d in r] for r in runs]}
-    return write_comparison(name, names, [m[0] for m in medians], [m[1] for m in medians], configs, output,
-                            Workspace.open(workspace), repeats=repeats, nodes=nodes)
+    return _compared(name, names, layouts, runs, order, repeat, order_seed, output, Workspace.open(workspace), nodes)
 
 
 def median_run(runs: list[tuple[dict, str]]) -> tuple[dict, str]:

@@ -200,7 +200,12 @@ def run_sweep(path: Path, output: Path, workspace: Path | None = None, repeat: i
         runner.check(p.experiment, workspace, seeding="kept")
     if resume is None:
         outputs.check_dir(output, "--output")
-    pool = _connect(cluster, say) if cluster else None
+    if cluster:
+        from dbtier.cluster.runs import connect
+
+        pool = connect(cluster, say)
+    else:
+        pool = None
     try:
         if resume is None:
             folder = Path(output).resolve() / f"sweep-{points[0].experiment.workload}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -259,20 +264,6 @@ def _run_here(jobs: list[_Job], total: int, repeat: int, folder: Path, ledger: L
 
 
 # -- on a cluster ------------------------------------------------------------------------------------
-
-def _connect(cluster: str, say):
-    from dbtier.cluster.pool import Pool
-
-    pool = Pool.connect(cluster, say)
-    try:
-        refusal = pool.refusal()
-        if refusal:
-            raise UserError(refusal)
-    except BaseException:
-        pool.close()
-        raise
-    return pool
-
 
 def _run_on_cluster(pool, jobs: list[_Job], total: int, repeat: int, folder: Path, ledger: Ledger, say) -> None:
     """Each node's reference run, then the sweep's runs, one per node at a time (cluster/runs.py)."""

@@ -5,7 +5,6 @@ reference run; the articles' folders gathered into one reproduction."""
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable
@@ -16,20 +15,12 @@ def reproduce(seeds: list[str], quick: bool, pg_bin: Path | None, cluster: str, 
     """The reproduction's document, as reproduce.run.reproduce makes it, with the nodes ("nodes": their
     reference runs' offsets; each article's "node")."""
     from dbtier.cluster import runs as cluster_runs
-    from dbtier.experiments.sweep import _connect
 
     t0 = time.monotonic()
-    pool = _connect(cluster, say)
-    try:
-        with tempfile.TemporaryDirectory(prefix=".dbtier-reference-", dir=folder) as tmp:
-            nodes = [{k: v for k, v in r.items() if k != "run_dir"}
-                     for r in cluster_runs.offsets(cluster_runs.reference_runs(pool, Path(tmp), say))]
-        work = {"quick": quick, "pg_bin": str(pg_bin) if pg_bin else None}
+    work = {"quick": quick, "pg_bin": str(pg_bin) if pg_bin else None}
+    with cluster_runs.connected(cluster, folder, say) as (pool, nodes):
         finished = cluster_runs.run_jobs(pool, seeds, lambda seed: {**work, "reproduce": seed}, folder, say,
                                          lambda seed: f"seed {seed}")
-    finally:
-        pool.clean()
-        pool.close()
     articles = {}
     for seed, article_dir, nd in finished:
         art = json.loads((article_dir / "article.json").read_text())
