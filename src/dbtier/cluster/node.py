@@ -5,6 +5,7 @@ nodes, and a test may call them here."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -68,8 +69,6 @@ def reproduce_article(seed: str, quick: bool, pg_bin: str | None, node_id: str,
     """One seed article reproduced here, as `dbtier reproduce --only SEED` would: its CPU calibration
     on this node (its --cpu-scale is this node's), then its runs. Ships its seedNNN folder, with
     article.json (the article's part of result.json) in it."""
-    import contextlib
-
     from dbtier.engines.postgres.lab import LabOptions
     from dbtier.reproduce import run as reproduce_run
 
@@ -89,8 +88,6 @@ def reproduce_article(seed: str, quick: bool, pg_bin: str | None, node_id: str,
 def run(experiment_toml: str, node_id: str, tell: Callable[[str], None] = lambda _t: None) -> dict:
     """Runs one experiment here; returns {"name", "tar" (its run directory, gzipped), "facts",
     "failure"}. A bad experiment raises the UserError a run here would."""
-    import contextlib
-
     from dbtier.experiments import runner
     from dbtier.experiments.experiment import Experiment
 
