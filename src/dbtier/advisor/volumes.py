@@ -12,7 +12,9 @@ The search (every answer it names is then predicted whole, never added up):
    best-value choices is estimated (each volume's cost to the run added to the reference's: a
    shortcut used only to order the search) and priced;
 3. in price order (target) or estimated performance (--max-cost), combinations are predicted whole
-   until one meets the target; the answers are those predicted whole."""
+   until one meets the target; the answers are those predicted whole;
+4. with a target, the cheapest answer's provisioning is bisected down between its ladder's steps
+   (which double), each value predicted whole, while it still meets the target."""
 
 from __future__ import annotations
 
@@ -52,6 +54,9 @@ TIE = 0.01
 ESTIMATE_MARGIN = 0.05
 #: --risk: the largest share of the predictor's measured errors under which an answer may miss the target
 RISK = 0.10
+#: the cheapest answer's provisioning is then bisected this many times per dimension, each step predicted
+#: whole: the ladders double, so a step can overshoot by up to 2x; 4 halvings leave at most 1/16 of a step
+REFINE_STEPS = 4
 
 
 # -- the question -----------------------------------------------------------------------------------
@@ -256,6 +261,11 @@ class Volume:
             if i >= len(self.dims[k]):
                 return None
             want[k] = self.dims[k][i]
+        return self.choice_at(want)
+
+    def choice_at(self, want: dict[str, float]) -> Choice | None:
+        """The offer provisioned so (vendor units), raised where a ratio needs it; None past a limit."""
+        want = dict(want)
         entries = self.offer.provisionable
         for _ in range(3):  # what a ratio needs: more IOPS for the throughput, more GiB for the IOPS
             for k, e in entries.items():
@@ -473,19 +483,55 @@ class VolumeSearch:
             if key in seen:
                 continue
             seen.add(key)
-            a.value = self.predict([(a.name(b), c.profile()) for b, c in zip(a.layout, a.choices)],
-                                   {p: a.name(b) for b in a.layout for p in b})
-            a.met = self.target.met(a.value) if self.target else None
-            if a.value is not None:
-                a.interval = self.errors.interval(a.value)
-                if self.target is not None:
-                    a.risk = self.errors.misses(a.value, self.target.met) / self.errors.cases
-                    a.max_risk = self.max_risk
-            self.whole.append(a)
-            self.progress(self.predictions, a.place_text())
+            self._whole(a)
             if self.target is not None and sum(1 for w in self.whole if w.safe) >= TOP:
                 break
+        if self.target is not None:
+            self.refine(parts)
         return {"seconds": time.perf_counter() - started, "combinations": len(candidates)}
+
+    def _whole(self, a: Answer) -> Answer:
+        """The answer predicted whole, judged against the target, and kept."""
+        a.value = self.predict([(a.name(b), c.profile()) for b, c in zip(a.layout, a.choices)],
+                               {p: a.name(b) for b in a.layout for p in b})
+        a.met = self.target.met(a.value) if self.target else None
+        if a.value is not None:
+            a.interval = self.errors.interval(a.value)
+            if self.target is not None:
+                a.risk = self.errors.misses(a.value, self.target.met) / self.errors.cases
+                a.max_risk = self.max_risk
+        self.whole.append(a)
+        self.progress(self.predictions, a.place_text())
+        return a
+
+    def refine(self, parts: dict[str, dict]) -> None:
+        """The cheapest safe answer's provisioning bisected down, dimension by dimension: its ladder's
+        doubling steps can overshoot the least that meets the target by up to twice. Each lower value
+        is predicted whole and kept while it still meets the target within the risk."""
+        safe = [a for a in self.whole if a.safe]
+        if not safe:
+            return
+        best = min(safe, key=lambda a: a.cost)
+        for i, block in enumerate(best.layout):
+            need = int(sum(parts[p]["bytes"] for p in block) * HEADROOM)
+            vol = Volume(best.choices[i].offer, need)
+            for k in vol.dims:
+                hi = dict(best.choices[i].vendor)[k]
+                lo = vol.base[k]
+                for _ in range(REFINE_STEPS):
+                    mid = math.ceil((lo + hi) / 2)
+                    if not lo < mid < hi:
+                        break
+                    c = vol.choice_at({**dict(best.choices[i].vendor), k: mid})
+                    if c is None or c.cost >= best.choices[i].cost:
+                        lo = mid
+                        continue
+                    choices = best.choices[:i] + (c,) + best.choices[i + 1:]
+                    a = self._whole(Answer(best.layout, choices, sum(x.cost for x in choices), taken=self.taken))
+                    if a.safe:
+                        best, hi = a, mid
+                    else:
+                        lo = mid
 
     def _near(self, estimate: float | None) -> bool:
         """Estimated to meet the target, or within ESTIMATE_MARGIN of it: the estimate only orders the
