@@ -14,6 +14,7 @@
 #include "pgpath.h"
 #include "replay.h"
 #include "statefile.h"
+#include "durlog.h"
 #include "trace.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -84,6 +85,14 @@ static const struct field_desc trace_rec_fields[] = {
     FIELD(struct dbt_trace_rec, flags), FIELD(struct dbt_trace_rec, kind),
 };
 
+static const struct field_desc durlog_rec_fields[] = {
+    FIELD(struct dbt_durlog_rec, magic), FIELD(struct dbt_durlog_rec, kind), FIELD(struct dbt_durlog_rec, dev),
+    FIELD(struct dbt_durlog_rec, flags), FIELD(struct dbt_durlog_rec, pad_), FIELD(struct dbt_durlog_rec, len),
+    FIELD(struct dbt_durlog_rec, aux), FIELD(struct dbt_durlog_rec, file), FIELD(struct dbt_durlog_rec, off),
+    FIELD(struct dbt_durlog_rec, size), FIELD(struct dbt_durlog_rec, t0), FIELD(struct dbt_durlog_rec, seq),
+    FIELD(struct dbt_durlog_rec, pid), FIELD(struct dbt_durlog_rec, tid),
+};
+
 static const struct field_desc replay_event_fields[] = {
     FIELD(struct dbt_replay_event, t0), FIELD(struct dbt_replay_event, t1),
     FIELD(struct dbt_replay_event, host_ns), FIELD(struct dbt_replay_event, late_ns),
@@ -140,6 +149,7 @@ struct struct_desc {
 #define STRUCT(name, T, fields) {name, sizeof(T), fields, sizeof fields / sizeof fields[0]}
 static const struct struct_desc structs[] = {
     STRUCT("trace_rec", struct dbt_trace_rec, trace_rec_fields),
+    STRUCT("durlog_rec", struct dbt_durlog_rec, durlog_rec_fields),
     STRUCT("replay_event", struct dbt_replay_event, replay_event_fields),
     STRUCT("replay_request", struct dbt_replay_request, replay_request_fields),
     STRUCT("objio_row", struct dbt_objio_row, objio_row_fields),
@@ -176,6 +186,12 @@ static const struct named trace_flags[] = {
     {"stream", DBT_TF_STREAM},         {"page_cache", DBT_TF_PAGE_CACHE}, {"async", DBT_TF_ASYNC},
     {"with_request", DBT_TF_WITH_REQUEST},
 };
+static const struct named durlog_kinds[] = {{"write", DBT_DL_WRITE}, {"truncate", DBT_DL_TRUNCATE},
+                                            {"allocate", DBT_DL_ALLOCATE}, {"rename", DBT_DL_RENAME},
+                                            {"unlink", DBT_DL_UNLINK}};
+static const struct named durlog_flags[] = {
+    {"paused", DBT_DLF_PAUSED}, {"direct", DBT_DLF_DIRECT}, {"dsync", DBT_DLF_DSYNC}, {"reread", DBT_DLF_REREAD},
+};
 static const struct named sync_flags[] = {{"kill", DBT_SF_KILL}, {"sem", DBT_SF_SEM}, {"epoll", DBT_SF_EPOLL}};
 static const struct named trace_reserved[] = {{"client", DBT_TF_RESERVED_CLIENT}};
 
@@ -184,6 +200,8 @@ static const struct named constants[] = {
     {"trace_op_uncommitted", DBT_TRACE_OP_UNCOMMITTED},
     {"trace_size_unknown", DBT_TRACE_SIZE_UNKNOWN},
     {"trace_size_page", DBT_TRACE_SIZE_PAGE},
+    {"durlog_format", DBT_DURLOG_FORMAT},
+    {"durlog_magic", DBT_DURLOG_MAGIC},
     {"chunk_bytes", DBT_CHUNK_BYTES},
     {"max_devices", DBT_MAX_DEVICES},
     {"state_version", DBT_STATE_VERSION},
@@ -192,9 +210,10 @@ static const struct named constants[] = {
 
 static const struct named_list enums[] = {
     NAMED_LIST("device_op", device_ops), NAMED_LIST("trace_op", trace_ops), NAMED_LIST("trace_kind", trace_kinds),
-    NAMED_LIST("sync_op", sync_ops),
+    NAMED_LIST("sync_op", sync_ops), NAMED_LIST("durlog_kind", durlog_kinds),
 };
-static const struct named_list flag_sets[] = {NAMED_LIST("trace", trace_flags), NAMED_LIST("sync", sync_flags)};
+static const struct named_list flag_sets[] = {NAMED_LIST("trace", trace_flags), NAMED_LIST("sync", sync_flags),
+                                              NAMED_LIST("durlog", durlog_flags)};
 static const struct named_list reserved_sets[] = {NAMED_LIST("trace", trace_reserved)};
 
 static void named_object(struct dbt_jbuf *b, const struct named *items, size_t n) {

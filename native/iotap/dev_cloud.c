@@ -30,6 +30,7 @@ static const struct dbt_param_def cloud_params[] = {
     {"flush_ms", "ms", DBT_KIND_PARAM(cloud, flush_ms), 0, 0, 1000, "cost of a cache flush; 0 when writes are durable once acknowledged"},
     {"cap_tolerance_ms", "ms", DBT_KIND_PARAM(cloud, cap_tolerance_ms), 10, 0, 1000, "how far requests may run ahead of a rate cap (its bucket's depth): a cap holds over a window, so a slot a slow request left idle is taken by the next; 0 = strictly one per 1/rate"},
     DBT_ARRAY_PARAMS,
+    DBT_DURABILITY_PARAMS(4),
 };
 
 DBT_FITS_SPEC(cloud_params);

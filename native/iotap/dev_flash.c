@@ -14,7 +14,10 @@ static const struct dbt_param_def ssd_params[] = {
     {"interface_mb_s", "MB/s", DBT_KIND_PARAM(flash, interface_mb_s), 550, 1, 100000, "host interface cap, shared by all channels"},
     {"page_kib", "KiB", DBT_KIND_PARAM(flash, page_kib), 16, 1, 4096, "a request is split into pieces of this size, spread over channels"},
     {"flush_ms", "ms", DBT_KIND_PARAM(flash, flush_ms), 1.5, 0, 1000, "cost of a cache flush after the channels drain; 0 = power-loss protected (flush is free)"},
+    {"power_loss_protection", "0/1", DBT_KIND_PARAM(flash, power_loss_protection), 0, 0, 1, "1: capacitors hold enough energy to write the cache to flash when power fails: what it acknowledged survives"},
+    {"volatile_cache_mib", "MiB", DBT_KIND_PARAM(flash, volatile_cache_mib), 64, 0, 65536, "acknowledged writes the drive's cache holds before it must write the oldest to flash (lost on a power cut without protection)"},
     DBT_ARRAY_PARAMS,
+    DBT_DURABILITY_PARAMS(4),
 };
 
 DBT_FITS_SPEC(ssd_params);

@@ -10,6 +10,7 @@
 struct dbt_flash_params {
     double channels, read_latency_us, write_latency_us, channel_read_mb_s, channel_write_mb_s;
     double interface_mb_s, page_kib, flush_ms;
+    double power_loss_protection, volatile_cache_mib; /* durability: read by the crash states, not the timing */
 };
 
 struct dbt_flash_derived {

@@ -43,6 +43,7 @@ static const struct dbt_param_def hdd_params[] = {
     {"seek_c_ms", "ms", DBT_KIND_PARAM(hdd, seek_c_ms), 0, -50, 50, "seek curve c (with seek_knee_cyl)"},
     {"seek_e_ms", "ms", DBT_KIND_PARAM(hdd, seek_e_ms), 0, 0, 1, "seek curve e, per cylinder (with seek_knee_cyl)"},
     DBT_ARRAY_PARAMS,
+    DBT_DURABILITY_PARAMS(0.5),
 };
 
 DBT_FITS_SPEC(hdd_params);

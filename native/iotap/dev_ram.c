@@ -8,6 +8,7 @@ static const struct dbt_param_def ram_params[] = {
     {"latency_us", "us", DBT_KIND_PARAM(ram, latency_us), 60, 0, 100000, "latency of one request as the host sees it, overlapped between requests"},
     {"interface_mb_s", "MB/s", DBT_KIND_PARAM(ram, interface_mb_s), 100, 1, 100000, "host interface cap (one 2 Gb/s Fibre Channel port ~ 100 MB/s)"},
     DBT_ARRAY_PARAMS,
+    DBT_DURABILITY_PARAMS(4),
 };
 
 DBT_FITS_SPEC(ram_params);

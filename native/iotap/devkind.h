@@ -19,6 +19,14 @@
     {"members", "count", DBT_PARAM(members), 1, 1, DBT_MAX_MEMBERS, "identical drives striped together (RAID 0); 1 = a single drive"}, \
     {"stripe_kib", "KiB", DBT_PARAM(stripe_kib), 64, 4, 65536, "stripe unit: consecutive pieces of this size go to consecutive members"}
 
+/* What a power cut leaves, every kind: whether a flush is obeyed (a drive that ignores it answers at
+ * once, and keeps what it holds in its cache), and the largest write the device never tears. Read
+ * by the crash states (src/dbtier/crash/devices.py); a kind with a volatile write cache says its size
+ * in its own parameters. */
+#define DBT_DURABILITY_PARAMS(atomic_kib)                                                                         \
+    {"flush_honoured", "0/1", DBT_PARAM(flush_honoured), 1, 0, 1, "1: a cache flush (FLUSH, FUA) is obeyed; 0: the drive acknowledges it at once and destages when it pleases, as many consumer drives do"}, \
+    {"atomic_write_kib", "KiB", DBT_PARAM(atomic_write_kib), atomic_kib, 0.5, 1024, "the largest aligned write a power cut never tears (a sector, a flash page, a volume's guarantee)"}
+
 /* A kind's option table fits a device spec. */
 #define DBT_FITS_SPEC(table) _Static_assert(NELEM(table) <= DBT_MAX_PARAMS, "a device spec holds every option of " #table)
 

@@ -100,6 +100,7 @@ void dbt_model_init(struct dbt_model_state *st, int kind, const struct dbt_param
     }
     memset(st, 0, sizeof *st);
     st->kind = kind;
+    st->flush_ignored = p->flush_honoured < 0.5;
     st->members = p->members >= 1 ? (int)p->members : 1;
     if (st->members > DBT_MAX_MEMBERS) st->members = DBT_MAX_MEMBERS;
     st->stripe_bytes = p->stripe_kib >= 1 ? (uint64_t)(p->stripe_kib * 1024) : 65536;
@@ -172,6 +173,11 @@ void dbt_model_submit(struct dbt_model_state *st, const struct dbt_request *rq, 
     /* The state may be shared memory: its kind and member count index tables, so they are checked
      * here too (two compares), not only when the state was attached. */
     if (UNLIKELY((unsigned)st->kind >= DBT_KIND_COUNT || st->members > DBT_MAX_MEMBERS)) {
+        out->start_ns = out->complete_ns = rq->arrival_ns;
+        out->flags = 0;
+        return;
+    }
+    if (UNLIKELY(rq->op == DBT_OP_FLUSH && st->flush_ignored)) { /* the drive says done, and does nothing */
         out->start_ns = out->complete_ns = rq->arrival_ns;
         out->flags = 0;
         return;

@@ -41,6 +41,7 @@ enum dbt_op { DBT_OP_NONE = 0, DBT_OP_READ = 1, DBT_OP_WRITE = 2, DBT_OP_FLUSH =
 struct dbt_params {
     double capacity_gb;
     double members, stripe_kib; /* an array of identical members, striped */
+    double flush_honoured, atomic_write_kib; /* durability (devkind.h): a flush obeyed; the untorn write */
     union {
         struct dbt_hdd_params hdd;
         struct dbt_flash_params flash;
@@ -87,6 +88,7 @@ struct dbt_queued {
 /* A device as the host sees it: one drive, or `members` identical drives striped (RAID 0). */
 struct dbt_model_state {
     int kind, members;
+    int flush_ignored; /* flush_honoured = 0: a flush is acknowledged at once, nothing waits for it */
     uint64_t stripe_bytes;
     uint64_t q_next_ticket;
     uint32_t q_count;   /* entries in use: waiting, or started and not yet taken */

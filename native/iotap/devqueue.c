@@ -155,7 +155,8 @@ void dbt_model_submit_now(struct dbt_model_state *st, const struct dbt_request *
                           dbt_started_fn started, void *ctx) {
     uint64_t ticket = st->q_waiting && rq->op != DBT_OP_FLUSH ? dbt_model_enqueue(st, rq) : 0;
     if (!ticket) {
-        (void)dbt_model_run(st, UINT64_MAX, started, ctx);
+        if (!(rq->op == DBT_OP_FLUSH && st->flush_ignored)) /* an ignored flush waits for no queue either */
+            (void)dbt_model_run(st, UINT64_MAX, started, ctx);
         dbt_model_submit(st, rq, out);
         if (started) started(ctx, rq, out);
         return;

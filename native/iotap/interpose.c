@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "durlog.h"
 #include "emulate.h"
 #include "state.h"
 #include "trace.h"
@@ -407,6 +408,153 @@ static void cpu_dilate(void) {
     errno = saved;
 }
 
+/* ---- the durability log (durlog.h): the bytes written, and the names and sizes changed --------- */
+
+static void durlog_rec(struct dbt_durlog_rec *rec, int kind, uint64_t e, uint64_t off, uint64_t t0) {
+    memset(rec, 0, sizeof *rec);
+    rec->kind = (uint8_t)kind;
+    rec->dev = (uint8_t)FD_DEV(e);
+    uint8_t f = FD_FLAGS(e);
+    rec->flags = (uint8_t)(((f & DBT_TF_DIRECT) ? DBT_DLF_DIRECT : 0) | ((f & DBT_TF_DSYNC) ? DBT_DLF_DSYNC : 0) |
+                           (atomic_load_explicit(&g_state->paused, memory_order_relaxed) ? DBT_DLF_PAUSED : 0));
+    rec->file = FD_FILE(e);
+    rec->off = off;
+    rec->t0 = t0;
+    rec->pid = g_pid;
+    rec->tid = thread_id();
+}
+
+/* A write's bytes as the program gave them: `n` bytes from buf, or from the iovec. */
+static void durlog_write(uint64_t e, uint64_t off, uint64_t n, uint64_t t0, const void *buf, const struct iovec *iov,
+                         long cnt) {
+    struct dbt_durlog_rec rec;
+    durlog_rec(&rec, DBT_DL_WRITE, e, off, t0);
+    if (buf) {
+        struct iovec one = {(void *)buf, n};
+        dbt_durlog_append(&rec, &one, 1);
+        return;
+    }
+    struct iovec part[64]; /* the iovec cut to the n bytes the call moved, 64 pieces per record */
+    long i = 0;
+    while (n && i < cnt) {
+        int k = 0;
+        uint64_t bytes = 0;
+        for (; i < cnt && k < 64 && n; i++) {
+            size_t take = iov[i].iov_len < n ? iov[i].iov_len : (size_t)n;
+            if (!take) continue;
+            part[k].iov_base = iov[i].iov_base;
+            part[k++].iov_len = take;
+            n -= take;
+            bytes += take;
+        }
+        rec.off = off;
+        dbt_durlog_append(&rec, part, k);
+        off += bytes;
+    }
+}
+
+/* What stdio or the kernel wrote, read back from the file: its buffer is not ours to see. */
+static void durlog_reread(int fd, uint64_t e, uint64_t off, uint64_t n, uint64_t t0) {
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    int rfd = open(link, O_RDONLY | O_CLOEXEC);
+    static __thread char chunk[65536];
+    while (n) {
+        size_t want = n < sizeof chunk ? (size_t)n : sizeof chunk;
+        ssize_t got = rfd >= 0 ? pread(rfd, chunk, want, (off_t)off) : -1;
+        if (got <= 0) { /* cut short meanwhile: what is not there is zeros, as a hole reads */
+            memset(chunk, 0, want);
+            got = (ssize_t)want;
+        }
+        struct dbt_durlog_rec rec;
+        durlog_rec(&rec, DBT_DL_WRITE, e, off, t0);
+        rec.flags |= DBT_DLF_REREAD;
+        struct iovec one = {chunk, (size_t)got};
+        dbt_durlog_append(&rec, &one, 1);
+        off += (uint64_t)got;
+        n -= (uint64_t)got;
+    }
+    if (rfd >= 0) close(rfd);
+}
+
+/* The payload of a transfer call from its arguments: (fd, buf, n, ...) or (fd, iov, cnt, ...). */
+#define XFER_PAYLOAD(...) XFER_PAYLOAD_(__VA_ARGS__, 0)
+#define XFER_PAYLOAD_(fd_, p_, n_, ...)                                                            \
+    _Generic((p_), const struct iovec *: NULL, default: (const void *)(p_)),                        \
+        _Generic((p_), const struct iovec *: (const struct iovec *)(p_), default: NULL), (long)(n_)
+
+/* A path as the durability log keeps it: absolute, its folder resolved (pg_wal may be a symlink to
+ * another device's folder), the last name as given. 0 when it cannot be made. */
+static int durlog_path(int dirfd, const char *path, char *out, size_t cap) {
+    char dir[PATH_MAX], joined[PATH_MAX * 2];
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (path[0] == '/') {
+        snprintf(joined, sizeof joined, "%.*s", slash ? (int)(slash - path) : 0, path);
+        if (!joined[0]) strcpy(joined, "/");
+    } else {
+        if (dirfd == AT_FDCWD) {
+            if (!getcwd(dir, sizeof dir)) return 0;
+        } else {
+            char link[64];
+            snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+            ssize_t k = readlink(link, dir, sizeof dir - 1);
+            if (k <= 0) return 0;
+            dir[k] = '\0';
+        }
+        snprintf(joined, sizeof joined, "%s/%.*s", dir, slash ? (int)(slash - path) : 0, path);
+    }
+    if (!realpath(joined, dir) || !*base) return 0;
+    int n = snprintf(out, cap, "%s/%s", strcmp(dir, "/") ? dir : "", base);
+    return n > 0 && (size_t)n < cap;
+}
+
+struct name_change {
+    char old[PATH_MAX], new[PATH_MAX];
+    int dev;
+    int64_t file;
+};
+
+/* Before a rename or unlink: which device file it concerns (a regular file of a device, or nothing). */
+static int name_change_before(struct name_change *ch, int odir, const char *old, int ndir, const char *new) {
+    struct stat st;
+    if (!old || !durlog_path(odir, old, ch->old, sizeof ch->old)) return 0;
+    ch->dev = dbt_state_device_for_path(g_state, ch->old);
+    if (ch->dev < 0 || lstat(ch->old, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    ch->new[0] = '\0';
+    if (new && !durlog_path(ndir, new, ch->new, sizeof ch->new)) return 0;
+    ch->file = dbt_state_file_index(g_state, ch->dev, (uint64_t)st.st_dev, (uint64_t)st.st_ino, ch->old,
+                                    (uint64_t)st.st_size);
+    return 1;
+}
+
+static void name_change_log(const struct name_change *ch, uint64_t t0) {
+    struct dbt_durlog_rec rec;
+    uint64_t e = FD_RESOLVED | ((uint64_t)ch->dev << 32) | (uint64_t)(ch->file + 1);
+    durlog_rec(&rec, ch->new[0] ? DBT_DL_RENAME : DBT_DL_UNLINK, e, 0, t0);
+    struct iovec v[2] = {{(void *)ch->old, strlen(ch->old) + 1}, {(void *)ch->new, strlen(ch->new) + 1}};
+    dbt_durlog_append(&rec, v, ch->new[0] ? 2 : 1);
+}
+
+/* Renamed or removed: logged only while a durability log is kept (a crash test); else untouched. */
+#define WRAP_NAMES(ret, name, params, args, odir, opath, ndir, npath)                               \
+    EXPORT ret name params {                                                                       \
+        ENSURE(name, -1);                                                                          \
+        if (LIKELY(!g_state || tl_guard || !dbt_durlog_active())) return real_##name args;         \
+        tl_guard++;                                                                                \
+        static __thread struct name_change ch; /* two paths: not on the program's stack */          \
+        int before = errno; /* the lookup's own failures are not the call's */                     \
+        int known = name_change_before(&ch, odir, opath, ndir, npath);                             \
+        errno = before;                                                                            \
+        uint64_t t0 = now_ns();                                                                    \
+        ret r = real_##name args;                                                                  \
+        int saved = errno;                                                                         \
+        if (r == 0 && known) name_change_log(&ch, t0);                                             \
+        tl_guard--;                                                                                \
+        errno = saved;                                                                             \
+        return r;                                                                                  \
+    }
+
 /* What one call's emulation reported, on its way to the trace. The first device request is held
  * back: if it is the call's only one and carries the call's own bytes, the call's record stands for
  * it too (DBT_TF_WITH_REQUEST); otherwise it is written as it came, before the call's record. */
@@ -493,6 +641,13 @@ static void account(int fd, uint64_t e, int op, uint64_t off, uint64_t len, uint
     uint64_t host_end = now_ns();
     struct dbt_call c = {t0, host_end, off, len, UINT64_MAX, FD_FILE(e), aux, (uint8_t)op, (uint8_t)FD_DEV(e),
                          FD_FLAGS(e)};
+    if (UNLIKELY(op == DBT_TOP_TRUNCATE || op == DBT_TOP_ALLOCATE) && dbt_durlog_active()) {
+        struct dbt_durlog_rec rec;
+        durlog_rec(&rec, op == DBT_TOP_TRUNCATE ? DBT_DL_TRUNCATE : DBT_DL_ALLOCATE, e, off, t0);
+        rec.size = op == DBT_TOP_ALLOCATE ? len : 0;
+        rec.aux = aux;
+        dbt_durlog_append(&rec, NULL, 0);
+    }
     int tracing = dbt_trace_active();
     struct call_trace ct; /* `first` is written before it is read (held says when): not zeroed per call */
     ct.fd = fd;
@@ -646,7 +801,11 @@ EXPORT int closedir(DIR *dir) {
         uint64_t t0 = now_ns();                                                                    \
         ret r = real_##name args;                                                                  \
         int saved = errno;                                                                         \
-        if (r > 0) account(fd, e, op, (offexpr) == -1 ? current_pos_minus(fd, r) : (uint64_t)(offexpr), (uint64_t)r, t0, 0); \
+        if (r > 0) {                                                                               \
+            uint64_t at = (offexpr) == -1 ? current_pos_minus(fd, r) : (uint64_t)(offexpr);        \
+            if (op == DBT_OP_WRITE && dbt_durlog_active()) durlog_write(e, at, (uint64_t)r, t0, XFER_PAYLOAD args); \
+            account(fd, e, op, at, (uint64_t)r, t0, 0);                                            \
+        }                                                                                          \
         tl_guard--;                                                                                \
         errno = saved;                                                                             \
         return r;                                                                                  \
@@ -671,6 +830,8 @@ EXPORT int closedir(DIR *dir) {
         ret r = real_##name args;                                                                  \
         int saved = errno;                                                                         \
         off_t k1 = k0 >= 0 ? lseek(fd, 0, SEEK_CUR) : -1;                                          \
+        if (k1 > k0 && op == DBT_OP_WRITE && dbt_durlog_active())                                  \
+            durlog_reread(fd, e, (uint64_t)k0, (uint64_t)(k1 - k0), t0);                           \
         if (k1 > k0) account(fd, e, op, (uint64_t)k0, (uint64_t)(k1 - k0), t0, 0);                \
         tl_guard--;                                                                                \
         errno = saved;                                                                             \
@@ -690,6 +851,7 @@ EXPORT ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t *
     ssize_t r = real_copy_file_range(fd_in, off_in, fd_out, off_out, n, flags);
     int saved = errno;
     if (r > 0 && tin) account(fd_in, ein, DBT_OP_READ, in0 > 0 ? (uint64_t)in0 : 0, (uint64_t)r, t0, 0);
+    if (r > 0 && tout && dbt_durlog_active()) durlog_reread(fd_out, eout, out0 > 0 ? (uint64_t)out0 : 0, (uint64_t)r, t0);
     if (r > 0 && tout) account(fd_out, eout, DBT_OP_WRITE, out0 > 0 ? (uint64_t)out0 : 0, (uint64_t)r, now_ns(), 0);
     tl_guard--;
     errno = saved;
@@ -1224,7 +1386,11 @@ static void after_fork_child(void) {
     g_pid = (uint32_t)getpid();
     tl_tid = 0; /* the child's one thread has a new id */
     tl_cpu_mark = 0; /* and a CPU clock of its own, from 0: it charges from its first call */
-    if (g_state) dbt_trace_after_fork(atomic_fetch_add(&g_state->attached, 1));
+    if (g_state) {
+        uint32_t procno = atomic_fetch_add(&g_state->attached, 1);
+        dbt_trace_after_fork(procno);
+        dbt_durlog_after_fork(procno);
+    }
 }
 
 /* DBTIER_IOTAP is set, so this process belongs to an emulated run, but it cannot take part (most
@@ -1299,7 +1465,9 @@ __attribute__((constructor(101))) static void iotap_init(void) {
         }
         remember_self(path);
         prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* inherited by threads and children */
-        dbt_trace_configure(getenv("DBTIER_IOTAP_TRACE"), atomic_fetch_add(&s->attached, 1), &s->trace_failures);
+        uint32_t procno = atomic_fetch_add(&s->attached, 1);
+        dbt_trace_configure(getenv("DBTIER_IOTAP_TRACE"), procno, &s->trace_failures);
+        dbt_durlog_configure(getenv("DBTIER_IOTAP_DURLOG"), procno, &s->durlog_failures, &s->durlog_on);
         pthread_atfork(NULL, NULL, after_fork_child);
         g_state = s;
     }

@@ -19,7 +19,7 @@
 /* Moves whenever anything in the file changes layout or meaning (this header, the page cache's
  * region, a kind's params, derived constants or drive state): attach refuses a state of another
  * version, and Python's handshake (dbt_abi_version) carries it. */
-#define DBT_STATE_VERSION 15
+#define DBT_STATE_VERSION 16
 #define DBT_MAX_DEVICES 16
 #define DBT_NAME_MAX 64
 #define DBT_DIR_MAX 1024
@@ -150,6 +150,11 @@ struct dbt_state {
     _Atomic uint64_t untracked_calls;
     /* processes whose trace stopped (a trace file could not be created or sized) */
     _Atomic uint64_t trace_failures;
+    /* processes whose durability log stopped (durlog.h): a crash test of such a run is refused */
+    _Atomic uint64_t durlog_failures;
+    /* the durability log is kept (set once the base image is taken), by processes given its folder */
+    _Atomic uint32_t durlog_on;
+    uint32_t durlog_pad_;
     /* CPU time dilation (a slower server, DBTIER_IOTAP_CPU_SCALE): the extra time its processes waited,
      * K - 1 times the CPU time each thread used between its interposed calls */
     _Atomic uint64_t cpu_dilation_ns;

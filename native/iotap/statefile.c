@@ -286,6 +286,14 @@ int dbt_state_set_paused(const char *state_path, int paused, char *err, size_t e
     return 0;
 }
 
+int dbt_state_set_durlog(const char *state_path, int on, char *err, size_t errlen) {
+    struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
+    if (!s) return -1;
+    atomic_store(&s->durlog_on, on ? 1u : 0u);
+    munmap(s, s->size);
+    return 0;
+}
+
 int dbt_state_clear_page_cache(const char *state_path, char *err, size_t errlen) {
     struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
     if (!s) return -1;
@@ -321,10 +329,10 @@ char *dbt_state_json(const char *state_path, char *err, size_t errlen) {
     if (dbt_state_pc(s)) dbt_pc_usage(dbt_state_pc(s), &pc_present, &pc_dirty);
     dbt_jb_printf(&b,
               "{\"version\":%u,\"epoch_ns\":%llu,\"attached\":%u,\"paused\":%u,\"untracked_calls\":%llu,"
-              "\"trace_failures\":%llu,\"cpu_dilation_ns\":%llu,\"page_cache\":{\"bytes\":%llu,\"present_pages\":%llu,\"dirty_pages\":%llu,"
+              "\"trace_failures\":%llu,\"durlog_failures\":%llu,\"cpu_dilation_ns\":%llu,\"page_cache\":{\"bytes\":%llu,\"present_pages\":%llu,\"dirty_pages\":%llu,"
               "\"dsync_data\":%u},\"devices\":[",
               s->version, (unsigned long long)s->epoch_ns, atomic_load(&s->attached), atomic_load(&s->paused),
-              LD(s->untracked_calls), LD(s->trace_failures), LD(s->cpu_dilation_ns), (unsigned long long)s->pc_bytes,
+              LD(s->untracked_calls), LD(s->trace_failures), LD(s->durlog_failures), LD(s->cpu_dilation_ns), (unsigned long long)s->pc_bytes,
               (unsigned long long)pc_present, (unsigned long long)pc_dirty, s->dsync_data);
     for (uint32_t i = 0; i < s->ndev && i < DBT_MAX_DEVICES; i++) {
         struct dbt_device_slot *d = &s->dev[i];

@@ -46,6 +46,8 @@ uint64_t dbt_host_wake_p90_ns(void);
 
 /* Pauses (1) or resumes (0) the emulation of every process attached to the state. */
 int dbt_state_set_paused(const char *state_path, int paused, char *err, size_t errlen);
+/* The durability log is kept from now (on) or no more, by the processes given its folder. */
+int dbt_state_set_durlog(const char *state_path, int on, char *err, size_t errlen);
 
 /* Empties the emulated page cache (if the state has one): a cold start. */
 int dbt_state_clear_page_cache(const char *state_path, char *err, size_t errlen);

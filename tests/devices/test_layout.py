@@ -119,6 +119,7 @@ def test_the_predictors_mark_is_a_bit_c_reserves():
 #: the C type, header and member of each described field (a nested member's path where its name is not)
 C_STRUCTS = {
     "trace_rec": ("struct dbt_trace_rec", "trace.h", {}),
+    "durlog_rec": ("struct dbt_durlog_rec", "durlog.h", {}),
     "replay_event": ("struct dbt_replay_event", "replay.h", {}),
     "replay_request": ("struct dbt_replay_request", "replay.h", {
         n: f"ev.{n}" for n in ("arrival", "start", "complete", "off", "len", "file", "op", "dev", "flags")}),
@@ -151,6 +152,12 @@ def test_the_description_is_the_headers(tmp_path):
     for name, bit in LAYOUT.flags("trace").items():
         lines.append(f'printf("%u\\n", (unsigned)DBT_TF_{name.upper()});')
         expected.append(bit)
+    for name, bit in LAYOUT.flags("durlog").items():
+        lines.append(f'printf("%u\\n", (unsigned)DBT_DLF_{name.upper()});')
+        expected.append(bit)
+    for name, code in LAYOUT.enum("durlog_kind").items():
+        lines.append(f'printf("%u\\n", (unsigned)DBT_DL_{name.upper()});')
+        expected.append(code)
     lines.append(f'printf("%u\\n", (unsigned)DBT_TF_RESERVED_CLIENT);')
     expected.append(LAYOUT.reserved("trace")["client"])
     lines.append("return 0; }")

@@ -2,6 +2,7 @@
 # directory) and requires identical logs; then checks that the interposer did see the I/O, that it
 # counts I/O on fds above 2000 in a program that raised its fd limit (and counts, as untracked, I/O
 # beyond its fd table's reach), and that its trace never writes through a name planted in its folder.
+# The interposed runs keep a durability log as well (durlog.h), which must change no result.
 # Inputs: TEST IOTAP SIM SANITIZE CC WORK
 file(REMOVE_RECURSE ${WORK})
 foreach(run plain tap)
@@ -40,9 +41,10 @@ foreach(seed 1 2 3)
     message(FATAL_ERROR "plain run failed (${rc})")
   endif()
   # a fresh trace folder per run, as the launcher gives: trace files are created new, never reused
-  file(MAKE_DIRECTORY ${WORK}/trace${seed})
+  file(MAKE_DIRECTORY ${WORK}/trace${seed} ${WORK}/durlog${seed})
   execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${PRELOAD} DBTIER_IOTAP=${state}
-                          DBTIER_IOTAP_TRACE=${WORK}/trace${seed} ASAN_OPTIONS=detect_leaks=0
+                          DBTIER_IOTAP_TRACE=${WORK}/trace${seed} DBTIER_IOTAP_DURLOG=${WORK}/durlog${seed}
+                          ASAN_OPTIONS=detect_leaks=0
                           ${TEST} run ${seed} ${WORK}/tap ${WORK}/tap.log RESULT_VARIABLE rc)
   if(rc)
     message(FATAL_ERROR "run under the interposer failed (${rc})")
@@ -65,7 +67,8 @@ endif()
 set(no_bypasses bypass.mmap=0 bypass.libaio=0 bypass.posix_aio=0 bypass.io_uring=0 bypass.splice=0
     bypass.sendfile=0 bypass.exec_env=0 bypass.exec_static=0 bypass.exec_foreign=0)
 foreach(state state state-pc)
-  execute_process(COMMAND ${TEST} counts ${SIM} ${WORK}/${state} untracked_calls=0 trace_failures=0 ${no_bypasses}
+  execute_process(COMMAND ${TEST} counts ${SIM} ${WORK}/${state} untracked_calls=0 trace_failures=0 durlog_failures=0
+                          ${no_bypasses}
                   RESULT_VARIABLE rc)
   if(rc)
     message(FATAL_ERROR "${state}: the runs left untracked calls or trace failures")
@@ -80,6 +83,11 @@ foreach(seed 1 2 3)
   execute_process(COMMAND ${TEST} tracefiles ${WORK}/trace${seed} RESULT_VARIABLE rc)
   if(rc)
     message(FATAL_ERROR "trace files of seed ${seed} are not private regular files")
+  endif()
+  file(GLOB logs ${WORK}/durlog${seed}/dur-*.log)
+  list(LENGTH logs nlogs)
+  if(nlogs LESS 2)
+    message(FATAL_ERROR "seed ${seed}: expected a durability log from every process, found ${nlogs}")
   endif()
 endforeach()
 

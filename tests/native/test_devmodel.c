@@ -316,6 +316,33 @@ static void test_protected_write_cache_flush(void) {
     CHECK(last > 1000000, "with the cache full a random write waits for a destage (%llu ns)", (unsigned long long)last);
 }
 
+/* A drive that ignores flushes (flush_honoured = 0) answers one at once, however much its cache
+ * holds; one that obeys waits for the destage (HDD) or pays its flush cost (flash). */
+static void test_ignored_flush(void) {
+    struct dbt_params p;
+    hdd_defaults(&p);
+    struct dbt_model_state st;
+    dbt_model_init(&st, DBT_KIND_HDD, &p);
+    struct dbt_result w = submit(&st, 0, DBT_OP_WRITE, 500ull << 20, 8192);
+    struct dbt_result f = submit(&st, w.complete_ns, DBT_OP_FLUSH, 0, 0);
+    CHECK(f.complete_ns - w.complete_ns > 1000000, "an obeyed flush waits for the destage (%llu ns)",
+          (unsigned long long)(f.complete_ns - w.complete_ns));
+    set(&p, DBT_KIND_HDD, "flush_honoured", 0);
+    dbt_model_init(&st, DBT_KIND_HDD, &p);
+    w = submit(&st, 0, DBT_OP_WRITE, 500ull << 20, 8192);
+    f = submit(&st, w.complete_ns, DBT_OP_FLUSH, 0, 0);
+    CHECK(f.start_ns == w.complete_ns && f.complete_ns == w.complete_ns, "an ignored flush is answered at once (%llu ns)",
+          (unsigned long long)(f.complete_ns - w.complete_ns));
+    dbt_params_defaults(&p, DBT_KIND_SSD);
+    dbt_model_init(&st, DBT_KIND_SSD, &p);
+    f = submit(&st, 0, DBT_OP_FLUSH, 0, 0);
+    CHECK(near((double)f.complete_ns, 1.5e6, 1e-6), "flash pays its flush_ms (%llu ns)", (unsigned long long)f.complete_ns);
+    set(&p, DBT_KIND_SSD, "flush_honoured", 0);
+    dbt_model_init(&st, DBT_KIND_SSD, &p);
+    f = submit(&st, 0, DBT_OP_FLUSH, 0, 0);
+    CHECK(f.complete_ns == 0, "flash ignoring the flush answers at once (%llu ns)", (unsigned long long)f.complete_ns);
+}
+
 /* Write-back: writes are acknowledged at interface speed; a flush waits for the destage. */
 static void test_write_back_and_flush(void) {
     struct dbt_params p;
@@ -706,7 +733,9 @@ static void test_kinds_table(void) {
         for (int i = 0; i < o->nparams; i++) {
             size_t at = o->params[i].offset;
             int shared = at == offsetof(struct dbt_params, capacity_gb) || at == offsetof(struct dbt_params, members) ||
-                         at == offsetof(struct dbt_params, stripe_kib);
+                         at == offsetof(struct dbt_params, stripe_kib) ||
+                         at == offsetof(struct dbt_params, flush_honoured) ||
+                         at == offsetof(struct dbt_params, atomic_write_kib);
             CHECK(shared || (at >= own && at + sizeof(double) <= own + o->params_size),
                   "%s option %s lies outside its own struct", o->name, o->params[i].name);
         }
@@ -733,6 +762,7 @@ int main(void) {
     test_readahead_carried_on_by_a_hit();
     test_raid0_stripes_over_members();
     test_protected_write_cache_flush();
+    test_ignored_flush();
     test_seek_curve_points();
     test_span_scale();
     test_full_stroke_access();

@@ -4,7 +4,8 @@
  *
  *   test_semantics run SEED ROOT LOG       the sequence, in ROOT (with subdirs a/ b/ out/)
  *   test_semantics mkstate SIMLIB ROOT STATE [pc]   the devices a and b under ROOT (pc: with a small
- *                                          page cache), built through the simulator library
+ *                                          page cache), built through the simulator library, with the
+ *                                          durability log on for the runs given its folder
  *   test_semantics check SIMLIB STATE      the interposer saw reads, writes and flushes on a and b
  *   test_semantics highfd ROOT             I/O on fds above 2000 after raising RLIMIT_NOFILE (below)
  *   test_semantics counts SIMLIB STATE KEY=N...   the state's dump has these counters (devN.key: device N's)
@@ -725,6 +726,9 @@ static int mkstate(const char *lib, const char *root, const char *state, int wit
     const struct dbt_pc_config pc = {262144, 32, 10, 20, 0};
     if (create(state, DBT_SPEC_VERSION, specs, 2, with_pc ? &pc : NULL, err, sizeof err) != 0)
         return fprintf(stderr, "%s\n", err), 2;
+    /* the durability log kept, for the runs given its folder (DBTIER_IOTAP_DURLOG) */
+    int (*durlog)(const char *, int, char *, size_t) = sim(lib, "dbt_set_durlog");
+    if (durlog(state, 1, err, sizeof err) != 0) return fprintf(stderr, "%s\n", err), 2;
     return 0;
 }
 

@@ -482,7 +482,7 @@ static void test_spec_refusals(void) {
         {"name empty", "no name", name_empty},
         {"folder relative", "not absolute", dir_relative},
         {"kind 9", "unknown device kind 9", bad_kind},
-        {"one parameter short", "take 36 parameters, 35 given", few_params},
+        {"one parameter short", "take 38 parameters, 37 given", few_params},
         {"page cache readahead 0", "readahead_kb 0", ra_zero},
         {"page cache readahead huge", "readahead_kb", ra_huge},
         {"page cache background 0", "dirty_background_pct 0", bg_zero},

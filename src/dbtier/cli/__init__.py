@@ -21,6 +21,7 @@ COMMANDS = {
     "catalog": ("dbtier.cli.catalog", "catalog"),
     "cluster": ("dbtier.cli.cluster", "cluster"),
     "compare": ("dbtier.cli.compare", "compare"),
+    "crash": ("dbtier.cli.crash", "crash"),
     "demo": ("dbtier.cli.demo", "demo"),
     "devices": ("dbtier.cli.devices", "devices"),
     "exec": ("dbtier.cli.exec_cmd", "exec_command"),

@@ -25,7 +25,7 @@ from dbtier.errors import UserError
 
 IOTAP_LIB = "libdbtier_iotap.so"
 SIM_LIB = "libdbtier_sim.so"
-ABI_VERSION = 4015002  # devmodel ops 4, state file 15, trace format 2: dbt_abi_version's handshake
+ABI_VERSION = 4016002  # devmodel ops 4, state file 16, trace format 2: dbt_abi_version's handshake
 LAYOUT_VERSION = 1  # the version of the layout document (dbt_layout_json) this module reads
 SPEC_VERSION = 1  # the version of the device specs (struct dbt_device_spec, dbt_pc_config) this module writes
 
@@ -78,6 +78,8 @@ def lib() -> ctypes.CDLL:
     sim.dbt_create_state.argtypes = [cp, u32, vp, u32, vp, cp, ctypes.c_size_t]
     sim.dbt_set_paused.restype = c_int
     sim.dbt_set_paused.argtypes = [cp, c_int, cp, ctypes.c_size_t]
+    sim.dbt_set_durlog.restype = c_int
+    sim.dbt_set_durlog.argtypes = [cp, c_int, cp, ctypes.c_size_t]
     sim.dbt_bench_loop.restype = ctypes.c_int64
     sim.dbt_bench_loop.argtypes = [c_int, c_int, vp, u64, u64, c_int, u64, u64, arr, u64, ctypes.POINTER(u64),
                                    ctypes.POINTER(u64)]
@@ -241,6 +243,13 @@ def set_paused(state_path: Path, paused: bool) -> None:
     """While paused, I/O gets its device layout but is neither delayed, counted nor traced."""
     err = ctypes.create_string_buffer(1024)
     if lib().dbt_set_paused(str(state_path).encode(), int(paused), err, len(err)) != 0:
+        raise UserError(err.value.decode())
+
+
+def set_durability_log(state_path: Path, on: bool) -> None:
+    """The durability log (native/iotap/durlog.h) is kept from now, or no more."""
+    err = ctypes.create_string_buffer(1024)
+    if lib().dbt_set_durlog(str(state_path).encode(), int(on), err, len(err)) != 0:
         raise UserError(err.value.decode())
 
 

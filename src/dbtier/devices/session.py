@@ -107,7 +107,7 @@ class Session:
     """Creates the state in `workdir`; programs started with `env()` run on the devices."""
 
     def __init__(self, devices: list[Device], workdir: Path, trace_dir: Path | None = None,
-                 page_cache: PageCache | None = None):
+                 page_cache: PageCache | None = None, durlog_dir: Path | None = None):
         if not devices:
             raise UserError("no devices: give at least one --device NAME=PROFILE:DIR")
         check_distinct(devices)
@@ -115,6 +115,7 @@ class Session:
         self.workdir = workdir
         self.trace_dir = trace_dir
         self.page_cache = page_cache
+        self.durlog_dir = durlog_dir  # a durability log (native/iotap/durlog.h), for crash states
         self.state_path = workdir / "iotap.state"
 
     def create(self) -> None:
@@ -129,6 +130,8 @@ class Session:
                             self.page_cache)
         if self.trace_dir:
             self.trace_dir.mkdir(exist_ok=True)  # its mode is whoever made it's: never widened here
+        if self.durlog_dir:
+            self.durlog_dir.mkdir(exist_ok=True)
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         env = dict(os.environ if base is None else base)
@@ -139,10 +142,18 @@ class Session:
             env["DBTIER_IOTAP_TRACE"] = str(self.trace_dir)
         else:
             env.pop("DBTIER_IOTAP_TRACE", None)
+        if self.durlog_dir:
+            env["DBTIER_IOTAP_DURLOG"] = str(self.durlog_dir)
+        else:
+            env.pop("DBTIER_IOTAP_DURLOG", None)
         return env
 
     def pause(self, paused: bool = True) -> None:
         native.set_paused(self.state_path, paused)
+
+    def keep_durability_log(self, on: bool = True) -> None:
+        """From now, the processes started with env() log every write's bytes (crash states)."""
+        native.set_durability_log(self.state_path, on)
 
     def clear_page_cache(self) -> None:
         native.clear_page_cache(self.state_path)
@@ -168,6 +179,9 @@ class Session:
                        "were neither emulated nor counted")
         if self.trace_dir and grown("trace_failures"):
             out.append(f"{grown('trace_failures')} process(es) could not write their trace into {self.trace_dir}")
+        if self.durlog_dir and grown("durlog_failures"):
+            out.append(f"{grown('durlog_failures')} process(es) could not write their durability log into "
+                       f"{self.durlog_dir}")
         return out + bypass_gaps(after, before)
 
     def describe(self) -> list[dict]:

@@ -22,6 +22,7 @@ from dbtier.measure.result import PhaseResult
 from dbtier.prediction import events as event_streams
 from dbtier.prediction import latency
 from dbtier.prediction.recording import Recording
+from dbtier.crash import safety
 from dbtier.prediction.scenario import Scenario, file_devices, file_identities
 from dbtier.workspace import Workspace
 
@@ -60,6 +61,10 @@ class Prediction:
                        "calls_per_s": self.calls / self.replay_s if self.replay_s > 0 else None,
                        "engine_calls_per_s": self.calls / self.engine_s if self.engine_s > 0 else None},
             "notes": self.notes,
+            # what the predicted layout risks at a power cut, beside the speed it buys (crash/safety.py)
+            "not_crash_safe": safety.risks({
+                "settings": (self.recording.result.get("lab") or {}).get("settings") or {},
+                "devices": [{"name": n, "kind": p.kind, "params": p.params} for n, p in s.devices]}),
         }
 
 

@@ -31,6 +31,9 @@ def show(doc: dict) -> None:
     total_pred = sum(p["predicted"]["elapsed_s"] for p in doc["phases"])
     out.print(f"[bold]Predicted:[/bold] {doc['workload']} would take {fmt(total_pred)} s on {devices} ({where}), "
               f"against {fmt(total_rec)} s recorded: {_speed(total_rec, total_pred)}.", soft_wrap=True)
+    if doc.get("not_crash_safe"):
+        out.print("Not crash-safe: " + "; ".join(doc["not_crash_safe"]) + " ('dbtier crash' measures it).",
+                  soft_wrap=True)
     spreads = [p["spread"] for p in doc["phases"] if p.get("spread")]
     if spreads and len(spreads) == len(doc["phases"]):
         lo, mid, hi = (sum(sp["elapsed_s"][k] for sp in spreads) for k in ("min", "median", "max"))

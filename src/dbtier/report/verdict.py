@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from dbtier.crash import safety
 from dbtier.measure import limits
 from dbtier.report.terminal import fmt
 
@@ -80,14 +81,15 @@ def run(result: dict) -> list[str]:
     phases = result.get("phases") or [result]
     longest = max(phases, key=lambda p: p.get("elapsed_s") or 0.0)
     dev = _busiest(longest.get("devices") or [])
+    unsafe = safety.sentence(result.get("lab") or {})
     if dev is None:
-        return [first]
+        return [first] + ([unsafe] if unsafe else [])
     where = f" in its longest phase, {longest['phase']}," if result.get("phases") else ""
     out = [first, f"Its busiest device{where} {_device_clause(dev)}."]
     capped = "; ".join(w for d in longest.get("devices") or [] if (w := _limit_clause(d)))
     if capped:
         out.append(capped[0].upper() + capped[1:] + ".")
-    return out
+    return out + ([unsafe] if unsafe else [])
 
 
 def compare(names: list[str], results: list[dict], speedups: list[float], headline: str,
@@ -96,7 +98,7 @@ def compare(names: list[str], results: list[dict], speedups: list[float], headli
     phase or transaction type where a layout differs most (experiments/breakdown.py). With repeated
     runs (spread), a layout whose range overlaps the first's is said to differ by nothing measured."""
     if spread:
-        return _compare_repeated(names, speedups, headline, largest, spread)
+        return _compare_repeated(names, speedups, headline, largest, spread) + _unsafe_layouts(names, results)
     best = max(range(len(names)), key=lambda i: speedups[i] if speedups[i] == speedups[i] else 0.0)
     if best == 0:
         out = [f"No layout beat {names[0]}, the baseline: "
@@ -110,7 +112,12 @@ def compare(names: list[str], results: list[dict], speedups: list[float], headli
             out.append("The others: " + "; ".join(others) + ".")
     if largest is not None:
         out.append(_largest_clause(largest, names[0]))
-    return out
+    return out + _unsafe_layouts(names, results)
+
+
+def _unsafe_layouts(names: list[str], results: list[dict]) -> list[str]:
+    """Beside the speed-up, what a layout that is not crash-safe risks for it."""
+    return [s for n, r in zip(names, results) if (s := safety.sentence(r.get("lab") or {}, f"on {n}"))]
 
 
 def _range(s: dict) -> str:

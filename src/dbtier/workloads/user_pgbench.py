@@ -106,6 +106,11 @@ class UserPgbench(restore.UserWorkload):
         if not self.scripts:
             self.scripts.append(("tpcb-like", ["-b", "tpcb-like@1"], 1))
 
+    def use_script(self, name: str, path: Path) -> None:
+        """Runs this file in place of every script, under the name given (a crash test's ledger script
+        in place of the built-in it equals)."""
+        self.scripts = [(name, ["-f", f"{path}@1"], 1)]
+
     def user_files(self) -> list[tuple[str, Path]]:
         return [(option, Path(_weighted(str(path), "-f")[0]) if option == "file" else path)
                 for option, path in super().user_files()]

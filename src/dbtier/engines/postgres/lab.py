@@ -64,6 +64,7 @@ class LabOptions:
     scale_model: dict | None = None  # set by scale_model.apply: the sizes above are 1/F of the system's
     production: dict | None = None   # production's settings (--settings-from): applied ones are in sets
     credits: float = 1.0             # capped volumes' burst credits when the first measured interval begins
+    durability_log: bool = False     # the servers may keep a durability log (crash states: src/dbtier/crash)
 
 
 @dataclass
@@ -130,7 +131,8 @@ class Lab:
         self._make_devices()
         iotap, trace = self._private("iotap"), self._private("trace")
         # Always traced (only the emulated intervals record anything): per-object I/O comes from it.
-        self.session = Session(self.devices, iotap, trace_dir=trace, page_cache=self.page_cache)
+        self.session = Session(self.devices, iotap, trace_dir=trace, page_cache=self.page_cache,
+                               durlog_dir=self._private("durlog") if opts.durability_log else None)
         self.session.create()
         self.session.pause()
         if self.user.switches:
@@ -348,6 +350,16 @@ class Lab:
             if dev.profile.kind == "real":
                 hostfs.evict_from_page_cache(dev.directory)
         self.cluster.start()
+
+    def while_stopped(self, action: Callable[[], object]) -> object:
+        """`action` run with the server stopped by a clean shutdown (everything it wrote flushed), and
+        the emulation paused; the server started again after it. Returns what action returned."""
+        self.session.pause()
+        self.cluster.stop()
+        try:
+            return action()
+        finally:
+            self.cluster.start()
 
     @contextlib.contextmanager
     def warm(self):

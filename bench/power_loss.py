@@ -1,0 +1,131 @@
+"""The power-loss matrix: `dbtier crash` over configurations whose answer is known from PostgreSQL's
+documentation and LazyFS's findings, each over many cuts, and how many crash states an hour it checks.
+
+Expected (issue: "Does this layout keep my commits?"):
+- no lost acknowledged commit and no damage: the defaults on an honest device (flushes obeyed, or
+  power-loss protection, or no volatile cache), for each wal_sync_method, in the direct, buffered and
+  dsync I/O modes; full_page_writes = on with tears at 512 B and 4 KiB;
+- a bounded loss, a suffix in commit order: synchronous_commit = off, within 3 x wal_writer_delay;
+- damage found, the first within 100 cuts: fsync = off (lost commits); full_page_writes = off with
+  512 B or 4 KiB atomic writes (torn pages); a device that ignores flushes (lost commits).
+
+Each cell: pgbench -i -s 1, 2 clients, --time seconds, on one emulated device; --cuts cuts of every
+kind in turn (flush, random, torn, reorder; torn only for the full_page_writes cells, with the small
+cache that makes the tables' pages be written during the run). Prints a row per cell: what it found
+against what was expected, the first cut that found it, recovery time, and crash states per hour
+(the whole command's wall time, run and cuts, over the cuts).
+
+Also the logging's cost: pgbench's tps with the durability log on against off (the same run, the
+log switched on or not), three of each, alternated.
+
+Run: python bench/power_loss.py [--cuts N] [--only NAME ...] [--json PATH]   (--cuts 1000: hours)"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+from dbtier.crash.run import run_crash
+from dbtier.experiments.experiment import Experiment
+
+SSD = "ssd=ssd-sata-mlc"                        # a consumer SATA SSD: volatile cache, flushes obeyed
+PLP = "ssd=nvme-enterprise-plp"                 # power-loss protection
+NO_CACHE = "ssd=ebs-gp3"                        # a volume that acknowledges replicated writes
+LIAR = "ssd=ssd-sata-mlc{flush_honoured=0}"     # a drive that ignores flushes
+#: name, device, settings, extra options, kinds (None: all), expected: "safe", "suffix", "lost", "damage"
+CELLS = [
+    ("defaults, volatile cache obeying flushes", SSD, [], {}, None, "safe"),
+    ("defaults, power-loss protection", PLP, [], {}, None, "safe"),
+    ("defaults, no volatile cache (gp3)", NO_CACHE, [], {}, None, "safe"),
+    *[(f"wal_sync_method={m}", SSD, [f"wal_sync_method={m}"], {}, None, "safe")
+      for m in ("fdatasync", "fsync", "open_datasync", "open_sync")],
+    *[(f"io-mode {mode}", SSD, [], {"io_mode": mode}, None, "safe") for mode in ("direct", "buffered", "dsync")],
+    ("full_page_writes=on, 4 KiB tears", SSD, [], {"cache": "1MB"}, ("torn",), "safe"),
+    ("full_page_writes=on, 512 B tears", "ssd=ssd-sata-mlc{atomic_write_kib=0.5}", [], {"cache": "1MB"}, ("torn",),
+     "safe"),
+    ("synchronous_commit=off", SSD, ["synchronous_commit=off"], {}, None, "suffix"),
+    ("fsync=off", SSD, ["fsync=off"], {}, None, "lost"),
+    ("full_page_writes=off, 4 KiB tears", SSD, ["full_page_writes=off"], {"cache": "1MB"}, ("torn",), "damage"),
+    ("full_page_writes=off, 512 B tears", "ssd=ssd-sata-mlc{atomic_write_kib=0.5}", ["full_page_writes=off"],
+     {"cache": "1MB"}, ("torn",), "damage"),
+    ("a drive that ignores flushes", LIAR, [], {}, None, "lost"),
+]
+
+
+def cell(name, device, sets, extra, kinds, expected, cuts: int, seconds: int) -> dict:
+    exp = Experiment.from_options("pgbench", device=[device], set=list(sets), init=True, scale=1, client=2,
+                                  time=seconds, **extra)
+    t0 = time.monotonic()
+    r = run_crash(exp, cuts, seed=1, **({"kinds": kinds} if kinds else {}), say=lambda _line: None)
+    wall = time.monotonic() - t0
+    s = r["summary"]
+    lost = [x for x in r["states"] if x["lost"]]
+    if expected == "safe":
+        held = not s["lost_commits"] and not s["damaged"]
+    elif expected == "suffix":
+        held = bool(lost) and not s["damaged"] and all(x["suffix"] and x["lost_span_ms"] <= 600 for x in lost)
+    elif expected == "lost":
+        held = s["first_loss"] is not None and s["first_loss"] < 100
+    else:
+        held = s["first_damage"] is not None and s["first_damage"] < 100
+    rec = s["recovery_s"] or [float("nan")] * 2
+    return {"cell": name, "expected": expected, "held": held, "cuts": cuts, "lost": s["lost_commits"],
+            "damaged": s["damaged"], "first_loss": s["first_loss"], "first_damage": s["first_damage"],
+            "longest_loss_ms": s["longest_loss_ms"], "recovery_s": rec, "tps": r["run"]["tps"],
+            "states_per_hour": 3600 * cuts / wall, "wall_s": wall}
+
+
+def logging_cost(seconds: int) -> dict:
+    """pgbench's tps with and without the durability log (the same course, the log on or off), three of
+    each, alternated."""
+    on, off = [], []
+    for i in range(6):
+        exp = Experiment.from_options("pgbench", device=[SSD], init=True, scale=1, client=2, time=seconds)
+        r = run_crash(exp, 1, seed=1, kinds=("random",), say=lambda _line: None, durability_log=bool(i % 2))
+        (on if i % 2 else off).append(r["run"]["tps"])
+    return {"tps_logged": on, "tps_unlogged": off,
+            "ratio": statistics.median(on) / statistics.median(off)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cuts", type=int, default=100, help="cuts per cell (the issue asks 1,000)")
+    ap.add_argument("--time", type=int, default=5, help="pgbench's seconds per cell")
+    ap.add_argument("--only", nargs="*", help="cells whose name contains one of these")
+    ap.add_argument("--json", help="write the rows here")
+    args = ap.parse_args()
+    rows = []
+    print("| configuration | expected | held | lost (cuts) | damaged (cuts) | first finding | longest loss (ms) "
+          "| recovery (s) | tps | states per hour |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for c in CELLS:
+        if args.only and not any(o in c[0] for o in args.only):
+            continue
+        row = cell(*c, cuts=args.cuts, seconds=args.time)
+        rows.append(row)
+        first = row["first_loss"] if row["expected"] == "lost" else row["first_damage"] \
+            if row["expected"] == "damage" else row["first_loss"] if row["lost"] else row["first_damage"]
+        print(f"| {row['cell']} | {row['expected']} | {'yes' if row['held'] else 'NO'} | {row['lost']:,} of "
+              f"{row['cuts']:,} | {row['damaged']:,} | {'-' if first is None else f'cut {first}'} | "
+              f"{row['longest_loss_ms']:,.0f} | {row['recovery_s'][0]:.2f}-{row['recovery_s'][1]:.2f} | "
+              f"{row['tps']:,.0f} | {row['states_per_hour']:,.0f} |", flush=True)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+    if not args.only:
+        cost = logging_cost(args.time)
+        print(f"\nthe durability log's cost: tps {statistics.median(cost['tps_logged']):,.0f} logged against "
+              f"{statistics.median(cost['tps_unlogged']):,.0f} unlogged (median of 3 each): "
+              f"{100 * (cost['ratio'] - 1):+.1f}%")
+        rows.append({"logging": cost})
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+    sys.exit(0 if all(r.get("held", True) for r in rows) else 1)
+
+
+if __name__ == "__main__":
+    main()

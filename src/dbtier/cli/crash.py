@@ -1,0 +1,109 @@
+"""`dbtier crash WORKLOAD`: does this layout keep my commits when the power goes?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from dbtier.cli.progress import progress_for
+from dbtier.cli.run import WorkloadGroup, experiment_of
+from dbtier.crash import run as crash_run
+from dbtier.crash.ledger import WITH_LEDGER
+from dbtier.crash.states import KINDS
+from dbtier.errors import UserError
+from dbtier.experiments.experiment import EXPERIMENT_FILE
+from dbtier.experiments.options import SEVERAL_RUNS_KEYS
+from dbtier.report import jsonout, outputs
+from dbtier.report.terminal import console
+
+#: run's options that mean nothing here: one run, its workspace always removed, its trace always kept
+SKIPPED = (*SEVERAL_RUNS_KEYS, "trace", "keep", "repeat", "repeat_seed", "production", "no_reuse", "cache_state")
+
+EXTRA = (
+    click.option("--cuts", type=int, default=200, show_default=True, metavar="N",
+                 help="power cuts to make, each a crash state recovered and checked"),
+    click.option("--seed", "crash_seed", type=int, default=0, show_default=True, metavar="S",
+                 help="the cuts' seed: cut K of seed S is the same state every time (with --cuts and --only)"),
+    click.option("--only", "only", multiple=True, metavar="KIND",
+                 help=f"only these kinds of cut (repeatable): {', '.join(KINDS)}; by default each in turn"),
+)
+
+
+class CrashGroup(WorkloadGroup):
+    skip = SKIPPED
+    extra = EXTRA
+
+    def list_commands(self, ctx) -> list[str]:  # another workload is refused with what to run instead
+        return list(WITH_LEDGER)
+
+    @staticmethod
+    def execute(cls, kw):
+        return execute(cls, kw)
+
+
+@click.group("crash", cls=CrashGroup, context_settings={"max_content_width": 100})
+def crash() -> None:
+    """Cut the power at many instants of a run and check what the database kept.
+
+    \b
+    Examples:
+      dbtier crash pgbench -i -s 1 -c 4 -T 10 -d ssd=ssd-sata-mlc
+      dbtier crash pgbench -i -s 1 -c 4 -T 10 -d ssd=ssd-sata-mlc --set synchronous_commit=off
+      dbtier crash pgbench -i -s 1 -T 10 -d 'ssd=ssd-sata-mlc{flush_honoured=0}' --cuts 500
+
+    The workload runs once on the emulated devices, with every write's bytes kept beside the trace of
+    what the emulation did with them (the page cache, each device's volatile cache, the media, the
+    flushes). Then the power is cut: after a flush, at random instants, in the middle of a write (torn at
+    the device's atomic write), or with a volatile cache's writes persisted out of order. Each state is
+    recovered by the same PostgreSQL and checked: the server starts, every commit the client saw
+    acknowledged before the cut is there, pg_amcheck (heapallindexed) and pg_checksums find nothing, and
+    the workload's own consistency holds. The answer first: how many cuts lost a commit or left damage,
+    and how long recovery took."""
+
+
+def execute(cls, kw: dict) -> Path:
+    exp = experiment_of(cls, kw)
+    kinds = tuple(kw["only"]) or KINDS
+    crash_run.check_cuts(kw["cuts"], kinds)
+    out = console(wide=kw["wide"])
+    say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
+    json_path = outputs.check_file(kw["json"], "--json") if kw["json"] else None
+    from dbtier.report.rundir import run_dir
+    from dbtier.workspace import Workspace, write_private
+
+    with run_dir(kw["output"], f"crash-{exp.workload}", Workspace.open(kw["workspace"])) as folder:
+        result = crash_run.run_crash(exp, kw["cuts"], kw["crash_seed"], kinds, kw["workspace"],
+                                     lambda: progress_for(out, kw["quiet"]), say)
+        write_private(folder.path / EXPERIMENT_FILE, exp.to_toml(), mode=0o644)
+        jsonout.write(folder.path / "result.json", result)
+    if not kw["quiet"]:
+        show(out, result)
+    out.print(f"run directory: {folder.final}", markup=False)
+    if json_path:
+        jsonout.write(json_path, {**result, "run_dir": str(folder.final)})
+    if folder.failure:
+        raise UserError(folder.failure)
+    return folder.final
+
+
+def show(out, result: dict) -> None:
+    from rich.table import Table
+
+    out.print(crash_run.verdict(result), markup=False)
+    for d in result["devices"]:
+        out.print(f"  {d['name']} ({d['profile']}): {d['durability']}", markup=False)
+    run = result["run"]
+    if run.get("tps"):
+        out.print(f"  the run: {run['tps']:,.0f} tps", markup=False)
+    found = [s for s in result["states"] if s["problems"] or s["lost"]]
+    if not found:
+        return
+    table = Table(title=f"What the cuts found ({len(found):,} of {result['cuts']:,}; the first 10)")
+    for col in ("cut", "kind", "at (ms)", "acknowledged", "lost", "lost over (ms)", "found"):
+        table.add_column(col, justify="right" if col in ("cut", "at (ms)", "acknowledged", "lost") else "left")
+    for s in found[:10]:
+        table.add_row(str(s["index"]), s["kind"], f"{s['at_ms']:,.1f}", f"{s['acknowledged']:,}",
+                      "-" if s["lost"] is None else f"{s['lost']:,}",
+                      "" if not s["lost"] else f"{s['lost_span_ms']:,.0f}", "; ".join(s["problems"]) or "lost commits")
+    out.print(table)

@@ -1,0 +1,124 @@
+"""What a crash state must keep: every transaction whose COMMIT the client saw acknowledged before the
+cut, and the workload's own consistency conditions.
+
+The client's side is its per-transaction log (when each client's transactions ended, on the trace's
+clock); the server's side a ledger row each transaction writes in the same transaction. A client
+runs its transactions one after another, so the ledger's row count per client is how many of its
+transactions committed: fewer than it saw acknowledged is a lost commit.
+
+pgbench: its tpcb-like transaction, unchanged but for pgbench_history's filler, which takes the
+client's number (pgbench's :client_id), so that pgbench_history is the ledger. TPC-B's consistency
+condition: the accounts', tellers' and branches' balances and the history's deltas sum alike."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dbtier.errors import UserError
+
+#: pgbench's built-in tpcb-like (pgbench.c), its history row carrying the client
+TPCB_LEDGER = """\\set aid random(1, 100000 * {scale})
+\\set bid random(1, 1 * {scale})
+\\set tid random(1, 10 * {scale})
+\\set delta random(-5000, 5000)
+BEGIN;
+UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;
+UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;
+INSERT INTO pgbench_history (tid, bid, aid, delta, mtime, filler) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP, :client_id);
+END;
+"""
+
+
+@dataclass
+class Acknowledged:
+    """Each client's acknowledged transactions: their end times (trace clock, ns), in order."""
+    ends: dict[int, np.ndarray]
+
+    @classmethod
+    def from_recording(cls, transactions: list[tuple]) -> "Acknowledged":
+        by_client: dict[int, list[int]] = {}
+        for _script, client, end_ns, _lat in transactions:
+            by_client.setdefault(int(client), []).append(int(end_ns))
+        return cls({c: np.sort(np.array(v, dtype=np.int64)) for c, v in by_client.items()})
+
+    def count_by(self, at_ns: int) -> dict[int, int]:
+        return {c: int(np.searchsorted(e, at_ns, side="right")) for c, e in self.ends.items()}
+
+    @property
+    def total(self) -> int:
+        return sum(len(e) for e in self.ends.values())
+
+
+@dataclass
+class Loss:
+    lost: int                  # acknowledged before the cut, not in the state
+    clients: int               # clients that lost any
+    span_ms: float             # from the first lost acknowledgement to the cut
+    suffix: bool               # every kept acknowledged commit came before every lost one
+
+
+def judge(acked: Acknowledged, kept: dict[int, int], at_ns: int) -> Loss:
+    """The state's kept rows per client against what was acknowledged by the cut."""
+    by_cut = acked.count_by(at_ns)
+    lost, clients, first_lost, last_kept = 0, 0, None, None
+    for c, n in by_cut.items():
+        k = kept.get(c, 0)
+        e = acked.ends[c]
+        if k > 0:
+            t = int(e[min(k, len(e)) - 1])
+            last_kept = t if last_kept is None else max(last_kept, t)
+        if k < n:
+            lost += n - k
+            clients += 1
+            t = int(e[k])
+            first_lost = t if first_lost is None else min(first_lost, t)
+    span = (at_ns - first_lost) / 1e6 if first_lost is not None else 0.0
+    suffix = first_lost is None or last_kept is None or last_kept <= first_lost
+    return Loss(lost, clients, span, suffix)
+
+
+#: the workloads that keep a ledger dbtier reads
+WITH_LEDGER = ("pgbench",)
+
+
+class PgbenchLedger:
+    """pgbench's tpcb-like with its ledger (module docstring)."""
+    name = "pgbench tpcb-like"
+
+    def __init__(self, scale: int):
+        self.scale = scale
+
+    def script(self) -> str:
+        return TPCB_LEDGER.format(scale=self.scale)
+
+    def kept(self, conn) -> dict[int, int]:
+        rows = conn.execute("SELECT trim(filler)::int, count(*) FROM pgbench_history WHERE filler IS NOT NULL "
+                            "GROUP BY 1").fetchall()
+        return {int(c): int(n) for c, n in rows}
+
+    def inconsistency(self, conn) -> str | None:
+        """TPC-B's condition, or what breaks it."""
+        a, t, b, h = conn.execute(
+            "SELECT (SELECT coalesce(sum(abalance), 0) FROM pgbench_accounts), "
+            "(SELECT coalesce(sum(tbalance), 0) FROM pgbench_tellers), "
+            "(SELECT coalesce(sum(bbalance), 0) FROM pgbench_branches), "
+            "(SELECT coalesce(sum(delta), 0) FROM pgbench_history)").fetchone()
+        if a == t == b == h:
+            return None
+        return f"balances do not add up: accounts {a}, tellers {t}, branches {b}, history {h}"
+
+
+def for_workload(workload) -> PgbenchLedger:
+    """The ledger a workload keeps, or one line saying what it needs."""
+    if workload.name == "pgbench":
+        scripts = [name for name, _args, _w in workload.scripts]
+        if scripts == ["tpcb-like"] and workload.p["init"]:
+            return PgbenchLedger(int(workload.p["scale"]))
+        raise UserError("dbtier crash checks pgbench's built-in tpcb-like on its own tables (-i): its history "
+                        "is the ledger of acknowledged commits; other scripts keep no ledger it can read")
+    raise UserError(f"dbtier crash cannot check {workload.name}: it keeps no ledger of acknowledged commits and "
+                    "no consistency condition; run it with pgbench -i (tpcb-like), whose history is one")

@@ -1,0 +1,119 @@
+"""A crash state recovered by the real server (the lab's own binaries, without the emulation) and
+checked: it starts (no PANIC), every acknowledged commit is there, the workload's consistency holds,
+pg_amcheck finds every heap and B-tree whole (with heapallindexed), and pg_checksums every page's
+checksum right. Recovery is timed from the server's start to its first accepted connection."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dbtier.engines.postgres.cluster import DATABASE, PORT, SUPERUSER, Cluster
+from dbtier.errors import UserError
+
+#: a recovery that takes longer is a failure of its own (a server that hangs)
+START_TIMEOUT_S = 120.0
+
+
+@dataclass
+class Checked:
+    started: bool
+    recovery_s: float | None = None
+    kept: dict[int, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)   # structure, checksums, consistency, start
+    log_tail: str = ""
+
+
+def _give(user, root: Path) -> None:
+    if not user.switches:
+        return
+    for dirpath, dirs, files in os.walk(root):
+        for name in [*dirs, *files]:
+            os.chown(os.path.join(dirpath, name), user.uid, user.gid, follow_symlinks=False)
+    os.chown(root, user.uid, user.gid)
+
+
+def recover(lab, state: Path, data_dev: int, wal_dev: int, ledger, log_path: Path) -> Checked:
+    """Starts the server on `state` (a folder per device number, as states.Builder lays it out)."""
+    pgdata = state / str(data_dev) / "pgdata"
+    live = lab.cluster
+    dynshmem = state / "dynshmem"
+    dynshmem.mkdir(mode=0o700)
+    link = pgdata / "pg_dynshmem"
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(dynshmem)
+    (pgdata / "postmaster.pid").unlink(missing_ok=True)
+    pgdata.chmod(0o700)
+    _give(live.user, state)
+    env = {k: v for k, v in live.env.items() if k != "LD_PRELOAD" and not k.startswith("DBTIER_")}
+    cluster = Cluster(live.install, live.user, pgdata, state / str(wal_dev) / "pg_wal", live.socket_dir, log_path,
+                      env, lab.claim, dynshmem)
+    t0 = time.monotonic()
+    try:
+        cluster.start(timeout=START_TIMEOUT_S)
+    except UserError:
+        tail = _tail(log_path, 40)
+        why = next((ln.split(":  ", 1)[-1] for ln in tail.splitlines() if "PANIC:" in ln),
+                   next((ln.split(":  ", 1)[-1] for ln in tail.splitlines() if "FATAL:" in ln), ""))
+        return Checked(False, log_tail=tail, problems=["the server did not start" + (f": {why}" if why else "")])
+    out = Checked(True, time.monotonic() - t0)
+    try:
+        with cluster.connect(DATABASE) as conn:
+            out.kept = ledger.kept(conn)
+            bad = ledger.inconsistency(conn)
+            if bad:
+                out.problems.append(bad)
+        amcheck = _amcheck(live)
+        if amcheck:
+            out.problems.append(amcheck)
+    finally:
+        cluster.stop()
+    checksums = _checksums(live, pgdata)
+    if checksums:
+        out.problems.append(checksums)
+    out.log_tail = _tail(log_path)
+    if "PANIC" in out.log_tail:
+        out.problems.append("the server logged a PANIC")
+    return out
+
+
+def _amcheck(live) -> str | None:
+    """pg_amcheck over every relation of the database: heaps, B-trees with heapallindexed."""
+    argv = [str(live.install.exe("pg_amcheck")), "-h", str(live.socket_dir), "-p", str(PORT), "-U", SUPERUSER,
+            "--heapallindexed", "--install-missing", DATABASE]
+    proc = subprocess.run(argv, env=dict(live.env, LD_PRELOAD=""), capture_output=True, text=True, cwd="/",
+                          **live.user.popen_kwargs())
+    if proc.returncode == 0:
+        return None
+    lines = [ln.strip() for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
+    return f"pg_amcheck: {lines[0] if lines else f'exit status {proc.returncode}'}" + \
+        (f" (and {len(lines) - 1} more lines)" if len(lines) > 1 else "")
+
+
+_CHECKSUM_BAD = re.compile(r"^Bad checksums:\s+(\d+)", re.M)
+
+
+def _checksums(live, pgdata: Path) -> str | None:
+    """pg_checksums --check on the stopped cluster (PostgreSQL 18 initializes with checksums on)."""
+    proc = subprocess.run([str(live.install.exe("pg_checksums")), "--check", "-D", str(pgdata)],
+                          env=dict(live.env, LD_PRELOAD=""), capture_output=True, text=True, cwd="/",
+                          **live.user.popen_kwargs())
+    if proc.returncode == 0:
+        return None
+    m = _CHECKSUM_BAD.search(proc.stdout)
+    if m:
+        return f"pg_checksums: {int(m.group(1))} pages with a bad checksum"
+    text = (proc.stderr or proc.stdout).strip().splitlines()
+    return f"pg_checksums: {text[-1] if text else f'exit status {proc.returncode}'}"
+
+
+def _tail(path: Path, lines: int = 8) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""

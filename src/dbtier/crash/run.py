@@ -1,0 +1,174 @@
+"""`dbtier crash`: the workload run once on the emulated devices with a durability log, then power cut
+at many instants, each state recovered by the real server and checked against the acknowledged
+commits and the database's structure.
+
+The course: the data loaded (unmeasured), the server stopped cleanly and the devices' folders copied
+(the base image), the durability log switched on, the server started and the workload measured as a
+run is; then the server stopped for good, and the cuts planned from (seed, index), built, recovered
+and checked one after another. Everything it made (image, log, states, servers) is in the lab's
+workspace and goes with it, on success, failure or Ctrl-C."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+from dbtier import engines
+from dbtier.crash import devices as durability
+from dbtier.crash import image, ledger as ledgers, recover, states
+from dbtier.errors import UserError
+from dbtier.experiments import runner
+from dbtier.experiments.experiment import Experiment
+from dbtier.workloads.base import QuietProgress
+
+#: --cuts: more than this is not a test that ends today
+MAX_CUTS = 1_000_000
+
+
+def check_cuts(cuts: int, kinds: tuple[str, ...]) -> None:
+    if not 1 <= cuts <= MAX_CUTS:
+        raise UserError(f"--cuts {cuts}: give from 1 to {MAX_CUTS:,} power cuts")
+    for k in kinds:
+        if k not in states.KINDS:
+            raise UserError(f"--only {k}: the kinds of cut are {', '.join(states.KINDS)}")
+
+
+def _quiet():
+    return contextlib.nullcontext(QuietProgress())
+
+
+def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] = states.KINDS,
+              workspace: Path | None = None, progress_for: Callable = _quiet,
+              say: Callable[[str], None] = print, durability_log: bool = True) -> dict:
+    """The crash test of one experiment: its result (the cuts, what each found, the verdict).
+    durability_log False: the same course with the log left off and no cut made (what the log costs
+    the run, bench/power_loss.py)."""
+    check_cuts(cuts, kinds)
+    facts = [durability.of(d.name, d.profile) for d in exp.devices]
+    workload, options, requests = runner.check(exp, workspace)
+    ledger = ledgers.for_workload(workload)
+    if len(workload.phases(exp.cache_state)) != 1:
+        raise UserError(f"dbtier crash runs a workload of one measured phase; {exp.workload} has several")
+    options = replace(options, trace=True, durability_log=True)
+    lab = engines.get(exp.engine).lab(requests, exp.placement, options, say)
+    with lab, progress_for() as progress:
+        db = lab.handle
+        workload.prepare(db, progress)
+        progress.phase("placing the objects")
+        lab.place_objects()  # no WAL recycled ahead: each crash state would copy the empty segments
+        script = lab.client_dir("crash") / "ledger.sql"
+        script.write_text(ledger.script())
+        workload.use_script("tpcb-like", script)
+        base = lab.claim.inside("crash-base", mode=0o700)
+
+        def capture():
+            inodes = image.take_base(lab.devices, base)
+            lab.session.keep_durability_log(durability_log)
+            return inodes
+
+        progress.phase("stopping the server: the base image")
+        inodes = lab.while_stopped(capture)
+        before = lab.session.snapshot()
+        phase = workload.phases(exp.cache_state)[0]
+        with lab.measure(label=phase.name) as m:
+            metrics = phase.run(db, progress)
+        gaps = lab.session.gaps(lab.session.snapshot(), before)
+        if gaps:
+            raise UserError(f"the durability log is incomplete, so no state could be trusted: {gaps[0]}")
+        lab.session.pause()
+        lab.session.keep_durability_log(False)
+        lab.cluster.stop()
+        acked = ledgers.Acknowledged.from_recording(lab.recording.transactions)
+        run = {"elapsed_s": m.result["elapsed_s"], "transactions": acked.total, "tps": metrics.get("tps")}
+        if not durability_log:
+            return {"kind": "crash-unlogged", "run": run}
+        say(f"the run: {acked.total:,} transactions acknowledged in {m.result['elapsed_s']:.1f} s; cutting the power "
+            f"{cuts:,} times")
+        scratch = lab.claim.inside("crash-scratch")  # the recovering servers pass through it to their state
+        progress.phase("reading the durability log")
+        builder = image.builder(lab.session, base, inodes, scratch / "timeline")
+        try:
+            names = [d.name for d in lab.devices]
+            data_dev, wal_dev = names.index(exp.placement.roles["data"]), names.index(exp.placement.roles["wal"])
+            results = _cut_all(lab, builder, ledger, acked, cuts, seed, kinds, data_dev, wal_dev, scratch, progress)
+        finally:
+            builder.close()
+        run["span_ms"] = (builder.tl.end_ns - builder.tl.start_ns) / 1e6
+    return _result(exp, facts, lab, cuts, seed, kinds, run, results)
+
+
+def _cut_all(lab, builder, ledger, acked, cuts, seed, kinds, data_dev, wal_dev, scratch, progress) -> list[dict]:
+    out = []
+    tl = builder.tl
+    progress.phase(f"cutting the power {cuts:,} times", total=cuts)
+    for i in range(cuts):
+        cut = states.plan(tl, kinds, seed, i, cuts)
+        folder = scratch / f"state-{i}"
+        t0 = time.monotonic()
+        builder.build(cut, folder)
+        built_s = time.monotonic() - t0
+        t1 = time.monotonic()
+        try:
+            checked = recover.recover(lab, folder, data_dev, wal_dev, ledger, scratch / f"state-{i}.log")
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        checked_s = time.monotonic() - t1
+        loss = ledgers.judge(acked, checked.kept, cut.at_ns) if checked.started else None
+        row = {"index": i, "kind": cut.kind, "at_ms": (cut.at_ns - tl.start_ns) / 1e6,
+               "started": checked.started, "recovery_s": checked.recovery_s, "built_s": built_s,
+               "checked_s": checked_s,
+               "acknowledged": sum(acked.count_by(cut.at_ns).values()),
+               "lost": loss.lost if loss else None, "lost_span_ms": loss.span_ms if loss else None,
+               "suffix": loss.suffix if loss else None, "problems": checked.problems}
+        if checked.problems or (loss and loss.lost):
+            pending = builder.pending(cut.at_ns)
+            row["pending"] = ([{"file": f, "where": "in flight", "ranges": [list(r) for r in rs]}
+                               for f, rs in pending.in_flight.items()]
+                              + [{"file": f, "where": "in the device cache", "ranges": [list(r) for r in rs]}
+                                 for f, rs in pending.in_device_cache.items()])
+            row["log_tail"] = checked.log_tail
+        else:
+            (scratch / f"state-{i}.log").unlink(missing_ok=True)
+        out.append(row)
+        progress.advance(1)
+    return out
+
+
+def _result(exp, facts, lab, cuts, seed, kinds, run, rows) -> dict:
+    lost = [r for r in rows if r["lost"]]
+    damaged = [r for r in rows if r["problems"]]
+    recovery = [r["recovery_s"] for r in rows if r["recovery_s"] is not None]
+    return {
+        "kind": "crash", "workload": exp.workload, "seed": seed, "cuts": cuts, "kinds": list(kinds),
+        "settings": dict(exp.settings), "devices": [{"name": d.name, "profile": d.profile.name,
+                                                      "durability": f.describe()}
+                                                     for d, f in zip(lab.devices, facts)],
+        "run": run,
+        "summary": {"lost_commits": len(lost), "most_lost": max((r["lost"] for r in lost), default=0),
+                    "longest_loss_ms": max((r["lost_span_ms"] for r in lost), default=0.0),
+                    "not_a_suffix": sum(1 for r in lost if not r["suffix"]),
+                    "damaged": len(damaged), "first_damage": next((r["index"] for r in damaged), None),
+                    "first_loss": next((r["index"] for r in lost), None),
+                    "recovery_s": [min(recovery), max(recovery)] if recovery else None},
+        "states": rows,
+    }
+
+
+def verdict(result: dict) -> str:
+    s, n = result["summary"], result["cuts"]
+    rec = s["recovery_s"]
+    took = f"; recovery took {rec[0]:.2f}-{rec[1]:.2f} s" if rec else ""
+    if not s["lost_commits"] and not s["damaged"]:
+        return f"0 of {n:,} cuts lost an acknowledged commit or left damage{took}"
+    parts = []
+    if s["lost_commits"]:
+        parts.append(f"{s['lost_commits']:,} of {n:,} cuts lost acknowledged commits (up to {s['most_lost']:,} "
+                     f"transactions, {s['longest_loss_ms'] / 1000:.2f} s; the first at cut {s['first_loss']})")
+    if s["damaged"]:
+        first = next(r for r in result["states"] if r["problems"])
+        parts.append(f"{s['damaged']:,} left damage (the first at cut {first['index']}: {first['problems'][0]})")
+    return "; ".join(parts) + took

@@ -1,0 +1,279 @@
+"""Crash states: the devices' files as a power cut at one instant left them, built from the base image
+(the devices' folders copied before the log began) and the timeline (timeline.py).
+
+Each state is named by (seed, index): its kind and instant, and any choice it makes, come from a
+generator seeded with both, so any one state is rebuilt bit for bit by itself. Kinds:
+- flush: just after a device flush completed (every k-th flush, k spreading the cuts over the run; a
+  run that never flushed, after its writes);
+- random: at an instant drawn uniformly over the run;
+- torn: while one write was not yet durable (in flight or in a volatile cache), part of it persisted
+  in units of its device's atomic write (each unit kept or lost at random);
+- reorder: at a random instant, some of the writes a volatile cache held persisted and the rest lost
+  (at most REORDER_CAP of them), as a drive that destages out of order would leave them.
+What was not durable at the instant is lost, except what a torn or reorder state keeps of it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from dbtier.crash import durlog
+from dbtier.devices import native
+from dbtier.crash.timeline import INF, Timeline
+from dbtier.errors import UserError
+
+KINDS = ("flush", "random", "torn", "reorder")
+#: a table's or index's file (native/iotap/pgpath.h's class names), whose pages a torn cut prefers
+RELATION = next(name for name in native.layout().enum("pg_class") if name == "relation")
+#: a reorder state keeps at most this many of the cached writes
+REORDER_CAP = 16
+
+
+@dataclass(frozen=True)
+class Cut:
+    seed: int
+    index: int
+    kind: str
+    at_ns: int
+    torn: tuple[int, tuple[int, ...]] | None = None  # (request row, the atomic units kept)
+    kept: tuple[int, ...] = ()                       # reorder: the cached requests kept
+
+    def describe(self) -> str:
+        return f"{self.kind} cut {self.index} (seed {self.seed})"
+
+
+@dataclass
+class Pending:
+    """What was not on the media at the cut: per file, byte ranges and where they were."""
+    in_page_cache: dict[str, int] = field(default_factory=dict)   # path -> bytes written, not yet issued
+    in_flight: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    in_device_cache: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+
+def plan(tl: Timeline, kinds: tuple[str, ...], seed: int, index: int, count: int) -> Cut:
+    """Cut `index` of `count`, its kind by turn among `kinds`."""
+    kind = kinds[index % len(kinds)]
+    rng = np.random.default_rng([seed, index])
+    start, end = tl.start_ns, max(tl.end_ns, tl.start_ns + 1)
+    if kind == "flush":  # a run that never flushed (fsync = off): after its writes instead
+        points = tl.flushes if len(tl.flushes) else np.sort(tl.requests.complete)
+        n = len(points)
+        if not n:
+            raise UserError("the run wrote nothing to its devices, so there is nothing to cut")
+        per_kind = max(1, -(-count // len(kinds)))
+        step = max(1, n // per_kind)
+        k = (index // len(kinds)) * step % n
+        return Cut(seed, index, kind, int(points[k]))
+    if kind == "random":
+        return Cut(seed, index, kind, int(rng.integers(start, end)))
+    req = tl.requests
+    if kind == "torn":
+        unit = np.array([tl.facts[d].atomic_bytes for d in req.dev], dtype=np.uint64)
+        tearable = np.flatnonzero(req.len > unit)
+        if not len(tearable):
+            raise UserError("no write of the run was larger than its device's atomic write, so none can be torn")
+        # three tears in four are of a table's or index's pages, if the run wrote any: the WAL's far more
+        # numerous writes are guarded by their records' CRCs, the pages only by full_page_writes
+        relation = np.array([tl.files.get(int(f), (0, "", ""))[2] == RELATION for f in req.file[tearable]])
+        pool = tearable[relation] if relation.any() and rng.random() < 0.75 else tearable
+        row = int(pool[rng.integers(len(pool))])
+        until = min(int(req.durable[row]), end) if req.durable[row] != INF else end
+        at = int(rng.integers(int(req.arrival[row]), max(until, int(req.arrival[row]) + 1)))
+        units = int(-(-int(req.len[row]) // int(unit[row])))
+        keep = rng.random(units) < 0.5
+        if keep.all() or not keep.any():  # a tear keeps some and loses some
+            keep[rng.integers(units)] = not keep[0] if units > 1 else False
+        return Cut(seed, index, kind, at, torn=(row, tuple(int(u) for u in np.flatnonzero(keep))))
+    if kind == "reorder":
+        at = int(rng.integers(start, end))
+        cached = np.flatnonzero((req.complete <= at) & (req.durable > at))
+        kept = cached[rng.random(len(cached)) < 0.5][:REORDER_CAP] if len(cached) else cached
+        return Cut(seed, index, kind, at, kept=tuple(int(k) for k in kept))
+    raise UserError(f"unknown kind of cut {kind!r}: one of {', '.join(KINDS)}")
+
+
+class Builder:
+    """Lays states out one after another in time order: the media image moves forward with the cuts
+    (a state at an earlier instant than the last starts the media again from the base)."""
+
+    def __init__(self, tl: Timeline, base: Path, device_dirs: list[Path], base_inodes: dict[str, tuple[int, int]],
+                 file_inodes: dict[int, tuple[int, int]], scratch: Path):
+        self.tl = tl
+        self.base = base                       # base/<device number>/..., each device's folder as it was
+        self.device_dirs = device_dirs         # the live folders the log's paths are in, by device number
+        self.scratch = scratch
+        by_inode = {ino: index for index, ino in file_inodes.items()}
+        #: base-relative path -> the file index it is (when the run touched it), and back
+        self.base_index = {rel: by_inode[ino] for rel, ino in base_inodes.items() if ino in by_inode}
+        self.base_of = {index: base / rel for rel, index in self.base_index.items()}
+        self.spool = open(tl.spool, "rb")
+        self._reset()
+
+    def close(self) -> None:
+        self.spool.close()
+
+    def _reset(self) -> None:
+        media = self.scratch / "media"
+        shutil.rmtree(media, ignore_errors=True)
+        media.mkdir()
+        self.media = media
+        self.made: set[int] = set()
+        self.names: dict[str, tuple[str, object]] = {}   # live path -> ("index", i) | ("base", base path)
+        for rel in self._base_files():
+            live = self._live(rel)
+            index = self.base_index.get(rel)
+            self.names[live] = ("index", index) if index is not None else ("base", self.base / rel)
+        self.where = {v[1]: k for k, v in self.names.items() if v[0] == "index"}  # index -> its live path
+        self.next_event = 0
+        self.at = -1
+
+    def _base_files(self):
+        for root, _dirs, files in os.walk(self.base):
+            for name in files:
+                path = Path(root) / name
+                if not path.is_symlink():
+                    yield str(path.relative_to(self.base))
+
+    def _live(self, rel: str) -> str:
+        dev, _, rest = rel.partition(os.sep)
+        return str(self.device_dirs[int(dev)] / rest) if rest else str(self.device_dirs[int(dev)])
+
+    def _mapped(self, live: str) -> Path | None:
+        """A live path's place in a state folder (None: outside every device)."""
+        for dev, folder in enumerate(self.device_dirs):
+            try:
+                return Path(str(dev)) / Path(live).relative_to(folder)
+            except ValueError:
+                continue
+        return None
+
+    def _media(self, index: int) -> int:
+        path = self.media / str(index)
+        if index not in self.made:
+            self.made.add(index)
+            if index in self.base_of and not path.exists():
+                shutil.copyfile(self.base_of[index], path)
+            if index not in self.where:  # a file made during the run appears where it was first seen
+                live = self.tl.files.get(index, (0, "", ""))[1]
+                if live:
+                    self.names[live] = ("index", index)
+                    self.where[index] = live
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+    def _advance(self, at: int) -> None:
+        if at < self.at:
+            self._reset()
+        events, log, req = self.tl.events, self.tl.log, self.tl.requests
+        while self.next_event < len(events) and events[self.next_event].t <= at:
+            ev = events[self.next_event]
+            self.next_event += 1
+            if ev.kind == "appear":
+                os.close(self._media(ev.index))
+                continue
+            if ev.kind == "request":
+                k = ev.index
+                self.spool.seek(int(req.spool_at[k]))
+                fd = self._media(int(req.file[k]))
+                try:
+                    os.pwrite(fd, self.spool.read(int(req.len[k])), int(req.off[k]))
+                finally:
+                    os.close(fd)
+                continue
+            e = log.entries[ev.index]
+            if ev.kind in ("write", "size"):
+                fd = self._media(int(e["file"]))
+                try:
+                    if ev.kind == "write":
+                        os.pwrite(fd, log.payload(ev.index), int(e["off"]))
+                    elif e["kind"] == durlog.TRUNCATE:
+                        os.ftruncate(fd, int(e["off"]))
+                    elif not int(e["aux"]) & durlog.KEEP_SIZE and os.fstat(fd).st_size < int(e["off"] + e["size"]):
+                        os.ftruncate(fd, int(e["off"] + e["size"]))
+                finally:
+                    os.close(fd)
+            else:
+                old, new = log.names[ev.index]
+                index = int(e["file"])
+                entry = self.names.pop(old, None)
+                if entry and entry[0] == "index":
+                    self.where.pop(entry[1], None)
+                if ev.kind == "rename" and new:
+                    replaced = self.names.get(new)
+                    if replaced and replaced[0] == "index":
+                        self.where.pop(replaced[1], None)
+                    self.names[new] = entry if entry else ("index", index)
+                    if self.names[new][0] == "index":
+                        self.where[self.names[new][1]] = new
+        self.at = at
+
+    def build(self, cut: Cut, out: Path) -> Path:
+        """The state at `cut`, as a folder per device number under `out` (made new)."""
+        self._advance(cut.at_ns)
+        out.mkdir()
+        # the folders and links as the base had them (a link into a device's folder points into the state's)
+        for root, dirs, files in os.walk(self.base):
+            rel = Path(root).relative_to(self.base)
+            for name in dirs + files:
+                src = Path(root) / name
+                dst = out / rel / name
+                if src.is_symlink():
+                    target = os.readlink(src)
+                    mapped = self._mapped(target)
+                    os.symlink(str(out / mapped) if mapped is not None else target, dst)
+                elif src.is_dir():
+                    dst.mkdir(mode=src.stat().st_mode & 0o7777)
+        for live, (what, source) in self.names.items():
+            rel = self._mapped(live)
+            if rel is None:
+                continue
+            dst = out / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if what == "base":
+                shutil.copyfile(source, dst)
+            elif source in self.made:
+                shutil.copyfile(self.media / str(source), dst)
+            elif source in self.base_of:  # touched by the run, nothing of it durable yet
+                shutil.copyfile(self.base_of[source], dst)
+        self._perturb(cut, out)
+        return out
+
+    def _perturb(self, cut: Cut, out: Path) -> None:
+        req = self.tl.requests
+        pieces: list[tuple[int, int, int]] = []  # (request row, offset within it, length)
+        if cut.torn:
+            row, units = cut.torn
+            unit = self.tl.facts[int(req.dev[row])].atomic_bytes
+            for u in units:
+                lo = u * unit
+                pieces.append((row, lo, min(unit, int(req.len[row]) - lo)))
+        for row in cut.kept:
+            pieces.append((row, 0, int(req.len[row])))
+        for row, lo, n in pieces:
+            live = self.where.get(int(req.file[row]))
+            rel = self._mapped(live) if live else None
+            if rel is None or not (out / rel).exists():
+                continue
+            fd = os.open(out / rel, os.O_RDWR)
+            try:
+                # a write not yet durable never grows its file: the size a journaling file system
+                # commits comes after the data it covers
+                at = int(req.off[row]) + lo
+                n = max(0, min(n, os.fstat(fd).st_size - at))
+                self.spool.seek(int(req.spool_at[row]) + lo)
+                os.pwrite(fd, self.spool.read(n), at)
+            finally:
+                os.close(fd)
+
+    def pending(self, at: int) -> Pending:
+        """What the cut at `at` found not yet on the media, by file."""
+        req, p = self.tl.requests, Pending()
+        self._advance(at)
+        for k in np.flatnonzero((req.arrival <= at) & (req.durable > at)):
+            name = self.where.get(int(req.file[k])) or self.tl.files.get(int(req.file[k]), (0, str(req.file[k]), ""))[1]
+            where = p.in_flight if req.complete[k] > at else p.in_device_cache
+            where.setdefault(name, []).append((int(req.off[k]), int(req.len[k])))
+        return p

@@ -1,0 +1,130 @@
+"""`dbtier crash` on a real server at a small size (pgbench scale 1, 2 clients, 2 s): the expected
+matrix, each cell over a few cuts of every kind (bench/power_loss.py runs a thousand and more each).
+
+- the defaults on an honest device keep every acknowledged commit and leave no damage;
+- synchronous_commit = off loses a suffix of the commits, over less than 3 x wal_writer_delay;
+- fsync = off, and a device that ignores flushes, lose acknowledged commits;
+- full_page_writes = off with torn 4 KiB writes of the tables' pages leaves damage; on, none."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dbtier.crash.run import run_crash, verdict
+from dbtier.experiments.experiment import Experiment
+from tests.cli.test_interrupt import leftovers
+from tests.conftest import dbtier
+
+PGBENCH = dict(init=True, scale=1, client=2, time=2)
+
+
+def crash(workspace: Path, device: str, sets=(), cuts: int = 8, kinds=None, **kw) -> dict:
+    exp = Experiment.from_options("pgbench", device=[device], set=list(sets), **{**PGBENCH, **kw})
+    return run_crash(exp, cuts, seed=1, workspace=workspace, **({"kinds": kinds} if kinds else {}))
+
+
+def test_an_honest_device_with_the_defaults_keeps_every_commit(module_shm_dir):
+    r = crash(module_shm_dir, "ssd=ssd-sata-mlc")
+    s = r["summary"]
+    assert s["lost_commits"] == 0 and s["damaged"] == 0, [x for x in r["states"] if x["lost"] or x["problems"]]
+    assert {x["kind"] for x in r["states"]} == {"flush", "random", "torn", "reorder"}
+    assert all(x["started"] and x["recovery_s"] < 30 for x in r["states"])
+    assert sum(x["acknowledged"] for x in r["states"]) > 100, "the cuts fell where commits had been acknowledged"
+    assert r["run"]["transactions"] > 100
+    assert verdict(r).startswith("0 of 8 cuts lost an acknowledged commit or left damage; recovery took")
+
+
+def test_asynchronous_commit_loses_a_bounded_suffix(module_shm_dir):
+    r = crash(module_shm_dir, "ssd=ssd-sata-mlc", ["synchronous_commit=off"], kinds=("random", "flush"))
+    lost = [x for x in r["states"] if x["lost"]]
+    assert lost, "asynchronous commits are lost at a cut"
+    assert all(x["suffix"] for x in lost), "what is lost is the last commits, in commit order"
+    assert all(x["lost_span_ms"] <= 3 * 200 for x in lost), [x["lost_span_ms"] for x in lost]
+    assert r["summary"]["damaged"] == 0
+
+
+@pytest.mark.parametrize("device, sets", [("ssd=ssd-sata-mlc", ["fsync=off"]),
+                                          ("ssd=ssd-sata-mlc{flush_honoured=0}", [])],
+                         ids=["fsync-off", "flush-ignored"])
+def test_lost_commits_are_found(module_shm_dir, device, sets):
+    r = crash(module_shm_dir, device, sets, kinds=("random",), cuts=4)
+    assert r["summary"]["lost_commits"] >= 3, r["states"]
+    worst = max(r["states"], key=lambda x: x["lost"] or 0)
+    assert worst["lost"] > 100, worst
+    if device.endswith("{flush_honoured=0}"):  # what the drive held and never wrote
+        assert any(p["where"] == "in the device cache" and p["file"].split("/")[-2] == "pg_wal"
+                   for p in worst["pending"]), worst["pending"]
+
+
+def test_torn_pages_without_full_page_writes_are_found(module_shm_dir):
+    # a small cache: the tables' pages are written during the run, and so can be torn
+    off = crash(module_shm_dir, "ssd=ssd-sata-mlc", ["full_page_writes=off"], kinds=("torn",), cuts=12, cache="1MB")
+    assert off["summary"]["damaged"] >= 1, off["states"]
+    on = crash(module_shm_dir, "ssd=ssd-sata-mlc", [], kinds=("torn",), cuts=12, cache="1MB")
+    assert on["summary"]["damaged"] == 0 and on["summary"]["lost_commits"] == 0, on["states"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--cuts", "0"], "--cuts 0: give from 1 to"),
+    (["--cuts", "5000000"], "--cuts 5000000: give from 1 to"),
+    (["--only", "sideways"], "--only sideways: the kinds of cut are flush, random, torn, reorder"),
+])
+def test_bad_cuts_are_one_line(tmp_path, args, message):
+    proc = dbtier("crash", "pgbench", "-i", "-T", "1", "-d", "ssd=ssd-sata-mlc", *args, "-o", str(tmp_path))
+    assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("args, message", [
+    (["pgbench", "-i", "-T", "1", "-d", "ssd=real:{tmp}"], "cannot be cut"),
+    (["random-index", "-d", "ssd=ssd-sata-mlc"], "keeps no ledger of acknowledged commits"),
+    (["pgbench", "-T", "1", "-d", "ssd=ssd-sata-mlc"], "its history is the ledger"),
+    (["pgbench", "-i", "-T", "1", "-b", "select-only", "-d", "ssd=ssd-sata-mlc"], "its history is the ledger"),
+])
+def test_what_cannot_be_checked_is_refused(tmp_path, shm_dir, args, message):
+    proc = dbtier("crash", *[a.format(tmp=shm_dir) for a in args], "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+def test_the_command_line_answers_first_and_keeps_the_result(shm_dir, tmp_path):
+    proc = dbtier("crash", "pgbench", "-i", "-c", "2", "-T", "1", "-d", "ssd=ssd-sata-mlc{flush_honoured=0}",
+                  "--cuts", "2", "--only", "random", "--workspace", str(shm_dir), "-o", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    said = next(i for i, ln in enumerate(lines) if ln.startswith("the run: "))  # progress, before the report
+    assert lines[said + 1].startswith("2 of 2 cuts lost acknowledged commits"), proc.stdout
+    assert "flushes ignored" in proc.stdout
+    (run_dir,) = tmp_path.glob("crash-pgbench-*")
+    doc = json.loads((run_dir / "result.json").read_text())
+    assert doc["kind"] == "crash" and doc["summary"]["lost_commits"] == 2
+    assert leftovers(shm_dir) == []
+
+
+def test_ctrl_c_leaves_nothing_behind(shm_dir, tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "dbtier", "crash", "pgbench", "-i", "-c", "2", "-T", "1", "-d",
+                             "ssd=ssd-sata-mlc", "--cuts", "50", "--workspace", str(shm_dir), "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL) and None)
+    seen = []
+    try:
+        for line in proc.stdout:
+            seen.append(line)
+            if "cutting the power" in line:
+                break
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal does
+        rest, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, "".join(seen) + (rest or "")
+    assert leftovers(shm_dir, out) == []
