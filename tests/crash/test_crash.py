@@ -106,6 +106,20 @@ def test_the_command_line_answers_first_and_keeps_the_result(shm_dir, tmp_path):
     doc = json.loads((run_dir / "result.json").read_text())
     assert doc["kind"] == "crash" and doc["summary"]["lost_commits"] == 2
     assert leftovers(shm_dir) == []
+    # what was not on the media at the first finding, and the command that builds its state again
+    assert "At cut 0, not on the media: " in proc.stdout and "in the device cache" in proc.stdout
+    assert f"Rebuild a state: dbtier crash --rebuild {run_dir} --cut 0" in proc.stdout
+    for cut in (1, 0):  # any state, bit for bit, in any order
+        again = dbtier("crash", "--rebuild", str(run_dir), "--cut", str(cut), "--into", str(tmp_path / f"s{cut}"))
+        assert again.returncode == 0 and "the same as the run's" in again.stdout, again.stdout + again.stderr
+        assert (tmp_path / f"s{cut}" / "0" / "pgdata" / "PG_VERSION").is_file()
+    for args, message in ((["--cut", "2"], "--cut 2: the run made cuts 0 to 1"),
+                          ([], "--rebuild RUN_DIR needs --cut K"),
+                          (["--cut", "0", "--into", str(tmp_path / "s0")], "exists; give a folder to make")):
+        bad = dbtier("crash", "--rebuild", str(run_dir), *args)
+        assert bad.returncode == 2 and message in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    bad = dbtier("crash", "--rebuild", str(tmp_path), "--cut", "0")
+    assert bad.returncode == 2 and "is not a crash run's directory" in bad.stderr
 
 
 def test_ctrl_c_leaves_nothing_behind(shm_dir, tmp_path):

@@ -42,8 +42,14 @@ class CrashGroup(WorkloadGroup):
         return execute(cls, kw)
 
 
-@click.group("crash", cls=CrashGroup, context_settings={"max_content_width": 100})
-def crash() -> None:
+@click.group("crash", cls=CrashGroup, invoke_without_command=True, context_settings={"max_content_width": 100})
+@click.option("--rebuild", "rebuild_dir", type=click.Path(path_type=Path), metavar="RUN_DIR",
+              help="build a state of this crash run again (a run that found something keeps what it takes)")
+@click.option("--cut", "cut_index", type=int, metavar="K", help="with --rebuild: the cut whose state to build")
+@click.option("--into", type=click.Path(path_type=Path), metavar="DIR",
+              help="with --rebuild: the folder to build it in (made new; default RUN_DIR/state-K)")
+@click.pass_context
+def crash(ctx, rebuild_dir, cut_index, into) -> None:
     """Cut the power at many instants of a run and check what the database kept.
 
     \b
@@ -51,6 +57,7 @@ def crash() -> None:
       dbtier crash pgbench -i -s 1 -c 4 -T 10 -d ssd=ssd-sata-mlc
       dbtier crash pgbench -i -s 1 -c 4 -T 10 -d ssd=ssd-sata-mlc --set synchronous_commit=off
       dbtier crash pgbench -i -s 1 -T 10 -d 'ssd=ssd-sata-mlc{flush_honoured=0}' --cuts 500
+      dbtier crash --rebuild results/crash-pgbench-20261127-120000 --cut 7   # that cut's state again
 
     The workload runs once on the emulated devices, with every write's bytes kept beside the trace of
     what the emulation did with them (the page cache, each device's volatile cache, the media, the
@@ -59,7 +66,25 @@ def crash() -> None:
     recovered by the same PostgreSQL and checked: the server starts, every commit the client saw
     acknowledged before the cut is there, pg_amcheck (heapallindexed) and pg_checksums find nothing, and
     the workload's own consistency holds. The answer first: how many cuts lost a commit or left damage,
-    and how long recovery took."""
+    and how long recovery took. A run that found something keeps the base image and the log in its
+    directory: --rebuild builds any of its states again, bit for bit, to look at or start a server on."""
+    if rebuild_dir is None:
+        if ctx.invoked_subcommand is None:
+            raise UserError("give a workload (dbtier crash --help lists them) or --rebuild RUN_DIR --cut K")
+        if cut_index is not None or into is not None:
+            raise UserError("--cut and --into go with --rebuild RUN_DIR")
+        return
+    if ctx.invoked_subcommand is not None:
+        raise UserError(f"give a workload ({ctx.invoked_subcommand}) or --rebuild RUN_DIR, not both")
+    if cut_index is None:
+        raise UserError("--rebuild RUN_DIR needs --cut K: the cut whose state to build (its table names them)")
+    built, digest, recorded = crash_run.rebuild(rebuild_dir, cut_index, into or rebuild_dir / f"state-{cut_index}")
+    same = ("the same as the run's" if digest == recorded else
+            "the run kept no fingerprint of it (it found nothing there)" if recorded is None else
+            f"NOT the run's {recorded[:16]}...: the material was changed")
+    click.echo(f"cut {cut_index} rebuilt in {built}: sha256 {digest[:16]}..., {same}")
+    if recorded is not None and digest != recorded:
+        raise UserError(f"cut {cut_index}'s state differs from the one the run checked")
 
 
 def execute(cls, kw: dict) -> Path:
@@ -74,11 +99,11 @@ def execute(cls, kw: dict) -> Path:
 
     with run_dir(kw["output"], f"crash-{exp.workload}", Workspace.open(kw["workspace"])) as folder:
         result = crash_run.run_crash(exp, kw["cuts"], kw["crash_seed"], kinds, kw["workspace"],
-                                     lambda: progress_for(out, kw["quiet"]), say)
+                                     lambda: progress_for(out, kw["quiet"]), say, keep=folder.path / "material")
         write_private(folder.path / EXPERIMENT_FILE, exp.to_toml(), mode=0o644)
         jsonout.write(folder.path / "result.json", result)
     if not kw["quiet"]:
-        show(out, result)
+        show(out, result, folder.final)
     out.print(f"run directory: {folder.final}", markup=False)
     if json_path:
         jsonout.write(json_path, {**result, "run_dir": str(folder.final)})
@@ -87,7 +112,7 @@ def execute(cls, kw: dict) -> Path:
     return folder.final
 
 
-def show(out, result: dict) -> None:
+def show(out, result: dict, run_dir: Path) -> None:
     from rich.table import Table
 
     out.print(crash_run.verdict(result), markup=False)
@@ -107,3 +132,11 @@ def show(out, result: dict) -> None:
                       "-" if s["lost"] is None else f"{s['lost']:,}",
                       "" if not s["lost"] else f"{s['lost_span_ms']:,.0f}", "; ".join(s["problems"]) or "lost commits")
     out.print(table)
+    first = found[0]
+    where = "; ".join(f"{Path(p['file']).name} {p['where']} ({len(p['ranges'])} writes)" for p in first.get("pending", [])[:4])
+    if where:
+        out.print(f"At cut {first['index']}, not on the media: {where}.", markup=False)
+    for c in first.get("calls_before", [])[-3:]:
+        out.print(f"  {c['before_ms']:,.2f} ms before it: process {c['pid']} {c['call']} "
+                  f"{Path(c['file']).name or '-'} at {c['offset']:,} ({c['bytes']:,} bytes)", markup=False)
+    out.print(f"Rebuild a state: dbtier crash --rebuild {run_dir} --cut {first['index']}", markup=False)

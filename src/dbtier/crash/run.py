@@ -43,10 +43,11 @@ def _quiet():
 
 def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] = states.KINDS,
               workspace: Path | None = None, progress_for: Callable = _quiet,
-              say: Callable[[str], None] = print, durability_log: bool = True) -> dict:
+              say: Callable[[str], None] = print, durability_log: bool = True, keep: Path | None = None) -> dict:
     """The crash test of one experiment: its result (the cuts, what each found, the verdict).
-    durability_log False: the same course with the log left off and no cut made (what the log costs
-    the run, bench/power_loss.py)."""
+    keep: where the run's material goes if a cut found something (image.Material: any state rebuilt
+    from it). durability_log False: the same course with the log left off and no cut made (what the
+    log costs the run, bench/power_loss.py)."""
     check_cuts(cuts, kinds)
     facts = [durability.of(d.name, d.profile) for d in exp.devices]
     workload, options, requests = runner.check(exp, workspace)
@@ -90,13 +91,17 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
             f"{cuts:,} times")
         scratch = lab.claim.inside("crash-scratch")  # the recovering servers pass through it to their state
         progress.phase("reading the durability log")
-        builder = image.builder(lab.session, base, inodes, scratch / "timeline")
+        material = image.material(lab.session, base, inodes)
+        builder = material.builder(scratch / "timeline")
         try:
             names = [d.name for d in lab.devices]
             data_dev, wal_dev = names.index(exp.placement.roles["data"]), names.index(exp.placement.roles["wal"])
             results = _cut_all(lab, builder, ledger, acked, cuts, seed, kinds, data_dev, wal_dev, scratch, progress)
         finally:
             builder.close()
+        if keep is not None and any(r["problems"] or r["lost"] for r in results):
+            progress.phase("keeping the image and the log, to rebuild the states that found something")
+            material.keep(keep)
         run["span_ms"] = (builder.tl.end_ns - builder.tl.start_ns) / 1e6
     return _result(exp, facts, lab, cuts, seed, kinds, run, results)
 
@@ -118,18 +123,26 @@ def _cut_all(lab, builder, ledger, acked, cuts, seed, kinds, data_dev, wal_dev, 
             shutil.rmtree(folder, ignore_errors=True)
         checked_s = time.monotonic() - t1
         loss = ledgers.judge(acked, checked.kept, cut.at_ns) if checked.started else None
-        row = {"index": i, "kind": cut.kind, "at_ms": (cut.at_ns - tl.start_ns) / 1e6,
+        row = {"index": i, "kind": cut.kind, "at_ms": (cut.at_ns - tl.start_ns) / 1e6, "at_ns": cut.at_ns,
                "started": checked.started, "recovery_s": checked.recovery_s, "built_s": built_s,
                "checked_s": checked_s,
                "acknowledged": sum(acked.count_by(cut.at_ns).values()),
                "lost": loss.lost if loss else None, "lost_span_ms": loss.span_ms if loss else None,
                "suffix": loss.suffix if loss else None, "problems": checked.problems}
         if checked.problems or (loss and loss.lost):
+            again = scratch / f"state-{i}-again"  # recovery changed the first: built again, fingerprinted
+            try:
+                row["state_sha256"] = builder.digest(builder.build(cut, again))
+            finally:
+                shutil.rmtree(again, ignore_errors=True)
             pending = builder.pending(cut.at_ns)
-            row["pending"] = ([{"file": f, "where": "in flight", "ranges": [list(r) for r in rs]}
-                               for f, rs in pending.in_flight.items()]
+            row["pending"] = ([{"file": f, "where": "in the page cache", "ranges": [list(r) for r in rs]}
+                               for f, rs in pending.in_page_cache.items()]
+                              + [{"file": f, "where": "in flight", "ranges": [list(r) for r in rs]}
+                                 for f, rs in pending.in_flight.items()]
                               + [{"file": f, "where": "in the device cache", "ranges": [list(r) for r in rs]}
                                  for f, rs in pending.in_device_cache.items()])
+            row["calls_before"] = pending.calls
             row["log_tail"] = checked.log_tail
         else:
             (scratch / f"state-{i}.log").unlink(missing_ok=True)
@@ -156,6 +169,33 @@ def _result(exp, facts, lab, cuts, seed, kinds, run, rows) -> dict:
                     "recovery_s": [min(recovery), max(recovery)] if recovery else None},
         "states": rows,
     }
+
+
+def rebuild(run_dir: Path, index: int, into: Path, workspace: Path | None = None) -> tuple[Path, str, str | None]:
+    """State `index` of a crash run built again from its kept material into `into` (made new): the
+    folder, its fingerprint, and the fingerprint the run recorded for it (None: it found nothing)."""
+    import json
+    import tempfile
+
+    try:
+        doc = json.loads((Path(run_dir) / "result.json").read_text())
+    except (OSError, ValueError):
+        raise UserError(f"{run_dir} is not a crash run's directory (no readable result.json)") from None
+    if doc.get("kind") != "crash":
+        raise UserError(f"{run_dir} is a {doc.get('kind')!r} result, not a crash run's")
+    if not 0 <= index < doc["cuts"]:
+        raise UserError(f"--cut {index}: the run made cuts 0 to {doc['cuts'] - 1}")
+    if Path(into).exists():
+        raise UserError(f"--into {into} exists; give a folder to make")
+    material = image.load(Path(run_dir) / "material")
+    with tempfile.TemporaryDirectory(prefix="dbtier-rebuild-", dir=workspace) as scratch:
+        builder = material.builder(Path(scratch) / "timeline")
+        try:
+            cut = states.plan(builder.tl, tuple(doc["kinds"]), int(doc["seed"]), index, int(doc["cuts"]))
+            built = builder.build(cut, Path(into))
+            return built, builder.digest(built), doc["states"][index].get("state_sha256")
+        finally:
+            builder.close()
 
 
 def verdict(result: dict) -> str:

@@ -14,6 +14,7 @@ What was not durable at the instant is lost, except what a torn or reorder state
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ import numpy as np
 from dbtier.crash import durlog
 from dbtier.devices import native
 from dbtier.crash.timeline import INF, Timeline
+from dbtier.measure import trace as tracefile
 from dbtier.errors import UserError
 
 KINDS = ("flush", "random", "torn", "reorder")
@@ -48,10 +50,15 @@ class Cut:
 
 @dataclass
 class Pending:
-    """What was not on the media at the cut: per file, byte ranges and where they were."""
-    in_page_cache: dict[str, int] = field(default_factory=dict)   # path -> bytes written, not yet issued
+    """What was not on the media at the cut: per file, byte ranges and where they were; and the calls
+    just before it."""
+    in_page_cache: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # written, not yet sent
     in_flight: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     in_device_cache: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    calls: list[dict] = field(default_factory=list)
+
+#: the calls before a cut a finding shows
+CALLS_SHOWN = 8
 
 
 def plan(tl: Timeline, kinds: tuple[str, ...], seed: int, index: int, count: int) -> Cut:
@@ -268,12 +275,53 @@ class Builder:
             finally:
                 os.close(fd)
 
+    def digest(self, out: Path) -> str:
+        """A state's fingerprint: every path under it, what it is, and its bytes (a link's target said
+        relative to the state, wherever the state was built)."""
+        h = hashlib.sha256()
+        for root, dirs, files in sorted(os.walk(out)):
+            dirs.sort()
+            for name in sorted(dirs + files):
+                path = Path(root) / name
+                rel = str(path.relative_to(out)).encode()
+                if path.is_symlink():
+                    h.update(b"L" + rel + b"\0" + os.readlink(path).replace(str(out), "<state>").encode() + b"\0")
+                elif path.is_file():
+                    h.update(b"F" + rel + b"\0")
+                    with open(path, "rb") as f:
+                        for chunk in iter(lambda: f.read(1 << 20), b""):
+                            h.update(chunk)
+                else:
+                    h.update(b"D" + rel + b"\0")
+        return h.hexdigest()
+
     def pending(self, at: int) -> Pending:
         """What the cut at `at` found not yet on the media, by file."""
         req, p = self.tl.requests, Pending()
         self._advance(at)
+
+        def name(f: int) -> str:
+            return self.where.get(f) or self.tl.files.get(f, (0, str(f), ""))[1]
+
         for k in np.flatnonzero((req.arrival <= at) & (req.durable > at)):
-            name = self.where.get(int(req.file[k])) or self.tl.files.get(int(req.file[k]), (0, str(req.file[k]), ""))[1]
             where = p.in_flight if req.complete[k] > at else p.in_device_cache
-            where.setdefault(name, []).append((int(req.off[k]), int(req.len[k])))
+            where.setdefault(name(int(req.file[k])), []).append((int(req.off[k]), int(req.len[k])))
+        # written by the program, and no request for those bytes issued since: still in the page cache
+        e = self.tl.log.entries
+        writes = np.flatnonzero((e["kind"] == durlog.WRITE) & (e["t0"] <= at) & (e["file"] >= 0)
+                                & ((e["flags"] & durlog.PAUSED) == 0))
+        sent = (req.arrival <= at)
+        for i in writes:
+            f, lo, hi, t0 = int(e["file"][i]), int(e["off"][i]), int(e["off"][i] + e["len"][i]), int(e["t0"][i])
+            mine = sent & (req.file == f) & (req.arrival >= t0) & (req.off <= lo) & (req.off + req.len >= hi)
+            if not mine.any():
+                p.in_page_cache.setdefault(name(f), []).append((lo, hi - lo))
+        calls = self.tl.calls
+        last = int(np.searchsorted(calls["submit_ns"], at, side="right"))
+        ops = tracefile.OPS
+        for c in calls[max(0, last - CALLS_SHOWN):last]:
+            p.calls.append({"before_ms": (at - int(c["submit_ns"])) / 1e6, "pid": int(c["pid"]),
+                            "call": ops.get(int(c["op"]), f"op {int(c['op'])}"),
+                            "file": name(int(c["file"])) if c["file"] >= 0 else "", "offset": int(c["offset"]),
+                            "bytes": int(c["len"])})
         return p

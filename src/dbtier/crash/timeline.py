@@ -62,7 +62,7 @@ class Timeline:
     facts: list[Durability]
     start_ns: int
     end_ns: int
-    notes: list[str] = field(default_factory=list)
+    calls: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=tracefile.RECORD))  # the trace's calls, by time
 
 
 def _durable_times(req: np.ndarray, flushes_by_dev: dict[int, np.ndarray], facts: list[Durability],
@@ -184,5 +184,6 @@ def build(log: durlog.DurabilityLog, trace_dir: Path, files: dict[int, tuple[int
         else np.empty(0, np.uint64)
     ends = [int(x) for x in (measured.max() if len(measured) else 0, writes["complete_ns"].max() if n_req else 0,
                              all_flushes[-1] if len(all_flushes) else 0) if x]
+    calls = recs[recs["kind"] == tracefile.CALL]
     return Timeline(log, requests, all_flushes, events, spool_path, files, facts, min(times, default=0),
-                    max(ends, default=0))
+                    max(ends, default=0), calls[np.argsort(calls["submit_ns"], kind="stable")])
