@@ -11,7 +11,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from dbtier.advisor.budget import Budget
 from dbtier.advisor.candidates import CATALOGS, TEMP, WAL, Candidate
@@ -299,6 +298,8 @@ def _knapsack(names: list[str], gain: dict[str, float], pairs: dict[tuple[str, s
         for nm in names:
             r[col[nm]] = 1 if nm in ex else -1
         rows.append(r), lo.append(-np.inf), hi.append(len(ex & set(names)) - 1.0)
+    from scipy.optimize import Bounds, LinearConstraint, milp  # 0.7 s to import: only when the MILP runs
+
     res = milp(c, integrality=np.ones(nv), bounds=Bounds(0, 1),
                constraints=LinearConstraint(np.array(rows), np.array(lo), np.array(hi)))
     if res.status != 0 or res.x is None:

@@ -589,7 +589,7 @@ def read_trace(run_dir: Path, names: list[str]):
     if path is None:
         return None
     try:
-        table = pq.read_table(path)
+        table = pq.ParquetFile(path).read()  # not read_table: its dataset layer imports pandas (0.5 s)
     except (pa.ArrowException, OSError, ValueError) as exc:  # pyarrow raises several kinds for a damaged file
         raise Damaged(path, f"it cannot be read ({_short(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 100)})") from None
     md = table.schema.metadata or {}
@@ -627,7 +627,7 @@ def read_transactions(run_dir: Path) -> dict | None:
     if path is None:
         return None
     try:
-        t = pq.read_table(path)
+        t = pq.ParquetFile(path).read()
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise Damaged(path, f"it cannot be read ({_short(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 100)})") from None
     for col in _TXN_COLUMNS:
