@@ -160,11 +160,12 @@ static int create_private(const char *state_path, char *tmp, size_t tmplen) {
  * late they woke (a few us on bare metal, 20-60 us on some VMs). About 3 ms. Measured with the timer
  * slack the interposed processes run with (1 ns), this process's own restored after. */
 uint64_t dbt_host_wake_p90_ns(void) {
-    /* Measured once per process: it is the machine's, and twenty sleeps (8 ms) would otherwise be paid
-     * by every state a process makes (a search makes one per prediction). */
-    static _Atomic uint64_t measured;
-    uint64_t known = atomic_load(&measured);
-    if (known) return known;
+    /* Taken again after a second, not for every state: a search makes one per prediction, and twenty
+     * sleeps (8 ms) each would be most of its time; a run's state, made seconds after any other, gets
+     * the host's delay as it is now. */
+    static _Atomic uint64_t measured, measured_at;
+    uint64_t known = atomic_load(&measured), at = atomic_load(&measured_at), now0 = mono_ns();
+    if (known && now0 - at < 1000000000ull) return known;
     enum { N = 20 };
     uint64_t late[N];
     int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
@@ -186,6 +187,7 @@ uint64_t dbt_host_wake_p90_ns(void) {
         }
     uint64_t p90 = late[N * 9 / 10] ? late[N * 9 / 10] : 1; /* 0 stands for "not yet measured" */
     atomic_store(&measured, p90);
+    atomic_store(&measured_at, mono_ns());
     return p90;
 }
 

@@ -50,6 +50,21 @@ def node_servers() -> list[int]:
     return [pid for n in ray.nodes() for pid in postgres_pids(shm / f"{NODE_FOLDERS}{os.geteuid()}-{n['NodeID'][:12]}")]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def ray_address_folder(tmp_path_factory):
+    """Ray's test cluster writes its address into <RAY_TMPDIR or /tmp>/ray/, which only `ray start` makes:
+    on a machine that never ran it, a folder of the module's own (and no machine-wide file written)."""
+    folder = tmp_path_factory.mktemp("ray-address")
+    (folder / "ray").mkdir()
+    before = os.environ.get("RAY_TMPDIR")
+    os.environ["RAY_TMPDIR"] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop("RAY_TMPDIR", None)
+    else:
+        os.environ["RAY_TMPDIR"] = before
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     # a node's death is noticed in a second or two (Ray's default health check takes 15 s or more)

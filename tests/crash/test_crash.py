@@ -67,7 +67,7 @@ def test_torn_pages_without_full_page_writes_are_found(module_shm_dir):
     # a small cache: the tables' pages are written during the run, and so can be torn
     off = crash(module_shm_dir, "ssd=ssd-sata-mlc", ["full_page_writes=off"], kinds=("torn",), cuts=12, cache="1MB")
     assert off["summary"]["damaged"] >= 1, off["states"]
-    on = crash(module_shm_dir, "ssd=ssd-sata-mlc", [], kinds=("torn",), cuts=12, cache="1MB")
+    on = crash(module_shm_dir, "ssd=ssd-sata-mlc", [], kinds=("torn",), cuts=6, cache="1MB")
     assert on["summary"]["damaged"] == 0 and on["summary"]["lost_commits"] == 0, on["states"]
 
 
