@@ -7,11 +7,13 @@ Expected (issue: "Does this layout keep my commits?"):
   dsync I/O modes; full_page_writes = on with tears at 512 B and 4 KiB;
 - a bounded loss, a suffix in commit order: synchronous_commit = off, within 3 x wal_writer_delay;
 - damage found, the first within 100 cuts: fsync = off (lost commits); full_page_writes = off with
-  512 B or 4 KiB atomic writes (torn pages); a device that ignores flushes (lost commits).
+  512 B or 4 KiB atomic writes (torn pages); a device that ignores flushes (lost commits);
+- an fsync failed with EIO: the defaults PANIC and keep everything; data_sync_retry = on loses data.
 
-Each cell: pgbench -i -s 1, 2 clients, --time seconds, on one emulated device; --cuts cuts of every
-kind in turn (flush, random, torn, reorder; torn only for the full_page_writes cells, with the small
-cache that makes the tables' pages be written during the run). Prints a row per cell: what it found
+The cells are examples/power-loss.toml's (what `dbtier crash --matrix` runs), each with --cuts and
+--time over the file's: pgbench -i -s 1, 2 clients, on one emulated device; cuts of every kind in turn
+(flush, random, torn, reorder; torn only for the full_page_writes cells, with the small cache that
+makes the tables' pages be written during the run); two cells fail an fsync with EIO after the run. Prints a row per cell: what it found
 against what was expected, the first cut that found it, recovery time, and crash states per hour
 (the whole command's wall time, run and cuts, over the cuts).
 
@@ -28,54 +30,29 @@ import statistics
 import sys
 import time
 
+from dataclasses import replace
+from pathlib import Path
+
+from dbtier.crash import matrix
 from dbtier.crash.run import run_crash
 from dbtier.experiments.experiment import Experiment
 
-SSD = "ssd=ssd-sata-mlc"                        # a consumer SATA SSD: volatile cache, flushes obeyed
-PLP = "ssd=nvme-enterprise-plp"                 # power-loss protection
-NO_CACHE = "ssd=ebs-gp3"                        # a volume that acknowledges replicated writes
-LIAR = "ssd=ssd-sata-mlc{flush_honoured=0}"     # a drive that ignores flushes
-#: name, device, settings, extra options, kinds (None: all), expected: "safe", "suffix", "lost", "damage"
-CELLS = [
-    ("defaults, volatile cache obeying flushes", SSD, [], {}, None, "safe"),
-    ("defaults, power-loss protection", PLP, [], {}, None, "safe"),
-    ("defaults, no volatile cache (gp3)", NO_CACHE, [], {}, None, "safe"),
-    *[(f"wal_sync_method={m}", SSD, [f"wal_sync_method={m}"], {}, None, "safe")
-      for m in ("fdatasync", "fsync", "open_datasync", "open_sync")],
-    *[(f"io-mode {mode}", SSD, [], {"io_mode": mode}, None, "safe") for mode in ("direct", "buffered", "dsync")],
-    ("full_page_writes=on, 4 KiB tears", SSD, [], {"cache": "1MB"}, ("torn",), "safe"),
-    ("full_page_writes=on, 512 B tears", "ssd=ssd-sata-mlc{atomic_write_kib=0.5}", [], {"cache": "1MB"}, ("torn",),
-     "safe"),
-    ("synchronous_commit=off", SSD, ["synchronous_commit=off"], {}, None, "suffix"),
-    ("fsync=off", SSD, ["fsync=off"], {}, None, "lost"),
-    ("full_page_writes=off, 4 KiB tears", SSD, ["full_page_writes=off"], {"cache": "1MB"}, ("torn",), "damage"),
-    ("full_page_writes=off, 512 B tears", "ssd=ssd-sata-mlc{atomic_write_kib=0.5}", ["full_page_writes=off"],
-     {"cache": "1MB"}, ("torn",), "damage"),
-    ("a drive that ignores flushes", LIAR, [], {}, None, "lost"),
-]
+SSD = "ssd=ssd-sata-mlc"  # a consumer SATA SSD: volatile cache, flushes obeyed
+#: the cells and what each expects: the matrix a user runs with dbtier crash --matrix
+MATRIX = Path(__file__).resolve().parent.parent / "examples" / "power-loss.toml"
 
 
-def cell(name, device, sets, extra, kinds, expected, cuts: int, seconds: int) -> dict:
-    exp = Experiment.from_options("pgbench", device=[device], set=list(sets), init=True, scale=1, client=2,
-                                  time=seconds, **extra)
+def cell(c: matrix.Cell, cuts: int, seconds: int) -> dict:
+    exp = replace(c.experiment, params={**c.experiment.params, "time": seconds})
     t0 = time.monotonic()
-    r = run_crash(exp, cuts, seed=1, **({"kinds": kinds} if kinds else {}), say=lambda _line: None)
+    r = run_crash(exp, cuts, c.seed, c.kinds, say=lambda _line: None, fsync_error=c.fsync_error)
     wall = time.monotonic() - t0
     s = r["summary"]
-    lost = [x for x in r["states"] if x["lost"]]
-    if expected == "safe":
-        held = not s["lost_commits"] and not s["damaged"]
-    elif expected == "suffix":
-        held = bool(lost) and not s["damaged"] and all(x["suffix"] and x["lost_span_ms"] <= 600 for x in lost)
-    elif expected == "lost":
-        held = s["first_loss"] is not None and s["first_loss"] < 100
-    else:
-        held = s["first_damage"] is not None and s["first_damage"] < 100
     rec = s["recovery_s"] or [float("nan")] * 2
-    return {"cell": name, "expected": expected, "held": held, "cuts": cuts, "lost": s["lost_commits"],
-            "damaged": s["damaged"], "first_loss": s["first_loss"], "first_damage": s["first_damage"],
-            "longest_loss_ms": s["longest_loss_ms"], "recovery_s": rec, "tps": r["run"]["tps"],
-            "states_per_hour": 3600 * cuts / wall, "wall_s": wall}
+    return {"cell": c.name, "expected": c.expect, "held": matrix.held(c.expect, r), "cuts": cuts,
+            "lost": s["lost_commits"], "damaged": s["damaged"], "first_loss": s["first_loss"],
+            "first_damage": s["first_damage"], "longest_loss_ms": s["longest_loss_ms"], "recovery_s": rec,
+            "tps": r["run"]["tps"], "states_per_hour": 3600 * cuts / wall, "wall_s": wall}
 
 
 def logging_cost(seconds: int) -> dict:
@@ -101,10 +78,10 @@ def main() -> None:
     print("| configuration | expected | held | lost (cuts) | damaged (cuts) | first finding | longest loss (ms) "
           "| recovery (s) | tps | states per hour |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for c in CELLS:
-        if args.only and not any(o in c[0] for o in args.only):
+    for c in matrix.load(MATRIX):
+        if args.only and not any(o in c.name for o in args.only):
             continue
-        row = cell(*c, cuts=args.cuts, seconds=args.time)
+        row = cell(c, cuts=args.cuts, seconds=args.time)
         rows.append(row)
         first = row["first_loss"] if row["expected"] == "lost" else row["first_damage"] \
             if row["expected"] == "damage" else row["first_loss"] if row["lost"] else row["first_damage"]

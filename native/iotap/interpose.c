@@ -860,11 +860,34 @@ EXPORT ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t *
 
 /* ---- wrappers: durability ----------------------------------------------------------------- */
 
+/* The injected fsync error (state.h): is this call the one to fail? The one that is marks the file's
+ * dirty pages clean, as Linux does when writeback fails, and records what it did. */
+static int fault_fires(int fd, uint64_t e) {
+    uint32_t dev = atomic_load_explicit(&g_state->fault_dev, memory_order_acquire);
+    if (dev != (uint32_t)FD_DEV(e) + 1u || atomic_load(&g_state->fault_fired)) return 0;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return 0; /* a directory's fsync is not counted */
+    uint32_t cls = atomic_load(&g_state->fault_class);
+    if (cls && dbt_files(g_state)[FD_FILE(e)].pg_class + 1u != cls) return 0;
+    if (atomic_fetch_add(&g_state->fault_seen, 1u) + 1u != atomic_load(&g_state->fault_nth)) return 0;
+    uint32_t unfired = 0;
+    if (!atomic_compare_exchange_strong(&g_state->fault_fired, &unfired, 1u)) return 0;
+    struct dbt_pc *pc = dbt_state_pc(g_state);
+    atomic_store(&g_state->fault_pages, pc ? dbt_pc_clean(pc, FD_FILE(e)) : 0);
+    atomic_store(&g_state->fault_file, (uint64_t)FD_FILE(e));
+    atomic_store(&g_state->fault_at_ns, now_ns());
+    return 1;
+}
+
 #define WRAP_FLUSH(ret, name, params, args)                                                         \
     EXPORT ret name params {                                                                       \
         ENSURE(name, -1);                                                                          \
         uint64_t e;                                                                                \
         if (LIKELY(!tracked(fd, &e))) return real_##name args;                                     \
+        if (UNLIKELY(atomic_load_explicit(&g_state->fault_dev, memory_order_relaxed)) && fault_fires(fd, e)) { \
+            errno = EIO;                                                                           \
+            return -1;                                                                             \
+        }                                                                                          \
         tl_guard++;                                                                                \
         uint64_t t0 = now_ns();                                                                    \
         ret r = real_##name args;                                                                  \

@@ -417,6 +417,20 @@ void dbt_pc_drop(struct dbt_pc *pc, int64_t file, uint64_t off, uint64_t len, in
     pc_unlock(pc);
 }
 
+uint64_t dbt_pc_clean(struct dbt_pc *pc, int64_t file) {
+    if (file < 0 || file >= (int64_t)DBT_PC_FILES) return 0;
+    pc_lock(pc);
+    uint64_t n = 0;
+    struct dbt_pc_page *pg = pages(pc);
+    for (uint32_t i = 0; i < pc->free_next; i++) {
+        if (!pg[i].key || file_of(pg[i].key) != file || !(pg[i].flags & PC_DIRTY)) continue;
+        dirty_remove(pc, i);
+        n++;
+    }
+    pc_unlock(pc);
+    return n;
+}
+
 void dbt_pc_clear(struct dbt_pc *pc) {
     pc_lock(pc);
     memset(buckets(pc), 0, sizeof(uint32_t) * pc->nbuckets);

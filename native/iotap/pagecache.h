@@ -84,6 +84,9 @@ uint64_t dbt_pc_writeback(struct dbt_pc *pc, int64_t file, uint64_t off, uint64_
 /* Drops the file's pages in [off, off + len) (len 0: to the end). discard_dirty: truncation (the data
  * is gone); else dirty pages stay, as POSIX_FADV_DONTNEED leaves them. */
 void dbt_pc_drop(struct dbt_pc *pc, int64_t file, uint64_t off, uint64_t len, int discard_dirty);
+/* A failed writeback as Linux leaves it: the file's dirty pages marked clean (their data stays in the
+ * cache, readable, but is never written to the device). Returns how many were dirty. */
+uint64_t dbt_pc_clean(struct dbt_pc *pc, int64_t file);
 /* POSIX_FADV_WILLNEED: fetches the missing pages of the range without waiting. */
 void dbt_pc_willneed(struct dbt_pc *pc, int64_t file, uint64_t off, uint64_t len, uint64_t now, dbt_pc_io_fn io,
                      void *ctx, struct dbt_pc_stats *st);

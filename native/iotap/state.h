@@ -19,7 +19,7 @@
 /* Moves whenever anything in the file changes layout or meaning (this header, the page cache's
  * region, a kind's params, derived constants or drive state): attach refuses a state of another
  * version, and Python's handshake (dbt_abi_version) carries it. */
-#define DBT_STATE_VERSION 16
+#define DBT_STATE_VERSION 17
 #define DBT_MAX_DEVICES 16
 #define DBT_NAME_MAX 64
 #define DBT_DIR_MAX 1024
@@ -155,6 +155,18 @@ struct dbt_state {
     /* the durability log is kept (set once the base image is taken), by processes given its folder */
     _Atomic uint32_t durlog_on;
     uint32_t durlog_pad_;
+    /* An injected fsync error (dbtier crash --fsync-error): once armed, the fault_nth-th fsync or
+     * fdatasync of a regular file on device fault_dev - 1 (0: none armed) fails with EIO, its dirty
+     * pages marked clean as Linux marks them (their data never reaches the device). Fires once. */
+    _Atomic uint32_t fault_dev;
+    _Atomic uint32_t fault_nth;
+    _Atomic uint32_t fault_seen;   /* flushes of the device's files counted since armed */
+    _Atomic uint32_t fault_fired;  /* 1 once it failed a call */
+    _Atomic uint32_t fault_class;  /* only files of this enum dbt_pg_class + 1 count (0: any) */
+    uint32_t fault_pad_;
+    _Atomic uint64_t fault_at_ns;  /* when it did (the trace's clock) */
+    _Atomic uint64_t fault_file;   /* the file it failed (the state's file number) */
+    _Atomic uint64_t fault_pages;  /* the dirty pages it marked clean */
     /* CPU time dilation (a slower server, DBTIER_IOTAP_CPU_SCALE): the extra time its processes waited,
      * K - 1 times the CPU time each thread used between its interposed calls */
     _Atomic uint64_t cpu_dilation_ns;

@@ -306,6 +306,26 @@ int dbt_state_set_durlog(const char *state_path, int on, char *err, size_t errle
     return 0;
 }
 
+int dbt_state_set_fault(const char *state_path, int devno, unsigned nth, int pg_class, char *err, size_t errlen) {
+    struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
+    if (!s) return -1;
+    if (devno >= (int)s->ndev || nth == 0) {
+        snprintf(err, errlen, "no device %d of %u, or no fsync to fail (%u)", devno, s->ndev, nth);
+        munmap(s, s->size);
+        return -1;
+    }
+    atomic_store(&s->fault_dev, 0u); /* disarmed while its fields change */
+    atomic_store(&s->fault_fired, 0u);
+    atomic_store(&s->fault_seen, 0u);
+    atomic_store(&s->fault_at_ns, 0ull);
+    atomic_store(&s->fault_pages, 0ull);
+    atomic_store(&s->fault_nth, nth);
+    atomic_store(&s->fault_class, pg_class < 0 ? 0u : (unsigned)pg_class + 1u);
+    atomic_store(&s->fault_dev, devno < 0 ? 0u : (unsigned)devno + 1u);
+    munmap(s, s->size);
+    return 0;
+}
+
 int dbt_state_clear_page_cache(const char *state_path, char *err, size_t errlen) {
     struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
     if (!s) return -1;
@@ -341,10 +361,14 @@ char *dbt_state_json(const char *state_path, char *err, size_t errlen) {
     if (dbt_state_pc(s)) dbt_pc_usage(dbt_state_pc(s), &pc_present, &pc_dirty);
     dbt_jb_printf(&b,
               "{\"version\":%u,\"epoch_ns\":%llu,\"attached\":%u,\"paused\":%u,\"untracked_calls\":%llu,"
-              "\"trace_failures\":%llu,\"durlog_failures\":%llu,\"cpu_dilation_ns\":%llu,\"page_cache\":{\"bytes\":%llu,\"present_pages\":%llu,\"dirty_pages\":%llu,"
+              "\"trace_failures\":%llu,\"durlog_failures\":%llu,\"fault\":{\"device\":%d,\"nth\":%u,\"seen\":%u,"
+              "\"fired\":%u,\"at_ns\":%llu,\"file\":%llu,\"pages\":%llu},\"cpu_dilation_ns\":%llu,\"page_cache\":{\"bytes\":%llu,\"present_pages\":%llu,\"dirty_pages\":%llu,"
               "\"dsync_data\":%u},\"devices\":[",
               s->version, (unsigned long long)s->epoch_ns, atomic_load(&s->attached), atomic_load(&s->paused),
-              LD(s->untracked_calls), LD(s->trace_failures), LD(s->durlog_failures), LD(s->cpu_dilation_ns), (unsigned long long)s->pc_bytes,
+              LD(s->untracked_calls), LD(s->trace_failures), LD(s->durlog_failures),
+              (int)atomic_load(&s->fault_dev) - 1, atomic_load(&s->fault_nth), atomic_load(&s->fault_seen),
+              atomic_load(&s->fault_fired), LD(s->fault_at_ns), LD(s->fault_file), LD(s->fault_pages),
+              LD(s->cpu_dilation_ns), (unsigned long long)s->pc_bytes,
               (unsigned long long)pc_present, (unsigned long long)pc_dirty, s->dsync_data);
     for (uint32_t i = 0; i < s->ndev && i < DBT_MAX_DEVICES; i++) {
         struct dbt_device_slot *d = &s->dev[i];

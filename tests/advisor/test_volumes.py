@@ -22,7 +22,7 @@ summary = "quick small I/O, little throughput"
 capacity_gb = 10.73741824
 read_latency_us = 300
 write_latency_us = 300
-iops = 1000
+iops = 500
 mb_s = 20
 [provision.capacity_gb]
 unit = "GiB"
@@ -31,7 +31,7 @@ min = 1
 max = 1000
 [provision.iops]
 unit = "IOPS"
-min = 1000
+min = 500
 max = 64000
 '''
 TPUT_VOL = '''name = "tput-vol"
@@ -66,7 +66,7 @@ name = "iops"
 profile = "iops-vol.toml"
 source = "made"
 price.capacity_gb = { month = 0.10 }
-price.iops = { month = 0.01, free = 1000 }
+price.iops = { month = 0.01, free = 500 }
 [[offer]]
 name = "tput"
 profile = "tput-vol.toml"
@@ -104,6 +104,14 @@ def advised(made, tmp_path, *args) -> dict:
     return json.loads(path.read_text())
 
 
+def best_at_most(stderr: str) -> float:
+    """The best elapsed the refusal printed, as an upper bound: the figure is rounded, so the best may be
+    up to half its last digit above it, and a target a few % above the rounded figure could otherwise sit
+    within the predictor's measured error of the true best (0.3% for 3% over: a failed CI run)."""
+    printed = re.search(r"the best predicted: elapsed ([0-9.]+) s", stderr).group(1)
+    return float(printed) + 0.5 * 10 ** -len(printed.partition(".")[2])
+
+
 def test_the_wal_gets_iops_and_the_scans_throughput(made, tmp_path):
     """Asked for the best the catalogue reaches (within 3%), the advice splits the run: the WAL on the
     IOPS volume, provisioned above its baseline, as small as sold; the table on the throughput volume,
@@ -112,14 +120,14 @@ def test_the_wal_gets_iops_and_the_scans_throughput(made, tmp_path):
     proc = dbtier("advise", str(run), "--catalog", str(work / "handmade.toml"), "--target", "elapsed<=0.01s",
                   "--volumes", "2", "-o", str(tmp_path), "--workspace", str(ws))
     assert proc.returncode == 2 and "no layout of catalogue handmade meets it at any price searched" in proc.stderr
-    best = float(re.search(r"the best predicted: elapsed ([0-9.]+) s", proc.stderr).group(1))
+    best = best_at_most(proc.stderr)
     doc = advised(made, tmp_path, "--target", f"elapsed<={best * 1.03:.3f}s", "--volumes", "2")
     rec = doc["recommended"]
     by_part = {p: v for v in rec["volumes"] for p in v["parts"]}
     assert by_part["wal"]["offer"] == "iops" and by_part["data"]["offer"] == "tput", rec
     assert by_part["wal"]["name"] == "wal" and by_part["wal"]["spec"].endswith("{capacity_gb=1,iops=%s}" % re.search(
         r"iops=(\d+)", by_part["wal"]["spec"]).group(1))
-    assert int(re.search(r"iops=(\d+)", by_part["wal"]["spec"]).group(1)) > 1000
+    assert int(re.search(r"iops=(\d+)", by_part["wal"]["spec"]).group(1)) > 500
     assert float(re.search(r"mb_s=([0-9.]+)", by_part["data"]["spec"]).group(1)) > 50
     # the run's own device was named data: the new volume for the data is new_data
     assert rec["met"] and rec["value"] <= best * 1.03 and rec["place"] == "data=new_data,wal=wal"
@@ -181,7 +189,7 @@ def test_a_target_met_only_at_a_greater_risk_is_said_so(made, tmp_path):
     work, run, ws = made
     proc = dbtier("advise", str(run), "--catalog", str(work / "handmade.toml"), "--target", "elapsed<=0.01s",
                   "--volumes", "2", "-o", str(tmp_path), "--workspace", str(ws))
-    best = float(re.search(r"the best predicted: elapsed ([0-9.]+) s", proc.stderr).group(1))
+    best = best_at_most(proc.stderr)
     target = f"elapsed<={best * 1.01:.4f}s"
     doc = advised(made, tmp_path, "--target", target, "--volumes", "2")
     rec = doc["recommended"]

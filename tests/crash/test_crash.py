@@ -3,7 +3,8 @@ matrix, each cell over a few cuts of every kind (bench/power_loss.py runs a thou
 
 - the defaults on an honest device keep every acknowledged commit and leave no damage;
 - synchronous_commit = off loses a suffix of the commits, over less than 3 x wal_writer_delay;
-- fsync = off, and a device that ignores flushes, lose acknowledged commits;
+- a device that ignores flushes loses acknowledged commits (fsync = off: test_matrix.py);
+- an fsync failed with EIO: the server PANICs and keeps everything; told to carry on, it loses data;
 - full_page_writes = off with torn 4 KiB writes of the tables' pages leaves damage; on, none."""
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from tests.conftest import dbtier
 PGBENCH = dict(init=True, scale=1, client=2, time=2)
 
 
-def crash(workspace: Path, device: str, sets=(), cuts: int = 8, kinds=None, **kw) -> dict:
+def crash(workspace: Path, device: str, sets=(), cuts: int = 8, kinds=None, fsync_error: bool = False, **kw) -> dict:
     exp = Experiment.from_options("pgbench", device=[device], set=list(sets), **{**PGBENCH, **kw})
-    return run_crash(exp, cuts, seed=1, workspace=workspace, **({"kinds": kinds} if kinds else {}))
+    return run_crash(exp, cuts, seed=1, workspace=workspace, fsync_error=fsync_error,
+                     **({"kinds": kinds} if kinds else {}))
 
 
 def test_an_honest_device_with_the_defaults_keeps_every_commit(module_shm_dir):
@@ -50,17 +52,15 @@ def test_asynchronous_commit_loses_a_bounded_suffix(module_shm_dir):
     assert r["summary"]["damaged"] == 0
 
 
-@pytest.mark.parametrize("device, sets", [("ssd=ssd-sata-mlc", ["fsync=off"]),
-                                          ("ssd=ssd-sata-mlc{flush_honoured=0}", [])],
-                         ids=["fsync-off", "flush-ignored"])
-def test_lost_commits_are_found(module_shm_dir, device, sets):
-    r = crash(module_shm_dir, device, sets, kinds=("random",), cuts=4)
+def test_a_drive_that_ignores_flushes_loses_commits(module_shm_dir):
+    """(fsync = off is found losing commits by test_matrix.py.)"""
+    r = crash(module_shm_dir, "ssd=ssd-sata-mlc{flush_honoured=0}", kinds=("random",), cuts=4)
     assert r["summary"]["lost_commits"] >= 3, r["states"]
     worst = max(r["states"], key=lambda x: x["lost"] or 0)
     assert worst["lost"] > 100, worst
-    if device.endswith("{flush_honoured=0}"):  # what the drive held and never wrote
-        assert any(p["where"] == "in the device cache" and p["file"].split("/")[-2] == "pg_wal"
-                   for p in worst["pending"]), worst["pending"]
+    # what the drive held and never wrote
+    assert any(p["where"] == "in the device cache" and p["file"].split("/")[-2] == "pg_wal"
+               for p in worst["pending"]), worst["pending"]
 
 
 def test_torn_pages_without_full_page_writes_are_found(module_shm_dir):
@@ -69,6 +69,28 @@ def test_torn_pages_without_full_page_writes_are_found(module_shm_dir):
     assert off["summary"]["damaged"] >= 1, off["states"]
     on = crash(module_shm_dir, "ssd=ssd-sata-mlc", [], kinds=("torn",), cuts=6, cache="1MB")
     assert on["summary"]["damaged"] == 0 and on["summary"]["lost_commits"] == 0, on["states"]
+
+
+def test_a_failed_fsync_panics_and_recovers_and_carrying_on_loses_data(module_shm_dir):
+    """A checkpoint's fsync of a table's file fails with EIO (its writeback lost, its pages marked
+    clean): PostgreSQL 18 PANICs, recovers from the WAL, and no cut after it finds anything. A server
+    told to carry on (data_sync_retry = on) completes its next checkpoint over the lost pages: the
+    state at the end (cut 0) has lost what the WAL could have restored."""
+    r = crash(module_shm_dir, "ssd=ssd-sata-mlc", kinds=("random",), cuts=2, fsync_error=True, time=1)
+    fault = r["run"]["fsync_error"]
+    assert fault["panicked"] and fault["server_said"].startswith("PANIC: could not fsync file"), fault
+    assert fault["lost_writes"] + fault["pages"] >= 1 and "/" in fault["file"]
+    assert [x["kind"] for x in r["states"]] == ["end", "random"]
+    assert all(x["at_ns"] >= fault["at_ns"] for x in r["states"])
+    assert r["summary"]["lost_commits"] == 0 and r["summary"]["damaged"] == 0, r["states"]
+    assert "the server PANICked and recovered. After it, 0 of 2 cuts lost" in verdict(r)
+    on = crash(module_shm_dir, "ssd=ssd-sata-mlc", ["data_sync_retry=on"], kinds=("random",), cuts=1, fsync_error=True,
+               time=1)
+    fault = on["run"]["fsync_error"]
+    assert not fault["panicked"] and fault["server_said"].startswith("ERROR: could not fsync file"), fault
+    end = on["states"][0]
+    assert end["kind"] == "end" and (end["problems"] or end["lost"]), end
+    assert "the server carried on" in verdict(on)
 
 
 @pytest.mark.parametrize("args, message", [

@@ -40,7 +40,24 @@ os.close(a)
 """
 
 
-def run(tmp: Path, spec: str, final: bool):
+#: the program under an injected fsync error: B over a's first page, its fsync fails (EIO); a second
+#: fsync succeeds; C over the second page, fsync
+FAILED_FSYNC = """
+import os, sys
+a = os.open(os.path.join(sys.argv[1], "a"), os.O_RDWR)
+os.pwrite(a, b"B" * 4096, 0)
+try:
+    os.fsync(a)
+    print("no error")
+except OSError as e:
+    print(e.errno)
+os.fsync(a)
+os.pwrite(a, b"C" * 4096, 4096)
+os.fsync(a)
+"""
+
+
+def run(tmp: Path, spec: str, final: bool, program: str = PROGRAM, before=lambda session: None):
     folder = tmp / "dev"
     folder.mkdir()
     (folder / "a").write_bytes(b"A" * 4 * PAGE)
@@ -51,10 +68,13 @@ def run(tmp: Path, spec: str, final: bool):
     session.create()
     base_inodes = image.take_base([device], tmp / "base")
     session.keep_durability_log()
-    subprocess.run([sys.executable, "-c", PROGRAM, str(folder), "final" if final else "-"], env=session.env(),
-                   check=True)
+    before(session)
+    proc = subprocess.run([sys.executable, "-c", program, str(folder), "final" if final else "-"], env=session.env(),
+                          check=True, capture_output=True, text=True)
     assert session.gaps(session.snapshot()) == []
     builder = image.builder(session, tmp / "base", base_inodes, tmp / "scratch")
+    builder.output = proc.stdout
+    builder.fault = session.snapshot()["fault"]
     return folder, builder
 
 
@@ -123,6 +143,44 @@ def test_no_volatile_cache_keeps_what_completed(tmp_path):
         row = min(rows, key=lambda k: int(tl.requests.arrival[k]))
         torn = state_at(builder, tmp_path, int(tl.requests.arrival[row]), "torn-new", kind="torn", torn=(row, (0,)))
         assert (torn / "new").read_bytes() == b""
+    finally:
+        builder.close()
+
+
+def test_a_failed_fsync_leaves_its_pages_clean_and_never_written(tmp_path):
+    """An injected fsync error, as Linux reports one: EIO once, the file's dirty page marked clean, so
+    the next fsync succeeds and writes nothing of it: B is in the live file and never on the media,
+    while C, written after, is."""
+    folder, builder = run(tmp_path, "ebs-gp3", final=False, program=FAILED_FSYNC,
+                          before=lambda session: session.fail_fsync(0, 1))
+    try:
+        assert builder.output.split() == ["5"], "the first fsync failed with EIO"
+        fault = builder.fault
+        assert fault["fired"] == 1 and fault["pages"] == 1 and fault["device"] == 0 and fault["seen"] == 1
+        assert builder.tl.start_ns <= fault["at_ns"] <= builder.tl.end_ns
+        assert (folder / "a").read_bytes() == b"B" * PAGE + b"C" * PAGE + b"A" * 2 * PAGE
+        end = state_at(builder, tmp_path, builder.tl.end_ns, "end")
+        assert (end / "a").read_bytes() == b"A" * PAGE + b"C" * PAGE + b"A" * 2 * PAGE
+    finally:
+        builder.close()
+
+
+SMALL_FILE = """
+import os, sys
+n = os.open(os.path.join(sys.argv[1], "small"), os.O_RDWR | os.O_CREAT, 0o600)
+os.write(n, b"12345678")
+os.fsync(n)
+"""
+
+
+def test_a_file_smaller_than_a_page_keeps_its_size(tmp_path):
+    """The device writes the file's whole page, but the file is 8 bytes: its state is too (a page's
+    tail of zeros in a state once made PostgreSQL read a replorigin_checkpoint of garbage records)."""
+    _folder, builder = run(tmp_path, "ssd-sata-mlc", final=False, program=SMALL_FILE)
+    try:
+        assert int(builder.tl.requests.len.max()) == PAGE
+        end = state_at(builder, tmp_path, builder.tl.end_ns, "end")
+        assert (end / "small").read_bytes() == b"12345678"
     finally:
         builder.close()
 

@@ -87,10 +87,11 @@ class Target:
 
 
 def _digits(value: float, significant: int) -> str:
-    """A figure to a few significant digits, never in exponent form (34,130 tps, 0.0736 s)."""
+    """A figure to a few significant digits, never in exponent form, trailing zeros kept so that its
+    last digit says how exact it is (34,130 tps, 0.0736 s, 1.30 s)."""
     if abs(value) >= 10 ** (significant - 1):
         return f"{value:,.0f}"
-    return f"{value:,.{significant}g}"
+    return f"{value:#,.{significant}g}".rstrip(".")  # 99.95 rounds to "100.": no point
 
 
 _TARGET = re.compile(r"^\s*(?P<fig>elapsed|tps|tpm|p99)(?:\[(?P<script>[^\]]+)\])?\s*(?P<op><=|>=)\s*"

@@ -27,6 +27,9 @@ EXTRA = (
                  help="the cuts' seed: cut K of seed S is the same state every time (with --cuts and --only)"),
     click.option("--only", "only", multiple=True, metavar="KIND",
                  help=f"only these kinds of cut (repeatable): {', '.join(KINDS)}; by default each in turn"),
+    click.option("--fsync-error", "fsync_error", is_flag=True,
+                 help="after the run, fail a checkpoint's fsync of a data file with EIO (its dirty pages marked "
+                      "clean, as Linux does): the server must PANIC and recover; the cuts follow the failure"),
 )
 
 
@@ -48,8 +51,17 @@ class CrashGroup(WorkloadGroup):
 @click.option("--cut", "cut_index", type=int, metavar="K", help="with --rebuild: the cut whose state to build")
 @click.option("--into", type=click.Path(path_type=Path), metavar="DIR",
               help="with --rebuild: the folder to build it in (made new; default RUN_DIR/state-K)")
+@click.option("--matrix", "matrix_file", type=click.Path(path_type=Path), metavar="FILE",
+              help="several configurations, each a crash run, from a TOML file of [[cell]] tables (docs/crash.md); "
+                   "the options below go with it")
+@click.option("--workspace", type=click.Path(path_type=Path),
+              help="with --matrix: a folder in which dbtier makes its own (default: /dev/shm)")
+@click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
+              help="with --matrix: where its run directory (matrix.json, a folder per cell) is written")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), help="with --matrix: also write its table here")
+@click.option("-q", "--quiet", is_flag=True, help="with --matrix: print only errors and the run directory")
 @click.pass_context
-def crash(ctx, rebuild_dir, cut_index, into) -> None:
+def crash(ctx, rebuild_dir, cut_index, into, matrix_file, workspace, output, json_path, quiet) -> None:
     """Cut the power at many instants of a run and check what the database kept.
 
     \b
@@ -57,7 +69,9 @@ def crash(ctx, rebuild_dir, cut_index, into) -> None:
       dbtier crash pgbench -i -s 1 -c 4 -T 10 -d ssd=ssd-sata-mlc
       dbtier crash pgbench -i -s 1 -c 4 -T 10 -d ssd=ssd-sata-mlc --set synchronous_commit=off
       dbtier crash pgbench -i -s 1 -T 10 -d 'ssd=ssd-sata-mlc{flush_honoured=0}' --cuts 500
+      dbtier crash pgbench -i -s 1 -T 5 -d ssd=ssd-sata-mlc --fsync-error   # an fsync fails: PANIC?
       dbtier crash --rebuild results/crash-pgbench-20261127-120000 --cut 7   # that cut's state again
+      dbtier crash --matrix examples/power-loss.toml   # several configurations, each against what it expects
 
     The workload runs once on the emulated devices, with every write's bytes kept beside the trace of
     what the emulation did with them (the page cache, each device's volatile cache, the media, the
@@ -68,9 +82,16 @@ def crash(ctx, rebuild_dir, cut_index, into) -> None:
     the workload's own consistency holds. The answer first: how many cuts lost a commit or left damage,
     and how long recovery took. A run that found something keeps the base image and the log in its
     directory: --rebuild builds any of its states again, bit for bit, to look at or start a server on."""
+    if matrix_file is not None:
+        if ctx.invoked_subcommand is not None or rebuild_dir is not None:
+            raise UserError("--matrix FILE runs the configurations it lists; give it alone, without a workload or "
+                            "--rebuild")
+        run_matrix(matrix_file, workspace, output, json_path, quiet)
+        return
     if rebuild_dir is None:
         if ctx.invoked_subcommand is None:
-            raise UserError("give a workload (dbtier crash --help lists them) or --rebuild RUN_DIR --cut K")
+            raise UserError("give a workload (dbtier crash --help lists them), --matrix FILE, or --rebuild RUN_DIR "
+                            "--cut K")
         if cut_index is not None or into is not None:
             raise UserError("--cut and --into go with --rebuild RUN_DIR")
         return
@@ -99,7 +120,8 @@ def execute(cls, kw: dict) -> Path:
 
     with run_dir(kw["output"], f"crash-{exp.workload}", Workspace.open(kw["workspace"])) as folder:
         result = crash_run.run_crash(exp, kw["cuts"], kw["crash_seed"], kinds, kw["workspace"],
-                                     lambda: progress_for(out, kw["quiet"]), say, keep=folder.path / "material")
+                                     lambda: progress_for(out, kw["quiet"]), say, keep=folder.path / "material",
+                                     fsync_error=kw["fsync_error"])
         write_private(folder.path / EXPERIMENT_FILE, exp.to_toml(), mode=0o644)
         jsonout.write(folder.path / "result.json", result)
     if not kw["quiet"]:
@@ -110,6 +132,55 @@ def execute(cls, kw: dict) -> Path:
     if folder.failure:
         raise UserError(folder.failure)
     return folder.final
+
+
+def run_matrix(path: Path, workspace: Path | None, output: Path, json_path: Path | None, quiet: bool) -> Path:
+    from dbtier.crash import matrix
+    from dbtier.report.rundir import run_dir
+    from dbtier.workspace import Workspace
+
+    cells = matrix.load(path)
+    outputs.check_dir(output, "--output")
+    json_path = outputs.check_file(json_path, "--json") if json_path else None
+    out = console(wide=False)
+    say = (lambda _line: None) if quiet else (lambda line: out.print(line, markup=False))
+    with run_dir(output, "crash-matrix", Workspace.open(workspace)) as folder:
+        doc = matrix.run_matrix(cells, folder.path, workspace, lambda: progress_for(out, quiet), say)
+        doc["matrix_file"] = str(Path(path).resolve())
+        jsonout.write(folder.path / "matrix.json", doc)
+    if not quiet:
+        show_matrix(out, doc)
+    out.print(f"run directory: {folder.final}", markup=False)
+    if json_path:
+        jsonout.write(json_path, {**doc, "run_dir": str(folder.final)})
+    if folder.failure:
+        raise UserError(folder.failure)
+    if any(r["held"] is False for r in doc["cells"]):
+        raise SystemExit(1)  # a cell did not hold what it expected: as a failed test, for scripts and CI
+    return folder.final
+
+
+def show_matrix(out, doc: dict) -> None:
+    from rich.table import Table
+
+    from dbtier.crash import matrix
+
+    out.print(matrix.verdict(doc), markup=False)
+    table = Table(title="Each configuration")
+    for col in ("configuration", "expected", "held", "lost (cuts)", "damaged (cuts)", "first finding",
+                "longest loss (ms)", "recovery (s)", "tps"):
+        table.add_column(col, justify="left" if col in ("configuration", "expected", "held") else "right")
+    for r in doc["cells"]:
+        first = min((x for x in (r["first_loss"], r["first_damage"]) if x is not None), default=None)
+        rec = r["recovery_s"]
+        table.add_row(r["cell"], r["expect"] or "-", "-" if r["held"] is None else "yes" if r["held"] else "NO",
+                      f"{r['lost']:,} of {r['cuts']:,}", f"{r['damaged']:,}", "-" if first is None else f"cut {first}",
+                      f"{r['longest_loss_ms']:,.0f}", f"{rec[0]:.2f}-{rec[1]:.2f}" if rec else "-",
+                      f"{r['tps']:,.0f}" if r["tps"] else "-")
+    out.print(table)
+    shown = [r for r in doc["cells"] if r["held"] is False] or [r for r in doc["cells"] if r["lost"] or r["damaged"]]
+    for r in shown[:3]:
+        out.print(f"{r['cell']}: {r['verdict']} (its folder: {r['folder']})", markup=False)
 
 
 def show(out, result: dict, run_dir: Path) -> None:

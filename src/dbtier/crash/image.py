@@ -46,6 +46,7 @@ class Material:
     rows: list                                  # the state's file table: [index, device, path, st_dev, st_ino, class]
     base_inodes: dict[str, tuple[int, int]]
     devices: list[tuple[str, str, str]]         # (name, profile spec, its live folder) by device number
+    failed: tuple[int, int] | None = None       # (file index, when) of an fsync that failed (timeline.py)
 
     def builder(self, scratch: Path) -> Builder:
         files = {int(r[0]): (int(r[1]), str(r[2]), str(r[5])) for r in self.rows}
@@ -53,7 +54,7 @@ class Material:
         by_inode = {ino: rel for rel, ino in self.base_inodes.items()}
         base_files = {index: self.base / by_inode[ino] for index, ino in file_inodes.items() if ino in by_inode}
         facts = [durability_of(name, profiles.load(spec)) for name, spec, _dir in self.devices]
-        tl = timeline.build(durlog.read(self.log_dir), self.trace_dir, files, base_files, facts, scratch)
+        tl = timeline.build(durlog.read(self.log_dir), self.trace_dir, files, base_files, facts, scratch, self.failed)
         return Builder(tl, self.base, [Path(d) for _n, _s, d in self.devices], self.base_inodes, file_inodes,
                        scratch)
 
@@ -65,7 +66,8 @@ class Material:
         shutil.copytree(self.trace_dir, folder / "trace", ignore=shutil.ignore_patterns("*.json"))
         (folder / MATERIAL_FILE).write_text(json.dumps({
             "rows": self.rows, "base_inodes": {k: list(v) for k, v in self.base_inodes.items()},
-            "devices": [list(d) for d in self.devices]}))
+            "devices": [list(d) for d in self.devices],
+            "failed": list(self.failed) if self.failed else None}))
         return load(folder)
 
 
@@ -78,16 +80,20 @@ def load(folder: Path) -> Material:
         doc = json.loads((folder / MATERIAL_FILE).read_text())
         return Material(folder / "base", folder / "durlog", folder / "trace", doc["rows"],
                         {k: (int(v[0]), int(v[1])) for k, v in doc["base_inodes"].items()},
-                        [(str(n), str(s), str(d)) for n, s, d in doc["devices"]])
+                        [(str(n), str(s), str(d)) for n, s, d in doc["devices"]],
+                        tuple(int(x) for x in doc["failed"]) if doc.get("failed") else None)
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         raise UserError(f"{folder} does not hold a crash run's material ({MATERIAL_FILE} is missing or damaged); "
                         "only a crash run with a finding keeps it") from None
 
 
 def material(session: Session, base: Path, base_inodes: dict[str, tuple[int, int]]) -> Material:
-    """A finished run's material, where its lab left it."""
-    return Material(base, session.durlog_dir, session.trace_dir, session.snapshot()["files"], base_inodes,
-                    [(d.name, d.profile.name, str(d.directory)) for d in session.devices])
+    """A finished run's material, where its lab left it (with the fsync its session failed, if any)."""
+    state = session.snapshot()
+    fault = state.get("fault", {})
+    return Material(base, session.durlog_dir, session.trace_dir, state["files"], base_inodes,
+                    [(d.name, d.profile.name, str(d.directory)) for d in session.devices],
+                    (int(fault["file"]), int(fault["at_ns"])) if fault.get("fired") else None)
 
 
 def builder(session: Session, base: Path, base_inodes: dict[str, tuple[int, int]], scratch: Path) -> Builder:

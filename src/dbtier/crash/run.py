@@ -19,7 +19,7 @@ from typing import Callable
 
 from dbtier import engines
 from dbtier.crash import devices as durability
-from dbtier.crash import image, ledger as ledgers, recover, states
+from dbtier.crash import fsync_error as fsync_errors, image, ledger as ledgers, recover, states
 from dbtier.errors import UserError
 from dbtier.experiments import runner
 from dbtier.experiments.experiment import Experiment
@@ -43,11 +43,13 @@ def _quiet():
 
 def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] = states.KINDS,
               workspace: Path | None = None, progress_for: Callable = _quiet,
-              say: Callable[[str], None] = print, durability_log: bool = True, keep: Path | None = None) -> dict:
+              say: Callable[[str], None] = print, durability_log: bool = True, keep: Path | None = None,
+              fsync_error: bool = False) -> dict:
     """The crash test of one experiment: its result (the cuts, what each found, the verdict).
     keep: where the run's material goes if a cut found something (image.Material: any state rebuilt
     from it). durability_log False: the same course with the log left off and no cut made (what the
-    log costs the run, bench/power_loss.py)."""
+    log costs the run, bench/power_loss.py). fsync_error: after the run, a checkpoint's fsync of a data
+    file fails (fsync_error.py); the server must PANIC and recover, and the cuts are made from then on."""
     check_cuts(cuts, kinds)
     facts = [durability.of(d.name, d.profile) for d in exp.devices]
     workload, options, requests = runner.check(exp, workspace)
@@ -80,6 +82,13 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
         gaps = lab.session.gaps(lab.session.snapshot(), before)
         if gaps:
             raise UserError(f"the durability log is incomplete, so no state could be trusted: {gaps[0]}")
+        names = [d.name for d in lab.devices]
+        data_dev, wal_dev = names.index(exp.placement.roles["data"]), names.index(exp.placement.roles["wal"])
+        injected = None
+        if fsync_error:
+            progress.phase("failing a checkpoint's fsync with EIO")
+            with lab.warm():  # emulated, so that what the checkpoint wrote waits in the page cache
+                injected = fsync_errors.inject(lab, data_dev)
         lab.session.pause()
         lab.session.keep_durability_log(False)
         lab.cluster.stop()
@@ -93,10 +102,15 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
         progress.phase("reading the durability log")
         material = image.material(lab.session, base, inodes)
         builder = material.builder(scratch / "timeline")
+        after_ns = injected.at_ns if injected else None
         try:
-            names = [d.name for d in lab.devices]
-            data_dev, wal_dev = names.index(exp.placement.roles["data"]), names.index(exp.placement.roles["wal"])
-            results = _cut_all(lab, builder, ledger, acked, cuts, seed, kinds, data_dev, wal_dev, scratch, progress)
+            results = _cut_all(lab, builder, ledger, acked, cuts, seed, kinds, data_dev, wal_dev, scratch, progress,
+                               after_ns)
+            if injected:
+                run["fsync_error"] = {**injected.to_json(builder.tl.files.get(injected.file, (0, "?", ""))[1]),
+                                      "lost_writes": builder.tl.failed_writes[0],
+                                      "lost_bytes": builder.tl.failed_writes[1]}
+                run["after_ns"] = after_ns
         finally:
             builder.close()
         if keep is not None and any(r["problems"] or r["lost"] for r in results):
@@ -106,12 +120,13 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
     return _result(exp, facts, lab, cuts, seed, kinds, run, results)
 
 
-def _cut_all(lab, builder, ledger, acked, cuts, seed, kinds, data_dev, wal_dev, scratch, progress) -> list[dict]:
+def _cut_all(lab, builder, ledger, acked, cuts, seed, kinds, data_dev, wal_dev, scratch, progress,
+             after_ns=None) -> list[dict]:
     out = []
     tl = builder.tl
     progress.phase(f"cutting the power {cuts:,} times", total=cuts)
     for i in range(cuts):
-        cut = states.plan(tl, kinds, seed, i, cuts)
+        cut = states.plan(tl, kinds, seed, i, cuts, after_ns)
         folder = scratch / f"state-{i}"
         t0 = time.monotonic()
         builder.build(cut, folder)
@@ -191,7 +206,8 @@ def rebuild(run_dir: Path, index: int, into: Path, workspace: Path | None = None
     with tempfile.TemporaryDirectory(prefix="dbtier-rebuild-", dir=workspace) as scratch:
         builder = material.builder(Path(scratch) / "timeline")
         try:
-            cut = states.plan(builder.tl, tuple(doc["kinds"]), int(doc["seed"]), index, int(doc["cuts"]))
+            cut = states.plan(builder.tl, tuple(doc["kinds"]), int(doc["seed"]), index, int(doc["cuts"]),
+                              doc["run"].get("after_ns"))
             built = builder.build(cut, Path(into))
             return built, builder.digest(built), doc["states"][index].get("state_sha256")
         finally:
@@ -202,13 +218,23 @@ def verdict(result: dict) -> str:
     s, n = result["summary"], result["cuts"]
     rec = s["recovery_s"]
     took = f"; recovery took {rec[0]:.2f}-{rec[1]:.2f} s" if rec else ""
+    fault = result["run"].get("fsync_error")
+    before = ""
+    if fault:
+        what = (f"an fsync of {Path(fault['file']).name} failed with EIO (its writeback since its last fsync, "
+                f"{fault['lost_writes']:,} write{'s' * (fault['lost_writes'] != 1)} of "
+                f"{fault['lost_bytes'] / 1024:,.0f} KiB, never reached the media; {fault['pages']:,} dirty "
+                f"page{'s were' if fault['pages'] != 1 else ' was'} marked clean)")
+        before = (f"{what}: the server PANICked and recovered. After it, " if fault["panicked"] else
+                  f"{what}: the server carried on ({fault['server_said'] or 'no PANIC'}). After it, ")
     if not s["lost_commits"] and not s["damaged"]:
-        return f"0 of {n:,} cuts lost an acknowledged commit or left damage{took}"
+        return f"{before}0 of {n:,} cuts lost an acknowledged commit or left damage{took}"
     parts = []
     if s["lost_commits"]:
         parts.append(f"{s['lost_commits']:,} of {n:,} cuts lost acknowledged commits (up to {s['most_lost']:,} "
                      f"transactions, {s['longest_loss_ms'] / 1000:.2f} s; the first at cut {s['first_loss']})")
     if s["damaged"]:
         first = next(r for r in result["states"] if r["problems"])
-        parts.append(f"{s['damaged']:,} left damage (the first at cut {first['index']}: {first['problems'][0]})")
-    return "; ".join(parts) + took
+        of = "" if s["lost_commits"] else f" of {n:,} cuts"
+        parts.append(f"{s['damaged']:,}{of} left damage (the first at cut {first['index']}: {first['problems'][0]})")
+    return before + "; ".join(parts) + took

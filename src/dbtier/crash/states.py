@@ -61,13 +61,18 @@ class Pending:
 CALLS_SHOWN = 8
 
 
-def plan(tl: Timeline, kinds: tuple[str, ...], seed: int, index: int, count: int) -> Cut:
-    """Cut `index` of `count`, its kind by turn among `kinds`."""
+def plan(tl: Timeline, kinds: tuple[str, ...], seed: int, index: int, count: int, after_ns: int | None = None) -> Cut:
+    """Cut `index` of `count`, its kind by turn among `kinds`; after_ns: only at or after that instant
+    (what followed an injected fsync error; its first cut is at the end, where all it did is done)."""
     kind = kinds[index % len(kinds)]
     rng = np.random.default_rng([seed, index])
-    start, end = tl.start_ns, max(tl.end_ns, tl.start_ns + 1)
+    start = max(tl.start_ns, after_ns or 0)
+    end = max(tl.end_ns, start + 1)
+    if after_ns is not None and index == 0:
+        return Cut(seed, index, "end", end)
     if kind == "flush":  # a run that never flushed (fsync = off): after its writes instead
         points = tl.flushes if len(tl.flushes) else np.sort(tl.requests.complete)
+        points = points[points >= start]
         n = len(points)
         if not n:
             raise UserError("the run wrote nothing to its devices, so there is nothing to cut")
@@ -80,7 +85,7 @@ def plan(tl: Timeline, kinds: tuple[str, ...], seed: int, index: int, count: int
     req = tl.requests
     if kind == "torn":
         unit = np.array([tl.facts[d].atomic_bytes for d in req.dev], dtype=np.uint64)
-        tearable = np.flatnonzero(req.len > unit)
+        tearable = np.flatnonzero((req.len > unit) & (req.arrival >= start))
         if not len(tearable):
             raise UserError("no write of the run was larger than its device's atomic write, so none can be torn")
         # three tears in four are of a table's or index's pages, if the run wrote any: the WAL's far more
@@ -186,7 +191,7 @@ class Builder:
                 self.spool.seek(int(req.spool_at[k]))
                 fd = self._media(int(req.file[k]))
                 try:
-                    os.pwrite(fd, self.spool.read(int(req.len[k])), int(req.off[k]))
+                    os.pwrite(fd, self.spool.read(int(req.spool_len[k])), int(req.off[k]))
                 finally:
                     os.close(fd)
                 continue
@@ -269,7 +274,7 @@ class Builder:
                 # a write not yet durable never grows its file: the size a journaling file system
                 # commits comes after the data it covers
                 at = int(req.off[row]) + lo
-                n = max(0, min(n, os.fstat(fd).st_size - at))
+                n = max(0, min(n, os.fstat(fd).st_size - at, int(req.spool_len[row]) - lo))
                 self.spool.seek(int(req.spool_at[row]) + lo)
                 os.pwrite(fd, self.spool.read(n), at)
             finally:

@@ -8,6 +8,9 @@ issued (the page cache's content at writeback; a direct write's own bytes). It i
 - on one with a volatile cache, once a flush issued after it completed has itself completed (a FUA
   write at once), or once the drive had to destage it to make room (first in, first out: the cache's
   size of later writes came), whichever is first; a drive that ignores flushes only destages.
+A file whose fsync failed (an injected EIO, fsync_error.py) lost its writeback: its write requests
+issued since its last fsync that succeeded, up to the failure, never reach the media (Linux reports
+an asynchronous writeback's error at the next fsync and leaves the pages clean).
 A write made while the emulation was paused (start-up, loading) is durable at once: nothing of it was
 emulated. Sizes and names change at the call (metadata as a journaling file system that commits at
 once would leave it): a file extended past what is durable reads zeros there.
@@ -42,6 +45,8 @@ class Requests:
     complete: np.ndarray
     durable: np.ndarray      # when it is on the media (INF: not within the run)
     spool_at: np.ndarray     # where its bytes are in the spool
+    spool_len: np.ndarray    # how many: the request's bytes within the file as it was then (a page's
+                             # tail past the end of the file is on no media the file can show)
 
 
 @dataclass
@@ -63,6 +68,7 @@ class Timeline:
     start_ns: int
     end_ns: int
     calls: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=tracefile.RECORD))  # the trace's calls, by time
+    failed_writes: tuple[int, int] = (0, 0)  # the write requests a failed fsync lost: how many, their bytes
 
 
 def _durable_times(req: np.ndarray, flushes_by_dev: dict[int, np.ndarray], facts: list[Durability],
@@ -91,9 +97,19 @@ def _durable_times(req: np.ndarray, flushes_by_dev: dict[int, np.ndarray], facts
     return durable
 
 
+def _lost_to_failed_fsync(recs: np.ndarray, writes: np.ndarray, file: int, at_ns: int) -> np.ndarray:
+    """The write requests of `file` a failed fsync at at_ns stands for: issued after its last fsync
+    that succeeded ended, up to the failure."""
+    calls = recs[(recs["kind"] == tracefile.CALL) & (recs["op"] == tracefile.FLUSH) & (recs["file"] == file)
+                 & (recs["end_ns"] <= at_ns)]
+    since = int(calls["end_ns"].max()) if len(calls) else 0
+    return (writes["file"] == file) & (writes["submit_ns"] >= since) & (writes["submit_ns"] <= at_ns)
+
+
 def build(log: durlog.DurabilityLog, trace_dir: Path, files: dict[int, tuple[int, str, str]], base_files: dict[int, Path],
-          facts: list[Durability], scratch: Path) -> Timeline:
-    """base_files: each file index's copy in the base image (a file that existed before the log)."""
+          facts: list[Durability], scratch: Path, failed: tuple[int, int] | None = None) -> Timeline:
+    """base_files: each file index's copy in the base image (a file that existed before the log);
+    failed: (file index, when) of an fsync that failed."""
     recs = tracefile.read_records(trace_dir)
     reqs = recs[recs["kind"] == tracefile.REQUEST]
     writes = reqs[(reqs["op"] == tracefile.WRITE) & (reqs["file"] >= 0)]
@@ -107,6 +123,10 @@ def build(log: durlog.DurabilityLog, trace_dir: Path, files: dict[int, tuple[int
                                     np.maximum.accumulate(f["complete_ns"][order].astype(np.uint64)))
     fua = (writes["flags"] & tracefile.FLAGS["dsync"]) != 0
     durable = _durable_times(writes, flushes_by_dev, facts, fua)
+    lost = np.zeros(len(writes), dtype=bool)
+    if failed is not None:
+        lost = _lost_to_failed_fsync(recs, writes, *failed)
+        durable[lost] = INF
 
     # The program's view, in time order: each request takes its bytes from it as it is issued.
     scratch.mkdir(exist_ok=True)
@@ -127,6 +147,7 @@ def build(log: durlog.DurabilityLog, trace_dir: Path, files: dict[int, tuple[int
         return handles[index]
 
     spool_at = np.zeros(len(writes), dtype=np.uint64)
+    spool_len = np.zeros(len(writes), dtype=np.uint64)
     li, ri, n_log, n_req = 0, 0, len(log_order), len(writes)
     try:
         with open(spool_path, "wb") as spool:
@@ -147,8 +168,8 @@ def build(log: durlog.DurabilityLog, trace_dir: Path, files: dict[int, tuple[int
                     w = writes[ri]
                     data = os.pread(fd(int(w["file"])), int(w["len"]), int(w["offset"]))
                     spool_at[ri] = spool.tell()
-                    # a request beyond the end (the file was cut meanwhile) writes zeros there
-                    spool.write(data + bytes(int(w["len"]) - len(data)))
+                    spool_len[ri] = len(data)
+                    spool.write(data)
                     ri += 1
     finally:
         for h in handles.values():
@@ -158,7 +179,7 @@ def build(log: durlog.DurabilityLog, trace_dir: Path, files: dict[int, tuple[int
     requests = Requests(writes["file"].astype(np.int64), writes["offset"].astype(np.uint64),
                         writes["len"].astype(np.uint64), writes["dev"].astype(np.int64),
                         writes["submit_ns"].astype(np.uint64), writes["complete_ns"].astype(np.uint64), durable,
-                        spool_at)
+                        spool_at, spool_len)
     events = [MediaEvent(int(durable[k]), "request", k) for k in range(len(writes)) if durable[k] != INF]
     for i in range(len(entries)):
         e = entries[i]
@@ -186,4 +207,5 @@ def build(log: durlog.DurabilityLog, trace_dir: Path, files: dict[int, tuple[int
                              all_flushes[-1] if len(all_flushes) else 0) if x]
     calls = recs[recs["kind"] == tracefile.CALL]
     return Timeline(log, requests, all_flushes, events, spool_path, files, facts, min(times, default=0),
-                    max(ends, default=0), calls[np.argsort(calls["submit_ns"], kind="stable")])
+                    max(ends, default=0), calls[np.argsort(calls["submit_ns"], kind="stable")],
+                    (int(lost.sum()), int(writes["len"][lost].sum())))

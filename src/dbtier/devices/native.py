@@ -25,7 +25,7 @@ from dbtier.errors import UserError
 
 IOTAP_LIB = "libdbtier_iotap.so"
 SIM_LIB = "libdbtier_sim.so"
-ABI_VERSION = 4016002  # devmodel ops 4, state file 16, trace format 2: dbt_abi_version's handshake
+ABI_VERSION = 4017002  # devmodel ops 4, state file 17, trace format 2: dbt_abi_version's handshake
 LAYOUT_VERSION = 1  # the version of the layout document (dbt_layout_json) this module reads
 SPEC_VERSION = 1  # the version of the device specs (struct dbt_device_spec, dbt_pc_config) this module writes
 
@@ -80,6 +80,8 @@ def lib() -> ctypes.CDLL:
     sim.dbt_set_paused.argtypes = [cp, c_int, cp, ctypes.c_size_t]
     sim.dbt_set_durlog.restype = c_int
     sim.dbt_set_durlog.argtypes = [cp, c_int, cp, ctypes.c_size_t]
+    sim.dbt_set_fault.restype = c_int
+    sim.dbt_set_fault.argtypes = [cp, c_int, ctypes.c_uint, c_int, cp, ctypes.c_size_t]
     sim.dbt_bench_loop.restype = ctypes.c_int64
     sim.dbt_bench_loop.argtypes = [c_int, c_int, vp, u64, u64, c_int, u64, u64, arr, u64, ctypes.POINTER(u64),
                                    ctypes.POINTER(u64)]
@@ -250,6 +252,16 @@ def set_durability_log(state_path: Path, on: bool) -> None:
     """The durability log (native/iotap/durlog.h) is kept from now, or no more."""
     err = ctypes.create_string_buffer(1024)
     if lib().dbt_set_durlog(str(state_path).encode(), int(on), err, len(err)) != 0:
+        raise UserError(err.value.decode())
+
+
+def set_fsync_error(state_path: Path, device: int, nth: int = 1, pg_class: str | None = None) -> None:
+    """From now, the nth fsync or fdatasync of a regular file on `device` (its index; of pg_class, one
+    of pgpath.h's classes, if given) fails with EIO, its dirty pages marked clean (state.h); device -1
+    disarms it. What it did is in dump_state's fault."""
+    err = ctypes.create_string_buffer(1024)
+    cls = -1 if pg_class is None else _LAYOUT.enum("pg_class")[pg_class]
+    if lib().dbt_set_fault(str(state_path).encode(), int(device), int(nth), cls, err, len(err)) != 0:
         raise UserError(err.value.decode())
 
 

@@ -16,12 +16,11 @@ from __future__ import annotations
 import difflib
 import math
 import os
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dbtier import units
+from dbtier import tomlfile, units
 from dbtier.devices import credits as burst_credits
 from dbtier.devices.spec import DeviceSpec, parse_all
 from dbtier.errors import UserError
@@ -137,18 +136,7 @@ class Experiment:
     @classmethod
     def from_toml(cls, path: Path) -> "Experiment":
         path = Path(path).expanduser()
-        try:
-            if not path.is_file():
-                raise UserError(f"--experiment {path}: no such file (an experiment is a TOML file)")
-            if path.stat().st_size > MAX_FILE_BYTES:
-                raise UserError(f"--experiment {path}: larger than {MAX_FILE_BYTES >> 10} kB; not an experiment")
-            doc = tomllib.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise UserError(f"--experiment {path}: {exc.strerror}") from None
-        except UnicodeDecodeError:
-            raise UserError(f"--experiment {path}: not UTF-8 text") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise UserError(f"--experiment {path}: not valid TOML ({exc})") from None
+        doc = tomlfile.read(path, f"--experiment {path}", "an experiment is a TOML file", MAX_FILE_BYTES)
         return cls.from_dict(doc, str(path), base=path.resolve().parent)
 
     @classmethod
