@@ -1,9 +1,10 @@
-"""`dbtier crash` on a real server at a small size (pgbench scale 1, 2 clients, 2 s): the expected
+"""`dbtier crash` on a real server at a small size (pgbench scale 1, 2 clients, 1 s): the expected
 matrix, each cell over a few cuts of every kind (bench/power_loss.py runs a thousand and more each).
 
 - the defaults on an honest device keep every acknowledged commit and leave no damage;
 - synchronous_commit = off loses a suffix of the commits, over less than 3 x wal_writer_delay;
 - a device that ignores flushes loses acknowledged commits (fsync = off: test_matrix.py);
+- TPC-C (oltp) keeps a ledger and its consistency conditions;
 - an fsync failed with EIO: the server PANICs and keeps everything; told to carry on, it loses data;
 - full_page_writes = off with torn 4 KiB writes of the tables' pages leaves damage; on, none."""
 
@@ -23,7 +24,7 @@ from dbtier.experiments.experiment import Experiment
 from tests.cli.test_interrupt import leftovers
 from tests.conftest import dbtier
 
-PGBENCH = dict(init=True, scale=1, client=2, time=2)
+PGBENCH = dict(init=True, scale=1, client=2, time=1)
 
 
 def crash(workspace: Path, device: str, sets=(), cuts: int = 8, kinds=None, fsync_error: bool = False, **kw) -> dict:
@@ -52,6 +53,18 @@ def test_asynchronous_commit_loses_a_bounded_suffix(module_shm_dir):
     assert r["summary"]["damaged"] == 0
 
 
+def test_tpcc_keeps_a_ledger_and_its_consistency_conditions(module_shm_dir):
+    """The built-in OLTP (TPC-C) with a ledger row in each transaction that writes: under asynchronous
+    commit, a cut loses only the last commits, and every state keeps TPC-C's consistency conditions."""
+    exp = Experiment.from_options("oltp", device=["ssd=ssd-sata-mlc"], set=["synchronous_commit=off"], warehouses=1,
+                                  items=2000, customers=300, clients=2, duration=2, warmup=0)
+    r = run_crash(exp, 4, seed=1, kinds=("random",), workspace=module_shm_dir)
+    assert r["run"]["transactions"] > 100, "New-Order, Payment and Delivery are counted"
+    lost = [x for x in r["states"] if x["lost"]]
+    assert lost and all(x["suffix"] and x["lost_span_ms"] <= 3 * 200 for x in lost), r["states"]
+    assert r["summary"]["damaged"] == 0, [x["problems"] for x in r["states"]]
+
+
 def test_a_drive_that_ignores_flushes_loses_commits(module_shm_dir):
     """(fsync = off is found losing commits by test_matrix.py.)"""
     r = crash(module_shm_dir, "ssd=ssd-sata-mlc{flush_honoured=0}", kinds=("random",), cuts=4)
@@ -67,7 +80,7 @@ def test_torn_pages_without_full_page_writes_are_found(module_shm_dir):
     # a small cache: the tables' pages are written during the run, and so can be torn
     off = crash(module_shm_dir, "ssd=ssd-sata-mlc", ["full_page_writes=off"], kinds=("torn",), cuts=12, cache="1MB")
     assert off["summary"]["damaged"] >= 1, off["states"]
-    on = crash(module_shm_dir, "ssd=ssd-sata-mlc", [], kinds=("torn",), cuts=6, cache="1MB")
+    on = crash(module_shm_dir, "ssd=ssd-sata-mlc", [], kinds=("torn",), cuts=4, cache="1MB")
     assert on["summary"]["damaged"] == 0 and on["summary"]["lost_commits"] == 0, on["states"]
 
 
@@ -76,7 +89,7 @@ def test_a_failed_fsync_panics_and_recovers_and_carrying_on_loses_data(module_sh
     clean): PostgreSQL 18 PANICs, recovers from the WAL, and no cut after it finds anything. A server
     told to carry on (data_sync_retry = on) completes its next checkpoint over the lost pages: the
     state at the end (cut 0) has lost what the WAL could have restored."""
-    r = crash(module_shm_dir, "ssd=ssd-sata-mlc", kinds=("random",), cuts=2, fsync_error=True, time=1)
+    r = crash(module_shm_dir, "ssd=ssd-sata-mlc", kinds=("random",), cuts=2, fsync_error=True)
     fault = r["run"]["fsync_error"]
     assert fault["panicked"] and fault["server_said"].startswith("PANIC: could not fsync file"), fault
     assert fault["lost_writes"] + fault["pages"] >= 1 and "/" in fault["file"]
@@ -84,8 +97,7 @@ def test_a_failed_fsync_panics_and_recovers_and_carrying_on_loses_data(module_sh
     assert all(x["at_ns"] >= fault["at_ns"] for x in r["states"])
     assert r["summary"]["lost_commits"] == 0 and r["summary"]["damaged"] == 0, r["states"]
     assert "the server PANICked and recovered. After it, 0 of 2 cuts lost" in verdict(r)
-    on = crash(module_shm_dir, "ssd=ssd-sata-mlc", ["data_sync_retry=on"], kinds=("random",), cuts=1, fsync_error=True,
-               time=1)
+    on = crash(module_shm_dir, "ssd=ssd-sata-mlc", ["data_sync_retry=on"], kinds=("random",), cuts=1, fsync_error=True)
     fault = on["run"]["fsync_error"]
     assert not fault["panicked"] and fault["server_said"].startswith("ERROR: could not fsync file"), fault
     end = on["states"][0]
@@ -109,6 +121,7 @@ def test_bad_cuts_are_one_line(tmp_path, args, message):
     (["random-index", "-d", "ssd=ssd-sata-mlc"], "keeps no ledger of acknowledged commits"),
     (["pgbench", "-T", "1", "-d", "ssd=ssd-sata-mlc"], "its history is the ledger"),
     (["pgbench", "-i", "-T", "1", "-b", "select-only", "-d", "ssd=ssd-sata-mlc"], "its history is the ledger"),
+    (["oltp", "--driver", "python", "-d", "ssd=ssd-sata-mlc"], "with its pgbench terminals (--driver pgbench)"),
 ])
 def test_what_cannot_be_checked_is_refused(tmp_path, shm_dir, args, message):
     proc = dbtier("crash", *[a.format(tmp=shm_dir) for a in args], "-o", str(tmp_path / "out"))

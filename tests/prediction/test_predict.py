@@ -131,7 +131,10 @@ def test_a_prediction_on_a_capped_volume_says_what_held_it(recorded, tmp_path):
     assert half_held["iops"]["requests"] == pytest.approx(bursts / 2, rel=0.05)
     empty = predicted(recorded, tmp_path, "-d", f"hdd={volume('burst', burst)}", "--credits", "empty")
     empty = empty["phases"][0]["predicted"]
-    assert {h["limit"] for h in empty["devices"][0]["limits"]} == {"iops_credits"}
+    empty_held = {h["limit"]: h for h in empty["devices"][0]["limits"]}
+    # no burst but what credits earned in the recording's idle moments buy: a host that stalled the run
+    # (a loaded machine: once 50 ms) earned a few credits there, spent at the burst rate
+    assert "iops_credits" in empty_held and empty_held.get("iops", {"requests": 0})["requests"] <= 0.05 * bursts
     assert empty["elapsed_s"] == pytest.approx(capped["elapsed_s"], rel=0.02)
 
 
@@ -304,17 +307,26 @@ def test_transaction_latencies_of_the_python_oltp_driver(module_shm_dir, tmp_pat
     comes back as recorded, and on flash its disk reads and WAL flushes shrink."""
     out = tmp_path / "runs"
     out.mkdir()
-    dbtier("run", "oltp", "--warehouses", "1", "--items", "2000", "--customers", "300", "--clients", "2",
-           "--duration", "3", "--warmup", "1", "--driver", "python", "-d", "hdd=hdd-sata-7200",
-           "-d", "ssd=ssd-sata-mlc", "--place", "data=hdd", "--trace", "-q", "--workspace", str(module_shm_dir),
-           "--output", str(out), check=True)
-    run_dir = next(out.glob("oltp-*"))
-    same = predicted(run_dir, tmp_path)["phases"][0]["latency"]
-    assert {"new_order", "payment"} <= set(same)
-    for kind in ("new_order", "payment"):
-        rec, pred = same[kind]["recorded"], same[kind]["predicted"]
-        assert rec["count"] == pred["count"] > 10
-        assert pred["mean_ms"] == pytest.approx(rec["mean_ms"], rel=0.05)  # the mean: see the pgbench test
+
+    def attempt():
+        dbtier("run", "oltp", "--warehouses", "1", "--items", "2000", "--customers", "300", "--clients", "2",
+               "--duration", "3", "--warmup", "1", "--driver", "python", "-d", "hdd=hdd-sata-7200",
+               "-d", "ssd=ssd-sata-mlc", "--place", "data=hdd", "--trace", "-q", "--workspace", str(module_shm_dir),
+               "--output", str(out), check=True)
+        run_dir = max(out.glob("oltp-*"))
+        return run_dir, predicted(run_dir, tmp_path)["phases"][0]["latency"]
+
+    def check(result):
+        _run_dir, same = result
+        assert {"new_order", "payment"} <= set(same)
+        for kind in ("new_order", "payment"):
+            rec, pred = same[kind]["recorded"], same[kind]["predicted"]
+            assert rec["count"] == pred["count"] > 10
+            # the mean: see the pgbench test. The Python terminals' own time is in the recorded latency,
+            # so a host that stalls them moves it: measured 6.8% off with the machine's CPUs busy
+            assert pred["mean_ms"] == pytest.approx(rec["mean_ms"], rel=0.05)
+
+    run_dir, same = retry_while_host_steals(attempt, check)
     flash = predicted(run_dir, tmp_path, "--place", "data=ssd")["phases"][0]["latency"]
     for kind in ("new_order", "payment"):  # each commit waits for a WAL flush: a disk's ms against flash's
         assert flash[kind]["predicted"]["p50_ms"] < 0.5 * same[kind]["recorded"]["p50_ms"]

@@ -70,6 +70,7 @@ def crash(ctx, rebuild_dir, cut_index, into, matrix_file, workspace, output, jso
       dbtier crash pgbench -i -s 1 -c 4 -T 10 -d ssd=ssd-sata-mlc --set synchronous_commit=off
       dbtier crash pgbench -i -s 1 -T 10 -d 'ssd=ssd-sata-mlc{flush_honoured=0}' --cuts 500
       dbtier crash pgbench -i -s 1 -T 5 -d ssd=ssd-sata-mlc --fsync-error   # an fsync fails: PANIC?
+      dbtier crash oltp --warehouses 1 --duration 10 -d data=hdd-sata-7200 -d log=ssd-sata-mlc --place wal=log
       dbtier crash --rebuild results/crash-pgbench-20261127-120000 --cut 7   # that cut's state again
       dbtier crash --matrix examples/power-loss.toml   # several configurations, each against what it expects
 

@@ -8,7 +8,11 @@ transactions committed: fewer than it saw acknowledged is a lost commit.
 
 pgbench: its tpcb-like transaction, unchanged but for pgbench_history's filler, which takes the
 client's number (pgbench's :client_id), so that pgbench_history is the ledger. TPC-B's consistency
-condition: the accounts', tellers' and branches' balances and the history's deltas sum alike."""
+condition: the accounts', tellers' and branches' balances and the history's deltas sum alike.
+
+oltp (TPC-C, its pgbench terminals): each transaction that writes (New-Order, Payment, Delivery) also
+inserts its client's number into dbtier_ledger, in the same transaction; the read-only ones (Order-Status,
+Stock-Level) are left as they are and not counted. TPC-C's consistency conditions 1-4."""
 
 from __future__ import annotations
 
@@ -39,10 +43,12 @@ class Acknowledged:
     ends: dict[int, np.ndarray]
 
     @classmethod
-    def from_recording(cls, transactions: list[tuple]) -> "Acknowledged":
+    def from_recording(cls, transactions: list[tuple], counted: tuple[str, ...] | None = None) -> "Acknowledged":
+        """counted: the scripts whose transactions write a ledger row (None: every one)."""
         by_client: dict[int, list[int]] = {}
-        for _script, client, end_ns, _lat in transactions:
-            by_client.setdefault(int(client), []).append(int(end_ns))
+        for script, client, end_ns, _lat in transactions:
+            if counted is None or script in counted:
+                by_client.setdefault(int(client), []).append(int(end_ns))
         return cls({c: np.sort(np.array(v, dtype=np.int64)) for c, v in by_client.items()})
 
     def count_by(self, at_ns: int) -> dict[int, int]:
@@ -82,18 +88,25 @@ def judge(acked: Acknowledged, kept: dict[int, int], at_ns: int) -> Loss:
 
 
 #: the workloads that keep a ledger dbtier reads
-WITH_LEDGER = ("pgbench",)
+WITH_LEDGER = ("pgbench", "oltp")
 
 
 class PgbenchLedger:
     """pgbench's tpcb-like with its ledger (module docstring)."""
     name = "pgbench tpcb-like"
+    counted = None  # every transaction writes its row
 
     def __init__(self, scale: int):
         self.scale = scale
 
     def script(self) -> str:
         return TPCB_LEDGER.format(scale=self.scale)
+
+    def apply(self, workload, lab) -> None:
+        """The workload made to keep the ledger (after its data is loaded, before the base image)."""
+        path = lab.client_dir("crash") / "ledger.sql"
+        path.write_text(self.script())
+        workload.use_script("tpcb-like", path)
 
     def kept(self, conn) -> dict[int, int]:
         rows = conn.execute("SELECT trim(filler)::int, count(*) FROM pgbench_history WHERE filler IS NOT NULL "
@@ -112,8 +125,49 @@ class PgbenchLedger:
         return f"balances do not add up: accounts {a}, tellers {t}, branches {b}, history {h}"
 
 
-def for_workload(workload) -> PgbenchLedger:
+#: the TPC-C transactions that write, each with a ledger row; the read-only ones are not counted
+TPCC_WRITING = ("new_order", "payment", "delivery")
+
+
+class TpccLedger:
+    """oltp's TPC-C with its ledger (module docstring)."""
+    name = "TPC-C"
+    counted = TPCC_WRITING
+
+    def apply(self, workload, lab) -> None:
+        with lab.connect() as conn:
+            conn.execute("CREATE TABLE dbtier_ledger (client int NOT NULL)")
+        workload.transform = self.wrap
+
+    @staticmethod
+    def wrap(kind: str, script: str) -> str:
+        """A pgbench script of the transaction `kind`, its call and the ledger's row in one transaction."""
+        if kind not in TPCC_WRITING:
+            return script
+        head, call = script.rstrip("\n").rsplit("\n", 1)
+        return (f"{head}\nBEGIN;\n{call}\nINSERT INTO dbtier_ledger (client) VALUES (:client_id);\nEND;\n")
+
+    def kept(self, conn) -> dict[int, int]:
+        rows = conn.execute("SELECT client, count(*) FROM dbtier_ledger GROUP BY 1").fetchall()
+        return {int(c): int(n) for c, n in rows}
+
+    def inconsistency(self, conn) -> str | None:
+        """TPC-C's consistency conditions 1-4, or those broken."""
+        from dbtier.workloads.tpcc_schema import check_consistency
+
+        broken = {name: n for name, n in check_consistency(conn).items() if n}
+        if not broken:
+            return None
+        return "TPC-C's consistency conditions broken: " + ", ".join(f"{k} ({v:,} rows)" for k, v in broken.items())
+
+
+def for_workload(workload) -> PgbenchLedger | TpccLedger:
     """The ledger a workload keeps, or one line saying what it needs."""
+    if workload.name == "oltp":
+        if workload.p["driver"] != "pgbench":
+            raise UserError("dbtier crash checks oltp with its pgbench terminals (--driver pgbench), whose log says "
+                            "which transactions were acknowledged")
+        return TpccLedger()
     if workload.name == "pgbench":
         scripts = [name for name, _args, _w in workload.scripts]
         if scripts == ["tpcb-like"] and workload.p["init"]:
@@ -121,4 +175,5 @@ def for_workload(workload) -> PgbenchLedger:
         raise UserError("dbtier crash checks pgbench's built-in tpcb-like on its own tables (-i): its history "
                         "is the ledger of acknowledged commits; other scripts keep no ledger it can read")
     raise UserError(f"dbtier crash cannot check {workload.name}: it keeps no ledger of acknowledged commits and "
-                    "no consistency condition; run it with pgbench -i (tpcb-like), whose history is one")
+                    "no consistency condition; run it with pgbench -i (tpcb-like), whose history is one, or oltp "
+                    "(TPC-C)")

@@ -63,9 +63,7 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
         workload.prepare(db, progress)
         progress.phase("placing the objects")
         lab.place_objects()  # no WAL recycled ahead: each crash state would copy the empty segments
-        script = lab.client_dir("crash") / "ledger.sql"
-        script.write_text(ledger.script())
-        workload.use_script("tpcb-like", script)
+        ledger.apply(workload, lab)
         base = lab.claim.inside("crash-base", mode=0o700)
 
         def capture():
@@ -92,7 +90,7 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
         lab.session.pause()
         lab.session.keep_durability_log(False)
         lab.cluster.stop()
-        acked = ledgers.Acknowledged.from_recording(lab.recording.transactions)
+        acked = ledgers.Acknowledged.from_recording(lab.recording.transactions, ledger.counted)
         run = {"elapsed_s": m.result["elapsed_s"], "transactions": acked.total, "tps": metrics.get("tps")}
         if not durability_log:
             return {"kind": "crash-unlogged", "run": run}

@@ -83,6 +83,8 @@ class Oltp(Workload):
     )
     objects = tpcc_schema.OBJECTS
     size_options = ("warehouses", "items", "customers", "duration")
+    #: (type, pgbench script) -> the script the terminals run: a crash test's ledger row (crash/ledger.py)
+    transform = None
 
     @property
     def scale(self) -> Scale:
@@ -108,7 +110,7 @@ class Oltp(Workload):
         progress.phase(f"{what}: {self.p['clients']} clients, {seconds} s", total=seconds)
         if self.p["driver"] == "pgbench":
             return tpcc_pgbench.drive(lab, self.p["clients"], seconds, self.p["warehouses"], self.p["items"],
-                                      self.p["customers"], self.p["data_seed"], progress)
+                                      self.p["customers"], self.p["data_seed"], progress, self.transform)
         tally = tpcc_driver.drive(lab.connect, self.p["clients"], seconds, self.p["warehouses"], self.p["items"],
                                   self.p["customers"], self.p["data_seed"], progress)
         if tally.errors:

@@ -70,13 +70,14 @@ def read_logs(prefix: Path, lab=None) -> tuple[dict[str, list[float]], list[int]
 
 
 def drive(lab, clients: int, seconds: int, warehouses: int, items: int, customers: int, seed: int,
-          progress=None) -> dict:
-    """Runs pgbench for `seconds`; returns the same summary as the Python terminals."""
+          progress=None, transform=None) -> dict:
+    """Runs pgbench for `seconds`; returns the same summary as the Python terminals. transform(kind,
+    script): the script run instead of each (a crash test's ledger row)."""
     folder = lab.scratch_dir("pgbench")
     files = []
     for (kind, weight), text in zip(MIX, scripts(warehouses, items, customers).values()):
         path = folder / f"{kind}.sql"
-        path.write_text(text)
+        path.write_text(transform(kind, text) if transform else text)
         files += ["-f", f"{path}@{weight}"]
     prefix = folder / f"log{time.monotonic_ns()}"
     client = lab.client("pgbench", "-n", "-M", "prepared", "-c", str(clients), "-j", str(min(clients, 2)),
