@@ -59,6 +59,10 @@ def test_a_matrix_says_which_configurations_held(shm_dir, tmp_path):
     assert result["settings"]["fsync"] == "off" and max(x["lost"] for x in result["states"]) > 100
     assert (run_dir / off["folder"] / "material").is_dir(), "a cell that found something keeps its material"
     assert not (run_dir / safe["folder"] / "material").exists()
+    page = (run_dir / "report.html").read_text()
+    assert "1 of 2 configurations did not hold what they expected" in page and off["folder"] in page
+    cell_page = (run_dir / off["folder"] / "report.html").read_text()
+    assert f"dbtier crash --rebuild {run_dir / off['folder']} --cut 3" in cell_page
     assert leftovers(shm_dir) == []
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -14,7 +15,7 @@ from dbtier.crash.states import KINDS
 from dbtier.errors import UserError
 from dbtier.experiments.experiment import EXPERIMENT_FILE
 from dbtier.experiments.options import SEVERAL_RUNS_KEYS
-from dbtier.report import jsonout, outputs
+from dbtier.report import crashview, jsonout, outputs
 from dbtier.report.terminal import console
 
 #: run's options that mean nothing here: one run, its workspace always removed, its trace always kept
@@ -27,6 +28,9 @@ EXTRA = (
                  help="the cuts' seed: cut K of seed S is the same state every time (with --cuts and --only)"),
     click.option("--only", "only", multiple=True, metavar="KIND",
                  help=f"only these kinds of cut (repeatable): {', '.join(KINDS)}; by default each in turn"),
+    click.option("--ledger", "ledger_table", metavar="TABLE",
+                 help="with your own pgbench scripts (-f): the table each of their transactions inserts one row into, "
+                      "its column client = :client_id (made as TABLE (client int) unless your --setup did)"),
     click.option("--fsync-error", "fsync_error", is_flag=True,
                  help="after the run, fail a checkpoint's fsync of a data file with EIO (its dirty pages marked "
                       "clean, as Linux does): the server must PANIC and recover; the cuts follow the failure"),
@@ -122,9 +126,10 @@ def execute(cls, kw: dict) -> Path:
     with run_dir(kw["output"], f"crash-{exp.workload}", Workspace.open(kw["workspace"])) as folder:
         result = crash_run.run_crash(exp, kw["cuts"], kw["crash_seed"], kinds, kw["workspace"],
                                      lambda: progress_for(out, kw["quiet"]), say, keep=folder.path / "material",
-                                     fsync_error=kw["fsync_error"])
+                                     fsync_error=kw["fsync_error"], ledger_table=kw["ledger_table"])
         write_private(folder.path / EXPERIMENT_FILE, exp.to_toml(), mode=0o644)
         jsonout.write(folder.path / "result.json", result)
+    crashview.write(folder.final / "report.html", result, folder.final)  # where it ended: its rebuild commands
     if not kw["quiet"]:
         show(out, result, folder.final)
     out.print(f"run directory: {folder.final}", markup=False)
@@ -149,6 +154,10 @@ def run_matrix(path: Path, workspace: Path | None, output: Path, json_path: Path
         doc = matrix.run_matrix(cells, folder.path, workspace, lambda: progress_for(out, quiet), say)
         doc["matrix_file"] = str(Path(path).resolve())
         jsonout.write(folder.path / "matrix.json", doc)
+    crashview.write_matrix(folder.final / "report.html", doc, folder.final)
+    for row in doc["cells"]:  # each cell's own report, its rebuild commands where its folder ended
+        cell_dir = folder.final / row["folder"]
+        crashview.write(cell_dir / "report.html", json.loads((cell_dir / "result.json").read_text()), cell_dir)
     if not quiet:
         show_matrix(out, doc)
     out.print(f"run directory: {folder.final}", markup=False)

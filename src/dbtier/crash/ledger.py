@@ -12,13 +12,20 @@ condition: the accounts', tellers' and branches' balances and the history's delt
 
 oltp (TPC-C, its pgbench terminals): each transaction that writes (New-Order, Payment, Delivery) also
 inserts its client's number into dbtier_ledger, in the same transaction; the read-only ones (Order-Status,
-Stock-Level) are left as they are and not counted. TPC-C's consistency conditions 1-4."""
+Stock-Level) are left as they are and not counted. TPC-C's consistency conditions 1-4.
+
+A user's own pgbench scripts (-f) with --ledger TABLE: each transaction of every script inserts one
+row into TABLE with its column client set to :client_id (dbtier makes TABLE (client int) unless the
+setup did). That every script does is checked on the live database after the run: its rows per
+client must equal what pgbench acknowledged, or the run is refused before any cut."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
+from psycopg import sql
 
 from dbtier.errors import UserError
 
@@ -161,8 +168,54 @@ class TpccLedger:
         return "TPC-C's consistency conditions broken: " + ", ".join(f"{k} ({v:,} rows)" for k, v in broken.items())
 
 
-def for_workload(workload) -> PgbenchLedger | TpccLedger:
+_TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$")
+
+
+class UserLedger:
+    """A table the user's own scripts write a row to in each transaction (module docstring)."""
+    counted = None
+
+    def __init__(self, table: str):
+        if not _TABLE.match(table):
+            raise UserError(f"--ledger {table!r}: give a table's name (or schema.table), as it was created")
+        self.table = table
+        self.name = f"the ledger table {table}"
+        self.ident = sql.Identifier(*table.split("."))
+
+    def apply(self, workload, lab) -> None:
+        with lab.connect() as conn:
+            conn.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (client int NOT NULL)").format(self.ident))
+            has = conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'client' "
+                               "AND NOT attisdropped", (self.table,)).fetchone()[0]
+        if not has:
+            raise UserError(f"--ledger {self.table}: the table has no column client; each transaction inserts a row "
+                            "with client = :client_id")
+
+    def kept(self, conn) -> dict[int, int]:
+        rows = conn.execute(sql.SQL("SELECT client, count(*) FROM {} GROUP BY 1").format(self.ident)).fetchall()
+        return {int(c): int(n) for c, n in rows if c is not None}
+
+    def inconsistency(self, conn) -> str | None:
+        return None
+
+    def check_live(self, conn, acked: "Acknowledged") -> None:
+        """After the run, before any cut: every acknowledged transaction wrote its row, and no other did."""
+        kept, want = self.kept(conn), acked.count_by(np.iinfo(np.int64).max)
+        wrong = sorted(c for c in set(kept) | set(want) if kept.get(c, 0) != want.get(c, 0))
+        if wrong:
+            c = wrong[0]
+            raise UserError(f"--ledger {self.table}: client {c} has {kept.get(c, 0):,} rows after the run but pgbench "
+                            f"acknowledged {want.get(c, 0):,} of its transactions; each transaction of every script "
+                            "must insert exactly one row (client = :client_id)")
+
+
+def for_workload(workload, ledger_table: str | None = None) -> PgbenchLedger | TpccLedger | UserLedger:
     """The ledger a workload keeps, or one line saying what it needs."""
+    if ledger_table is not None:
+        if workload.name != "pgbench" or not workload.p["file"] or workload.p["builtin"]:
+            raise UserError("--ledger names the table your own pgbench scripts (-f) write a row to in each "
+                            "transaction; give it with pgbench -f FILE only")
+        return UserLedger(ledger_table)
     if workload.name == "oltp":
         if workload.p["driver"] != "pgbench":
             raise UserError("dbtier crash checks oltp with its pgbench terminals (--driver pgbench), whose log says "
@@ -173,7 +226,7 @@ def for_workload(workload) -> PgbenchLedger | TpccLedger:
         if scripts == ["tpcb-like"] and workload.p["init"]:
             return PgbenchLedger(int(workload.p["scale"]))
         raise UserError("dbtier crash checks pgbench's built-in tpcb-like on its own tables (-i): its history "
-                        "is the ledger of acknowledged commits; other scripts keep no ledger it can read")
+                        "is the ledger of acknowledged commits; your own scripts (-f) can keep one: --ledger TABLE")
     raise UserError(f"dbtier crash cannot check {workload.name}: it keeps no ledger of acknowledged commits and "
                     "no consistency condition; run it with pgbench -i (tpcb-like), whose history is one, or oltp "
                     "(TPC-C)")

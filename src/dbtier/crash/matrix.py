@@ -3,7 +3,7 @@ say what it expects (safe, a bounded suffix, lost commits, damage), and the tabl
 
 The file is TOML: the keys at the top are every cell's defaults, each [[cell]] adds or overrides them.
 A cell's keys are an experiment file's (workload, device, place, set, cache, io-mode, the workload's
-own) and the crash run's: name, cuts, seed, only, fsync-error, expect.
+own) and the crash run's: name, cuts, seed, only, fsync-error, ledger, expect.
 
     workload = "pgbench"
     init = true
@@ -46,7 +46,7 @@ EXPECTATIONS = {
 #: a finding expected is found within this many cuts
 FIRST_WITHIN = 100
 #: the crash run's own keys in a cell (the rest make its experiment)
-CRASH_KEYS = ("name", "cuts", "seed", "only", "fsync-error", "expect")
+CRASH_KEYS = ("name", "cuts", "seed", "only", "fsync-error", "ledger", "expect")
 MAX_FILE_BYTES = 1 << 20
 MAX_CELLS = 200
 
@@ -60,6 +60,7 @@ class Cell:
     kinds: tuple[str, ...]
     fsync_error: bool
     expect: str | None
+    ledger: str | None = None
 
 
 def load(path: Path, cuts: int | None = None) -> list[Cell]:
@@ -106,11 +107,14 @@ def _cell(doc: dict, where: str, base: Path, cuts: int | None) -> Cell:
     except UserError as exc:
         raise UserError(f"{where}: {exc}") from None
     exp = Experiment.from_dict({k: v for k, v in doc.items() if k not in CRASH_KEYS}, where, base=base)
+    table = doc.get("ledger")
+    if table is not None and not isinstance(table, str):
+        raise UserError(f"{where}: ledger = {table!r}; give the table's name")
     try:
-        ledger.for_workload(exp.make_workload())
+        ledger.for_workload(exp.make_workload(), table)
     except UserError as exc:
         raise UserError(f"{where}: {exc}") from None
-    return Cell(doc.get("name", where), exp, n, seed, kinds, fsync_error, expect)
+    return Cell(doc.get("name", where), exp, n, seed, kinds, fsync_error, expect, table)
 
 
 def held(expect: str | None, result: dict) -> bool | None:
@@ -160,7 +164,7 @@ def run_matrix(cells: list[Cell], folder: Path, workspace: Path | None = None, p
         sub.mkdir(mode=0o755)
         kw = {"progress_for": progress_for} if progress_for else {}
         result = run_crash(cell.experiment, cell.cuts, cell.seed, cell.kinds, workspace, say=say,
-                           keep=sub / "material", fsync_error=cell.fsync_error, **kw)
+                           keep=sub / "material", fsync_error=cell.fsync_error, ledger_table=cell.ledger, **kw)
         result["cell"] = cell.name
         write_private(sub / EXPERIMENT_FILE, cell.experiment.to_toml(), mode=0o644)
         jsonout.write(sub / "result.json", result)

@@ -27,6 +27,8 @@ from dbtier.workloads.base import QuietProgress
 
 #: --cuts: more than this is not a test that ends today
 MAX_CUTS = 1_000_000
+#: every this many cuts (from the first) is recovered on the emulated devices and timed (recover.py)
+TIMED_EVERY = 10
 
 
 def check_cuts(cuts: int, kinds: tuple[str, ...]) -> None:
@@ -44,16 +46,17 @@ def _quiet():
 def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] = states.KINDS,
               workspace: Path | None = None, progress_for: Callable = _quiet,
               say: Callable[[str], None] = print, durability_log: bool = True, keep: Path | None = None,
-              fsync_error: bool = False) -> dict:
+              fsync_error: bool = False, ledger_table: str | None = None) -> dict:
     """The crash test of one experiment: its result (the cuts, what each found, the verdict).
     keep: where the run's material goes if a cut found something (image.Material: any state rebuilt
     from it). durability_log False: the same course with the log left off and no cut made (what the
     log costs the run, bench/power_loss.py). fsync_error: after the run, a checkpoint's fsync of a data
-    file fails (fsync_error.py); the server must PANIC and recover, and the cuts are made from then on."""
+    file fails (fsync_error.py); the server must PANIC and recover, and the cuts are made from then on.
+    ledger_table: the table a user's own pgbench scripts write a row to in each transaction (ledger.py)."""
     check_cuts(cuts, kinds)
     facts = [durability.of(d.name, d.profile) for d in exp.devices]
     workload, options, requests = runner.check(exp, workspace)
-    ledger = ledgers.for_workload(workload)
+    ledger = ledgers.for_workload(workload, ledger_table)
     if len(workload.phases(exp.cache_state)) != 1:
         raise UserError(f"dbtier crash runs a workload of one measured phase; {exp.workload} has several")
     options = replace(options, trace=True, durability_log=True)
@@ -80,6 +83,10 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
         gaps = lab.session.gaps(lab.session.snapshot(), before)
         if gaps:
             raise UserError(f"the durability log is incomplete, so no state could be trusted: {gaps[0]}")
+        acked = ledgers.Acknowledged.from_recording(lab.recording.transactions, ledger.counted)
+        if isinstance(ledger, ledgers.UserLedger):  # the user's scripts each wrote their row, or no cut means much
+            with lab.connect() as conn:
+                ledger.check_live(conn, acked)
         names = [d.name for d in lab.devices]
         data_dev, wal_dev = names.index(exp.placement.roles["data"]), names.index(exp.placement.roles["wal"])
         injected = None
@@ -90,7 +97,6 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
         lab.session.pause()
         lab.session.keep_durability_log(False)
         lab.cluster.stop()
-        acked = ledgers.Acknowledged.from_recording(lab.recording.transactions, ledger.counted)
         run = {"elapsed_s": m.result["elapsed_s"], "transactions": acked.total, "tps": metrics.get("tps")}
         if not durability_log:
             return {"kind": "crash-unlogged", "run": run}
@@ -131,7 +137,8 @@ def _cut_all(lab, builder, ledger, acked, cuts, seed, kinds, data_dev, wal_dev, 
         built_s = time.monotonic() - t0
         t1 = time.monotonic()
         try:
-            checked = recover.recover(lab, folder, data_dev, wal_dev, ledger, scratch / f"state-{i}.log")
+            checked = recover.recover(lab, folder, data_dev, wal_dev, ledger, scratch / f"state-{i}.log",
+                                      timed=i % TIMED_EVERY == 0)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         checked_s = time.monotonic() - t1
@@ -179,7 +186,8 @@ def _result(exp, facts, lab, cuts, seed, kinds, run, rows) -> dict:
                     "not_a_suffix": sum(1 for r in lost if not r["suffix"]),
                     "damaged": len(damaged), "first_damage": next((r["index"] for r in damaged), None),
                     "first_loss": next((r["index"] for r in lost), None),
-                    "recovery_s": [min(recovery), max(recovery)] if recovery else None},
+                    "recovery_s": [min(recovery), max(recovery)] if recovery else None,
+                    "recoveries_timed": len(recovery)},
         "states": rows,
     }
 
@@ -215,7 +223,8 @@ def rebuild(run_dir: Path, index: int, into: Path, workspace: Path | None = None
 def verdict(result: dict) -> str:
     s, n = result["summary"], result["cuts"]
     rec = s["recovery_s"]
-    took = f"; recovery took {rec[0]:.2f}-{rec[1]:.2f} s" if rec else ""
+    took = (f"; recovery took {rec[0]:.2f}-{rec[1]:.2f} s on the emulated devices ({s['recoveries_timed']} "
+            f"timed)") if rec else ""
     fault = result["run"].get("fsync_error")
     before = ""
     if fault:

@@ -170,3 +170,25 @@ def cost_curve(answers: list[tuple[float, float, bool | None]], curve: list[tupl
     ax.legend(frameon=False, fontsize=8, loc="best")
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig)
+
+
+def crash_cuts(cuts: list[tuple[float, int, str]], title: str) -> str:
+    """Each power cut where it fell in the run (ms) at the count of commits acknowledged by then, joined
+    by a line: held, lost commits, or damage, each its own colour and marker."""
+    fig, ax = _pyplot().subplots(figsize=(7.5, 3.0))
+    line = sorted((t, n) for t, n, _o in cuts)
+    ax.plot([t for t, _ in line], [n for _, n in line], color="#999999", linewidth=1.0, label="acknowledged by then")
+    styles = {"held": (COLORS[2], "o"), "lost commits": (COLORS[0], "v"), "damage": (COLORS[3], "X")}
+    for outcome, (color, marker) in styles.items():
+        pts = [(t, n) for t, n, o in cuts if o == outcome]
+        if pts:
+            ax.scatter([t for t, _ in pts], [n for _, n in pts], color=color, marker=marker, s=28, zorder=3,
+                       label=f"cut: {outcome} ({len(pts)})")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("ms into the run")
+    ax.set_ylabel("commits acknowledged")
+    ax.set_title(title, fontsize=11)
+    ax.legend(fontsize=8, frameon=False, loc="upper left")
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig)
