@@ -80,7 +80,7 @@ def test_real_folder_agrees_with_fio(tmp_path, disk_dir):
     retried, not a disagreement."""
     def attempt():
         runs = []
-        for i in range(3):  # interleaved, the order alternating: the disk's own drift hits both engines alike
+        for i in range(5):  # interleaved, the order alternating: the disk's own drift hits both engines alike
             engines = "dbtier,fio" if i % 2 == 0 else "fio,dbtier"
             runs.append(bench(tmp_path, "-d", f"disk=real:{disk_dir}", "--rw", "randread", "--bs", "8k",
                               "--runtime", "1", "--size", "128m", "--engine", engines))
