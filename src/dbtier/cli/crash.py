@@ -171,23 +171,11 @@ def run_matrix(path: Path, workspace: Path | None, output: Path, json_path: Path
 
 
 def show_matrix(out, doc: dict) -> None:
-    from rich.table import Table
-
     from dbtier.crash import matrix
+    from dbtier.report import terminal
 
     out.print(matrix.verdict(doc), markup=False)
-    table = Table(title="Each configuration")
-    for col in ("configuration", "expected", "held", "lost (cuts)", "damaged (cuts)", "first finding",
-                "longest loss (ms)", "recovery (s)", "tps"):
-        table.add_column(col, justify="left" if col in ("configuration", "expected", "held") else "right")
-    for r in doc["cells"]:
-        first = min((x for x in (r["first_loss"], r["first_damage"]) if x is not None), default=None)
-        rec = r["recovery_s"]
-        table.add_row(r["cell"], r["expect"] or "-", "-" if r["held"] is None else "yes" if r["held"] else "NO",
-                      f"{r['lost']:,} of {r['cuts']:,}", f"{r['damaged']:,}", "-" if first is None else f"cut {first}",
-                      f"{r['longest_loss_ms']:,.0f}", f"{rec[0]:.2f}-{rec[1]:.2f}" if rec else "-",
-                      f"{r['tps']:,.0f}" if r["tps"] else "-")
-    out.print(table)
+    terminal.show(out, crashview.matrix_table(doc), drop=("its folder",))
     shown = [r for r in doc["cells"] if r["held"] is False] or [r for r in doc["cells"] if r["lost"] or r["damaged"]]
     for r in shown[:3]:
         out.print(f"{r['cell']}: {r['verdict']} (its folder: {r['folder']})", markup=False)

@@ -66,9 +66,8 @@ def write(path: Path, result: dict, run_dir: Path | str) -> None:
     html.write(path, f"dbtier crash {result['workload']}", str(run_dir), sections(result, run_dir), [verdict(result)])
 
 
-def write_matrix(path: Path, doc: dict, run_dir: Path | str) -> None:
-    from dbtier.crash import matrix
-
+def matrix_table(doc: dict) -> html.TableData:
+    """A crash matrix's table, a row per configuration: the terminal's and the page's."""
     rows = []
     for r in doc["cells"]:
         first = min((x for x in (r["first_loss"], r["first_damage"]) if x is not None), default=None)
@@ -77,8 +76,15 @@ def write_matrix(path: Path, doc: dict, run_dir: Path | str) -> None:
                      f"{r['lost']:,} of {r['cuts']:,}", f"{r['damaged']:,}", "-" if first is None else f"cut {first}",
                      f"{r['longest_loss_ms']:,.0f}", f"{rec[0]:.2f}-{rec[1]:.2f}" if rec else "-",
                      f"{r['tps']:,.0f}" if r["tps"] else "-", r["folder"]])
-    table = html.TableData(["configuration", "expected", "held", "lost (cuts)", "damaged (cuts)", "first finding",
-                            "longest loss (ms)", "recovery (s)", "tps", "its folder"], rows, text_columns=(0, 1, 2, 9))
+    return html.TableData(["configuration", "expected", "held", "lost (cuts)", "damaged (cuts)", "first finding",
+                           "longest loss (ms)", "recovery (s)", "tps", "its folder"], rows, text_columns=(0, 1, 2, 9),
+                          caption="Each configuration", conclusion=(2,))
+
+
+def write_matrix(path: Path, doc: dict, run_dir: Path | str) -> None:
+    from dbtier.crash import matrix
+
+    table = matrix_table(doc)
     notes = [f"{r['cell']}: {r['verdict']}" for r in doc["cells"]]
     html.write(path, "dbtier crash --matrix", str(run_dir),
                [html.Section("Each configuration", notes, tables=[table])], [matrix.verdict(doc)])
