@@ -42,17 +42,19 @@ SSD = "ssd=ssd-sata-mlc"  # a consumer SATA SSD: volatile cache, flushes obeyed
 MATRIX = Path(__file__).resolve().parent.parent / "examples" / "power-loss.toml"
 
 
-def cell(c: matrix.Cell, cuts: int, seconds: int) -> dict:
+def cell(c: matrix.Cell, cuts: int, seconds: int, recoveries: int | None) -> dict:
     exp = replace(c.experiment, params={**c.experiment.params, "time": seconds})
     t0 = time.monotonic()
-    r = run_crash(exp, cuts, c.seed, c.kinds, say=lambda _line: None, fsync_error=c.fsync_error)
+    r = run_crash(exp, cuts, c.seed, c.kinds, say=lambda _line: None, fsync_error=c.fsync_error,
+                  recoveries=recoveries)
     wall = time.monotonic() - t0
     s = r["summary"]
     rec = s["recovery_s"] or [float("nan")] * 2
     return {"cell": c.name, "expected": c.expect, "held": matrix.held(c.expect, r), "cuts": cuts,
             "lost": s["lost_commits"], "damaged": s["damaged"], "first_loss": s["first_loss"],
             "first_damage": s["first_damage"], "longest_loss_ms": s["longest_loss_ms"], "recovery_s": rec,
-            "tps": r["run"]["tps"], "states_per_hour": 3600 * cuts / wall, "wall_s": wall}
+            "tps": r["run"]["tps"], "states_per_hour": 3600 * cuts / wall, "wall_s": wall,
+            "recoveries": r["run"]["recoveries"]}
 
 
 def logging_cost(seconds: int) -> dict:
@@ -73,6 +75,7 @@ def main() -> None:
     ap.add_argument("--time", type=int, default=5, help="pgbench's seconds per cell")
     ap.add_argument("--only", nargs="*", help="cells whose name contains one of these")
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--recoveries", type=int, help="states recovered at once (default: the machine's CPUs)")
     args = ap.parse_args()
     rows = []
     print("| configuration | expected | held | lost (cuts) | damaged (cuts) | first finding | longest loss (ms) "
@@ -81,7 +84,7 @@ def main() -> None:
     for c in matrix.load(MATRIX):
         if args.only and not any(o in c.name for o in args.only):
             continue
-        row = cell(c, cuts=args.cuts, seconds=args.time)
+        row = cell(c, cuts=args.cuts, seconds=args.time, recoveries=args.recoveries)
         rows.append(row)
         first = row["first_loss"] if row["expected"] == "lost" else row["first_damage"] \
             if row["expected"] == "damage" else row["first_loss"] if row["lost"] else row["first_damage"]

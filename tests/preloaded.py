@@ -34,6 +34,8 @@ import dbtier.cli
 from dbtier.cli import cli
 for name in cli.list_commands(None):  # every command's module, imported once here
     cli.get_command(None, name)
+from dbtier.report import charts
+charts.pyplot()  # matplotlib: most of a second of each command that draws a chart
 listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 listener.bind(sys.argv[1])
 listener.listen(64)

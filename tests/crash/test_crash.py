@@ -144,6 +144,8 @@ def test_a_failed_fsync_panics_and_recovers_and_carrying_on_loses_data(module_sh
     (["--cuts", "0"], "--cuts 0: give from 1 to"),
     (["--cuts", "5000000"], "--cuts 5000000: give from 1 to"),
     (["--only", "sideways"], "--only sideways: the kinds of cut are flush, random, torn, reorder"),
+    (["--recoveries", "0"], "--recoveries 0: give from 1 to 64 states to recover at once"),
+    (["--recoveries", "65"], "--recoveries 65: give from 1 to 64"),
 ])
 def test_bad_cuts_are_one_line(tmp_path, args, message):
     proc = dbtier("crash", "pgbench", "-i", "-T", "1", "-d", "ssd=ssd-sata-mlc", *args, "-o", str(tmp_path))
@@ -165,30 +167,40 @@ def test_what_cannot_be_checked_is_refused(tmp_path, shm_dir, args, message):
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
 
 
+def test_a_matrix_option_before_a_workload_is_refused(tmp_path):
+    proc = dbtier("crash", "--recoveries", "2", "pgbench", "-i", "-T", "1", "-d", "ssd=ssd-sata-mlc", "-o", str(tmp_path))
+    assert proc.returncode == 2 and "--recoveries before the workload goes with --matrix" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not list(tmp_path.iterdir())
+
+
 def test_the_command_line_answers_first_and_keeps_the_result(shm_dir, tmp_path):
+    """Three cuts, two states recovered at once after the first (timed, alone): each finding's state
+    is the one its fingerprint names, rebuilt by itself in any order."""
     proc = dbtier("crash", "pgbench", "-i", "-c", "2", "-T", "1", "-d", "ssd=ssd-sata-mlc{flush_honoured=0}",
-                  "--cuts", "2", "--only", "random", "--workspace", str(shm_dir), "-o", str(tmp_path))
+                  "--cuts", "3", "--only", "random", "--recoveries", "2", "--workspace", str(shm_dir),
+                  "-o", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     said = next(i for i, ln in enumerate(lines) if ln.startswith("the run: "))  # progress, before the report
-    assert lines[said + 1].startswith("2 of 2 cuts lost acknowledged commits"), proc.stdout
+    assert lines[said + 1].startswith("3 of 3 cuts lost acknowledged commits"), proc.stdout
     assert "flushes ignored" in proc.stdout
     (run_dir,) = tmp_path.glob("crash-pgbench-*")
     doc = json.loads((run_dir / "result.json").read_text())
-    assert doc["kind"] == "crash" and doc["summary"]["lost_commits"] == 2
+    assert doc["kind"] == "crash" and doc["summary"]["lost_commits"] == 3
+    assert doc["run"]["recoveries"] == 2 and [x["index"] for x in doc["states"]] == [0, 1, 2]
     # the report: the answer first, the cuts drawn, each finding with the command that rebuilds it
     page = (run_dir / "report.html").read_text()
-    assert "2 of 2 cuts lost acknowledged commits" in page and "<svg" in page
+    assert "3 of 3 cuts lost acknowledged commits" in page and "<svg" in page
     assert f"dbtier crash --rebuild {run_dir} --cut 1" in page
     assert leftovers(shm_dir) == []
     # what was not on the media at the first finding, and the command that builds its state again
     assert "At cut 0, not on the media: " in proc.stdout and "in the device cache" in proc.stdout
     assert f"Rebuild a state: dbtier crash --rebuild {run_dir} --cut 0" in proc.stdout
-    for cut in (1, 0):  # any state, bit for bit, in any order
+    for cut in (2, 0, 1):  # any state, bit for bit, in any order
         again = dbtier("crash", "--rebuild", str(run_dir), "--cut", str(cut), "--into", str(tmp_path / f"s{cut}"))
         assert again.returncode == 0 and "the same as the run's" in again.stdout, again.stdout + again.stderr
         assert (tmp_path / f"s{cut}" / "0" / "pgdata" / "PG_VERSION").is_file()
-    for args, message in ((["--cut", "2"], "--cut 2: the run made cuts 0 to 1"),
+    for args, message in ((["--cut", "3"], "--cut 3: the run made cuts 0 to 2"),
                           ([], "--rebuild RUN_DIR needs --cut K"),
                           (["--cut", "0", "--into", str(tmp_path / "s0")], "exists; give a folder to make")):
         bad = dbtier("crash", "--rebuild", str(run_dir), *args)

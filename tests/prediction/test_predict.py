@@ -4,6 +4,7 @@ recorded calls replayed give the recorded device requests; every bad input one l
 import json
 import shutil
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -247,23 +248,39 @@ def test_bad_input_one_line_exit_2(recorded, tmp_path, args, message):
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
+def recorded_on_a_disk(workspace: Path, out: Path, *workload: str) -> tuple[Path, dict]:
+    """`dbtier run WORKLOAD` traced, its data on a disk with an SSD beside it: the run's folder and its
+    transactions' latencies as predicted for the recorded layout (recorded and predicted)."""
+    dbtier("run", *workload, "-d", "hdd=hdd-sata-7200", "-d", "ssd=ssd-sata-mlc", "--place", "data=hdd", "--trace",
+           "-q", "--workspace", str(workspace), "--output", str(out), check=True)
+    run_dir = max(out.glob(f"{workload[0]}-*"))
+    return run_dir, predicted(run_dir, out.parent)["phases"][0]["latency"]
+
+
 def test_transaction_latencies_of_a_pgbench_run(module_shm_dir, tmp_path):
     """Each transaction pgbench timed is found on its backend and carried through the replay: as
     recorded, its latency comes back; with everything on flash, its reads and flushes shrink."""
     out = tmp_path / "runs"
     out.mkdir()
-    dbtier("run", "pgbench", "-i", "-s", "1", "-c", "2", "-t", "60", "-d", "hdd=hdd-sata-7200",
-           "-d", "ssd=ssd-sata-mlc", "--place", "data=hdd", "--trace", "-q", "--workspace", str(module_shm_dir),
-           "--output", str(out), check=True)
-    run_dir = next(out.glob("pgbench-*"))
-    assert (run_dir / "transactions.parquet").is_file()
-    same = predicted(run_dir, tmp_path)["phases"][0]["latency"]
+
+    def attempt():
+        return recorded_on_a_disk(module_shm_dir, out, "pgbench", "-i", "-s", "1", "-c", "2", "-t", "60")
+
+    def check(result):
+        run_dir, same = result
+        assert (run_dir / "transactions.parquet").is_file()
+        (script,) = same
+        rec, pred = same[script]["recorded"], same[script]["predicted"]
+        assert rec["count"] == pred["count"] == 120
+        # the mean, not the median: these latencies gather in two modes (a flush waited for or not), and
+        # the median of 120 sits on either as a few transactions move (17 ms or 24 ms, recorded, run to
+        # run). Within 0.5% in 12 runs of 12 on 2026-11-27; 6% once that day in the suite, whose cause
+        # the failure did not show: retried when the host was measurably busy
+        assert pred["mean_ms"] == pytest.approx(rec["mean_ms"], rel=0.05)
+
+    run_dir, same = retry_while_host_steals(attempt, check)
     (script,) = same
-    rec, pred = same[script]["recorded"], same[script]["predicted"]
-    assert rec["count"] == pred["count"] == 120
-    # the mean, not the median: these latencies gather in two modes (a flush waited for or not), and
-    # the median of 120 sits on either as a few transactions move (17 ms or 24 ms, recorded, run to run)
-    assert pred["mean_ms"] == pytest.approx(rec["mean_ms"], rel=0.05)
+    rec = same[script]["recorded"]
     flash = predicted(run_dir, tmp_path, "--place", "data=ssd")["phases"][0]["latency"][script]["predicted"]
     assert flash["p50_ms"] < 0.5 * rec["p50_ms"]  # a disk's milliseconds per read and flush, against flash's
     # two clients on one disk: the recording is one sample of the order their calls reached it in
@@ -309,12 +326,8 @@ def test_transaction_latencies_of_the_python_oltp_driver(module_shm_dir, tmp_pat
     out.mkdir()
 
     def attempt():
-        dbtier("run", "oltp", "--warehouses", "1", "--items", "2000", "--customers", "300", "--clients", "2",
-               "--duration", "3", "--warmup", "1", "--driver", "python", "-d", "hdd=hdd-sata-7200",
-               "-d", "ssd=ssd-sata-mlc", "--place", "data=hdd", "--trace", "-q", "--workspace", str(module_shm_dir),
-               "--output", str(out), check=True)
-        run_dir = max(out.glob("oltp-*"))
-        return run_dir, predicted(run_dir, tmp_path)["phases"][0]["latency"]
+        return recorded_on_a_disk(module_shm_dir, out, "oltp", "--warehouses", "1", "--items", "2000", "--customers",
+                                  "300", "--clients", "2", "--duration", "3", "--warmup", "1", "--driver", "python")
 
     def check(result):
         _run_dir, same = result

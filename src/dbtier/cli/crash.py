@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from dbtier.cli.progress import progress_for
 from dbtier.cli.run import WorkloadGroup, experiment_of
@@ -31,6 +32,10 @@ EXTRA = (
     click.option("--ledger", "ledger_table", metavar="TABLE",
                  help="with your own pgbench scripts (-f): the table each of their transactions inserts one row into, "
                       "its column client = :client_id (made as TABLE (client int) unless your --setup did)"),
+    click.option("--recoveries", "recoveries", type=int, default=crash_run.default_recoveries(),
+                 show_default="this machine's CPUs", metavar="N",
+                 help="crash states recovered and checked at once, each by a server of its own (the ones timed "
+                      "for the recovery time, every tenth, alone)"),
     click.option("--fsync-error", "fsync_error", is_flag=True,
                  help="after the run, fail a checkpoint's fsync of a data file with EIO (its dirty pages marked "
                       "clean, as Linux does): the server must PANIC and recover; the cuts follow the failure"),
@@ -64,8 +69,11 @@ class CrashGroup(WorkloadGroup):
               help="with --matrix: where its run directory (matrix.json, a folder per cell) is written")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="with --matrix: also write its table here")
 @click.option("-q", "--quiet", is_flag=True, help="with --matrix: print only errors and the run directory")
+@click.option("--recoveries", "matrix_recoveries", type=int, default=crash_run.default_recoveries(), metavar="N",
+              show_default="this machine's CPUs", help="with --matrix: crash states recovered at once in each cell")
 @click.pass_context
-def crash(ctx, rebuild_dir, cut_index, into, matrix_file, workspace, output, json_path, quiet) -> None:
+def crash(ctx, rebuild_dir, cut_index, into, matrix_file, workspace, output, json_path, quiet,
+          matrix_recoveries) -> None:
     """Cut the power at many instants of a run and check what the database kept.
 
     \b
@@ -91,8 +99,16 @@ def crash(ctx, rebuild_dir, cut_index, into, matrix_file, workspace, output, jso
         if ctx.invoked_subcommand is not None or rebuild_dir is not None:
             raise UserError("--matrix FILE runs the configurations it lists; give it alone, without a workload or "
                             "--rebuild")
-        run_matrix(matrix_file, workspace, output, json_path, quiet)
+        crash_run.check_recoveries(matrix_recoveries)
+        run_matrix(matrix_file, workspace, output, json_path, quiet, matrix_recoveries)
         return
+    given = [f"--{name.replace('_', '-')}" for name in ("workspace", "output", "json", "quiet")
+             if ctx.get_parameter_source(name if name != "json" else "json_path") == ParameterSource.COMMANDLINE]
+    if ctx.get_parameter_source("matrix_recoveries") == ParameterSource.COMMANDLINE:
+        given.append("--recoveries")
+    if given:
+        raise UserError(f"{given[0]} before the workload goes with --matrix; give a workload's options after its name "
+                        "(dbtier crash pgbench ... --recoveries 2)")
     if rebuild_dir is None:
         if ctx.invoked_subcommand is None:
             raise UserError("give a workload (dbtier crash --help lists them), --matrix FILE, or --rebuild RUN_DIR "
@@ -117,6 +133,7 @@ def execute(cls, kw: dict) -> Path:
     exp = experiment_of(cls, kw)
     kinds = tuple(kw["only"]) or KINDS
     crash_run.check_cuts(kw["cuts"], kinds)
+    crash_run.check_recoveries(kw["recoveries"])
     out = console(wide=kw["wide"])
     say = (lambda _line: None) if kw["quiet"] else (lambda line: out.print(line, markup=False))
     json_path = outputs.check_file(kw["json"], "--json") if kw["json"] else None
@@ -126,7 +143,8 @@ def execute(cls, kw: dict) -> Path:
     with run_dir(kw["output"], f"crash-{exp.workload}", Workspace.open(kw["workspace"])) as folder:
         result = crash_run.run_crash(exp, kw["cuts"], kw["crash_seed"], kinds, kw["workspace"],
                                      lambda: progress_for(out, kw["quiet"]), say, keep=folder.path / "material",
-                                     fsync_error=kw["fsync_error"], ledger_table=kw["ledger_table"])
+                                     fsync_error=kw["fsync_error"], ledger_table=kw["ledger_table"],
+                                     recoveries=kw["recoveries"])
         write_private(folder.path / EXPERIMENT_FILE, exp.to_toml(), mode=0o644)
         jsonout.write(folder.path / "result.json", result)
     crashview.write(folder.final / "report.html", result, folder.final)  # where it ended: its rebuild commands
@@ -140,7 +158,8 @@ def execute(cls, kw: dict) -> Path:
     return folder.final
 
 
-def run_matrix(path: Path, workspace: Path | None, output: Path, json_path: Path | None, quiet: bool) -> Path:
+def run_matrix(path: Path, workspace: Path | None, output: Path, json_path: Path | None, quiet: bool,
+               recoveries: int | None = None) -> Path:
     from dbtier.crash import matrix
     from dbtier.report.rundir import run_dir
     from dbtier.workspace import Workspace
@@ -151,7 +170,7 @@ def run_matrix(path: Path, workspace: Path | None, output: Path, json_path: Path
     out = console(wide=False)
     say = (lambda _line: None) if quiet else (lambda line: out.print(line, markup=False))
     with run_dir(output, "crash-matrix", Workspace.open(workspace)) as folder:
-        doc = matrix.run_matrix(cells, folder.path, workspace, lambda: progress_for(out, quiet), say)
+        doc = matrix.run_matrix(cells, folder.path, workspace, lambda: progress_for(out, quiet), say, recoveries)
         doc["matrix_file"] = str(Path(path).resolve())
         jsonout.write(folder.path / "matrix.json", doc)
     crashview.write_matrix(folder.final / "report.html", doc, folder.final)

@@ -71,18 +71,25 @@ class Loss:
     lost: int                  # acknowledged before the cut, not in the state
     clients: int               # clients that lost any
     span_ms: float             # from the first lost acknowledgement to the cut
-    suffix: bool               # every kept acknowledged commit came before every lost one
+    suffix: bool               # every kept acknowledged commit came before every lost one (ORDER_SLACK_NS)
+
+
+#: Two clients' acknowledgements closer than this cannot be put in commit order by their times: the
+#: client reads its connections' results in turn, so the later commit's may be read first.
+ORDER_SLACK_NS = 2_000_000
 
 
 def judge(acked: Acknowledged, kept: dict[int, int], at_ns: int) -> Loss:
-    """The state's kept rows per client against what was acknowledged by the cut."""
+    """The state's kept rows per client against what was acknowledged by the cut. A commit the state
+    kept that its client saw only after the cut (its WAL flushed first) is not acknowledged, so it
+    neither counts as kept nor stands in the order of what was."""
     by_cut = acked.count_by(at_ns)
     lost, clients, first_lost, last_kept = 0, 0, None, None
     for c, n in by_cut.items():
         k = kept.get(c, 0)
         e = acked.ends[c]
-        if k > 0:
-            t = int(e[min(k, len(e)) - 1])
+        if min(k, n) > 0:
+            t = int(e[min(k, n) - 1])
             last_kept = t if last_kept is None else max(last_kept, t)
         if k < n:
             lost += n - k
@@ -90,7 +97,7 @@ def judge(acked: Acknowledged, kept: dict[int, int], at_ns: int) -> Loss:
             t = int(e[k])
             first_lost = t if first_lost is None else min(first_lost, t)
     span = (at_ns - first_lost) / 1e6 if first_lost is not None else 0.0
-    suffix = first_lost is None or last_kept is None or last_kept <= first_lost
+    suffix = first_lost is None or last_kept is None or last_kept <= first_lost + ORDER_SLACK_NS
     return Loss(lost, clients, span, suffix)
 
 

@@ -149,7 +149,7 @@ def slug(index: int, name: str) -> str:
 
 
 def run_matrix(cells: list[Cell], folder: Path, workspace: Path | None = None, progress_for=None,
-               say=lambda _line: None) -> dict:
+               say=lambda _line: None, recoveries: int | None = None) -> dict:
     """Each cell's crash run in turn, its result.json (and, with a finding, the material to rebuild its
     states) in folder/<cell>/; returns the matrix's rows."""
     from dbtier.crash.run import run_crash, verdict
@@ -164,7 +164,8 @@ def run_matrix(cells: list[Cell], folder: Path, workspace: Path | None = None, p
         sub.mkdir(mode=0o755)
         kw = {"progress_for": progress_for} if progress_for else {}
         result = run_crash(cell.experiment, cell.cuts, cell.seed, cell.kinds, workspace, say=say,
-                           keep=sub / "material", fsync_error=cell.fsync_error, ledger_table=cell.ledger, **kw)
+                           keep=sub / "material", fsync_error=cell.fsync_error, ledger_table=cell.ledger,
+                           recoveries=recoveries, **kw)
         result["cell"] = cell.name
         write_private(sub / EXPERIMENT_FILE, cell.experiment.to_toml(), mode=0o644)
         jsonout.write(sub / "result.json", result)

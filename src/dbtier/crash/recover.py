@@ -44,9 +44,12 @@ def _give(user, root: Path) -> None:
     os.chown(root, user.uid, user.gid)
 
 
-def recover(lab, state: Path, data_dev: int, wal_dev: int, ledger, log_path: Path, timed: bool = True) -> Checked:
+def recover(lab, state: Path, data_dev: int, wal_dev: int, ledger, log_path: Path, timed: bool = True,
+            socket_dir: Path | None = None) -> Checked:
     """Starts the server on `state` (a folder per device number, as states.Builder lays it out); timed:
-    on the emulated devices, its recovery time the RTO (else on the host alone, recovery_s None)."""
+    on the emulated devices, its recovery time the RTO (else on the host alone, recovery_s None).
+    socket_dir: where its server listens (the lab's own, stopped, by default; one each for states
+    recovered side by side)."""
     pgdata = state / str(data_dev) / "pgdata"
     live = lab.cluster
     dynshmem = state / "dynshmem"
@@ -67,7 +70,8 @@ def recover(lab, state: Path, data_dev: int, wal_dev: int, ledger, log_path: Pat
     else:
         env.pop("LD_PRELOAD", None)
     _give(live.user, state)
-    cluster = Cluster(live.install, live.user, pgdata, state / str(wal_dev) / "pg_wal", live.socket_dir, log_path,
+    socket_dir = socket_dir or live.socket_dir
+    cluster = Cluster(live.install, live.user, pgdata, state / str(wal_dev) / "pg_wal", socket_dir, log_path,
                       env, lab.claim, dynshmem)
     if session:
         session.pause(False)
@@ -89,7 +93,7 @@ def recover(lab, state: Path, data_dev: int, wal_dev: int, ledger, log_path: Pat
             bad = ledger.inconsistency(conn)
             if bad:
                 out.problems.append(bad)
-        amcheck = _amcheck(live)
+        amcheck = _amcheck(live, socket_dir)
         if amcheck:
             out.problems.append(amcheck)
     finally:
@@ -103,9 +107,9 @@ def recover(lab, state: Path, data_dev: int, wal_dev: int, ledger, log_path: Pat
     return out
 
 
-def _amcheck(live) -> str | None:
+def _amcheck(live, socket_dir: Path) -> str | None:
     """pg_amcheck over every relation of the database: heaps, B-trees with heapallindexed."""
-    argv = [str(live.install.exe("pg_amcheck")), "-h", str(live.socket_dir), "-p", str(PORT), "-U", SUPERUSER,
+    argv = [str(live.install.exe("pg_amcheck")), "-h", str(socket_dir), "-p", str(PORT), "-U", SUPERUSER,
             "--heapallindexed", "--install-missing", DATABASE]
     proc = subprocess.run(argv, env=dict(live.env, LD_PRELOAD=""), capture_output=True, text=True, cwd="/",
                           **live.user.popen_kwargs())

@@ -11,8 +11,12 @@ workspace and goes with it, on success, failure or Ctrl-C."""
 from __future__ import annotations
 
 import contextlib
+import os
+import queue
 import shutil
+import threading
 import time
+from concurrent import futures
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
@@ -27,8 +31,12 @@ from dbtier.workloads.base import QuietProgress
 
 #: --cuts: more than this is not a test that ends today
 MAX_CUTS = 1_000_000
-#: every this many cuts (from the first) is recovered on the emulated devices and timed (recover.py)
+#: every this many cuts (from the first) is recovered on the emulated devices and timed (recover.py),
+#: or more apart, so that no more than TIMED_AT_MOST are: a range of recovery times needs no more
 TIMED_EVERY = 10
+TIMED_AT_MOST = 50
+#: --recoveries: each is a recovering server and its checks, a CPU's worth at times
+MAX_RECOVERIES = 64
 
 
 def check_cuts(cuts: int, kinds: tuple[str, ...]) -> None:
@@ -39,6 +47,16 @@ def check_cuts(cuts: int, kinds: tuple[str, ...]) -> None:
             raise UserError(f"--only {k}: the kinds of cut are {', '.join(states.KINDS)}")
 
 
+def default_recoveries() -> int:
+    return max(1, min(os.cpu_count() or 1, MAX_RECOVERIES))
+
+
+def check_recoveries(recoveries: int) -> None:
+    if not 1 <= recoveries <= MAX_RECOVERIES:
+        raise UserError(f"--recoveries {recoveries}: give from 1 to {MAX_RECOVERIES} states to recover at once "
+                        f"(this machine has {os.cpu_count()} CPUs)")
+
+
 def _quiet():
     return contextlib.nullcontext(QuietProgress())
 
@@ -46,14 +64,18 @@ def _quiet():
 def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] = states.KINDS,
               workspace: Path | None = None, progress_for: Callable = _quiet,
               say: Callable[[str], None] = print, durability_log: bool = True, keep: Path | None = None,
-              fsync_error: bool = False, ledger_table: str | None = None) -> dict:
+              fsync_error: bool = False, ledger_table: str | None = None, recoveries: int | None = None) -> dict:
     """The crash test of one experiment: its result (the cuts, what each found, the verdict).
     keep: where the run's material goes if a cut found something (image.Material: any state rebuilt
     from it). durability_log False: the same course with the log left off and no cut made (what the
     log costs the run, bench/power_loss.py). fsync_error: after the run, a checkpoint's fsync of a data
     file fails (fsync_error.py); the server must PANIC and recover, and the cuts are made from then on.
-    ledger_table: the table a user's own pgbench scripts write a row to in each transaction (ledger.py)."""
+    ledger_table: the table a user's own pgbench scripts write a row to in each transaction (ledger.py).
+    recoveries: how many states recover side by side (each a server of its own; the timed ones alone),
+    by default as many as this machine has CPUs."""
     check_cuts(cuts, kinds)
+    recoveries = default_recoveries() if recoveries is None else recoveries
+    check_recoveries(recoveries)
     facts = [durability.of(d.name, d.profile) for d in exp.devices]
     workload, options, requests = runner.check(exp, workspace)
     ledger = ledgers.for_workload(workload, ledger_table)
@@ -107,9 +129,10 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
         material = image.material(lab.session, base, inodes)
         builder = material.builder(scratch / "timeline")
         after_ns = injected.at_ns if injected else None
+        t_cuts = time.monotonic()
         try:
             results = _cut_all(lab, builder, ledger, acked, cuts, seed, kinds, data_dev, wal_dev, scratch, progress,
-                               after_ns)
+                               after_ns, recoveries)
             if injected:
                 run["fsync_error"] = {**injected.to_json(builder.tl.files.get(injected.file, (0, "?", ""))[1]),
                                       "lost_writes": builder.tl.failed_writes[0],
@@ -117,6 +140,8 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
                 run["after_ns"] = after_ns
         finally:
             builder.close()
+        # states an hour: the cuts over cutting_s
+        run["cutting_s"], run["recoveries"] = time.monotonic() - t_cuts, recoveries
         if keep is not None and any(r["problems"] or r["lost"] for r in results):
             progress.phase("keeping the image and the log, to rebuild the states that found something")
             material.keep(keep)
@@ -125,50 +150,91 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
 
 
 def _cut_all(lab, builder, ledger, acked, cuts, seed, kinds, data_dev, wal_dev, scratch, progress,
-             after_ns=None) -> list[dict]:
-    out = []
+             after_ns=None, recoveries: int = 1) -> list[dict]:
+    """Each cut built (here, one after another: the builder's media image moves with them), then
+    recovered and checked, `recoveries` states at a time, each recovering server on a socket folder of its
+    own. A timed cut recovers alone: its time is the devices' and the server's, not its neighbours'."""
     tl = builder.tl
-    progress.phase(f"cutting the power {cuts:,} times", total=cuts)
-    for i in range(cuts):
-        cut = states.plan(tl, kinds, seed, i, cuts, after_ns)
-        folder = scratch / f"state-{i}"
+    rows: dict[int, dict] = {}
+    sockets: queue.SimpleQueue = queue.SimpleQueue()
+    for j in range(recoveries):
+        sockets.put(lab.private_folder(f"s{j}"))
+    stop = threading.Event()
+
+    def check(i: int, folder: Path, timed: bool):
+        sock = sockets.get()
         t0 = time.monotonic()
-        builder.build(cut, folder)
-        built_s = time.monotonic() - t0
-        t1 = time.monotonic()
         try:
-            checked = recover.recover(lab, folder, data_dev, wal_dev, ledger, scratch / f"state-{i}.log",
-                                      timed=i % TIMED_EVERY == 0)
+            if stop.is_set():
+                return None, 0.0
+            return recover.recover(lab, folder, data_dev, wal_dev, ledger, scratch / f"state-{i}.log", timed=timed,
+                                   socket_dir=sock), time.monotonic() - t0
         finally:
+            sockets.put(sock)
             shutil.rmtree(folder, ignore_errors=True)
-        checked_s = time.monotonic() - t1
-        loss = ledgers.judge(acked, checked.kept, cut.at_ns) if checked.started else None
-        row = {"index": i, "kind": cut.kind, "at_ms": (cut.at_ns - tl.start_ns) / 1e6, "at_ns": cut.at_ns,
-               "started": checked.started, "recovery_s": checked.recovery_s, "built_s": built_s,
-               "checked_s": checked_s,
-               "acknowledged": sum(acked.count_by(cut.at_ns).values()),
-               "lost": loss.lost if loss else None, "lost_span_ms": loss.span_ms if loss else None,
-               "suffix": loss.suffix if loss else None, "problems": checked.problems}
-        if checked.problems or (loss and loss.lost):
-            again = scratch / f"state-{i}-again"  # recovery changed the first: built again, fingerprinted
-            try:
-                row["state_sha256"] = builder.digest(builder.build(cut, again))
-            finally:
-                shutil.rmtree(again, ignore_errors=True)
-            pending = builder.pending(cut.at_ns)
-            row["pending"] = ([{"file": f, "where": "in the page cache", "ranges": [list(r) for r in rs]}
-                               for f, rs in pending.in_page_cache.items()]
-                              + [{"file": f, "where": "in flight", "ranges": [list(r) for r in rs]}
-                                 for f, rs in pending.in_flight.items()]
-                              + [{"file": f, "where": "in the device cache", "ranges": [list(r) for r in rs]}
-                                 for f, rs in pending.in_device_cache.items()])
-            row["calls_before"] = pending.calls
-            row["log_tail"] = checked.log_tail
-        else:
-            (scratch / f"state-{i}.log").unlink(missing_ok=True)
-        out.append(row)
-        progress.advance(1)
-    return out
+
+    def finish(done) -> None:
+        for fut in done:
+            i, cut, built_s = running.pop(fut)
+            checked, checked_s = fut.result()
+            rows[i] = _row(builder, acked, cut, checked, built_s, checked_s, scratch)
+            progress.advance(1)
+
+    every = max(TIMED_EVERY, -(-cuts // TIMED_AT_MOST))
+    progress.phase(f"cutting the power {cuts:,} times", total=cuts)
+    running: dict[futures.Future, tuple] = {}
+    pool = futures.ThreadPoolExecutor(max_workers=recoveries, thread_name_prefix="recover")
+    try:
+        for i in range(cuts):
+            timed = i % every == 0
+            while running and (timed or len(running) >= recoveries):  # a timed cut waits for the others to end
+                finish(futures.wait(running, return_when=futures.FIRST_COMPLETED).done)
+            cut = states.plan(tl, kinds, seed, i, cuts, after_ns)
+            folder = scratch / f"state-{i}"
+            t0 = time.monotonic()
+            builder.build(cut, folder)
+            running[pool.submit(check, i, folder, timed)] = (i, cut, time.monotonic() - t0)
+            if timed:  # and the next waits for it
+                finish(futures.wait(running).done)
+        while running:
+            finish(futures.wait(running, return_when=futures.FIRST_COMPLETED).done)
+    except BaseException:
+        stop.set()  # the states not yet started are not; those recovering end as they are
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return [rows[i] for i in range(cuts)]
+
+
+def _row(builder, acked, cut, checked, built_s: float, checked_s: float, scratch: Path) -> dict:
+    """What one cut found; a state that lost commits or was damaged is built again to fingerprint it
+    (its recovery changed the first), with what was pending where at its instant."""
+    tl, i = builder.tl, cut.index
+    loss = ledgers.judge(acked, checked.kept, cut.at_ns) if checked.started else None
+    row = {"index": i, "kind": cut.kind, "at_ms": (cut.at_ns - tl.start_ns) / 1e6, "at_ns": cut.at_ns,
+           "started": checked.started, "recovery_s": checked.recovery_s, "built_s": built_s,
+           "checked_s": checked_s,
+           "acknowledged": sum(acked.count_by(cut.at_ns).values()),
+           "lost": loss.lost if loss else None, "lost_span_ms": loss.span_ms if loss else None,
+           "suffix": loss.suffix if loss else None, "problems": checked.problems}
+    if checked.problems or (loss and loss.lost):
+        again = scratch / f"state-{i}-again"
+        try:
+            row["state_sha256"] = builder.digest(builder.build(cut, again))
+        finally:
+            shutil.rmtree(again, ignore_errors=True)
+        pending = builder.pending(cut.at_ns)
+        row["pending"] = ([{"file": f, "where": "in the page cache", "ranges": [list(r) for r in rs]}
+                           for f, rs in pending.in_page_cache.items()]
+                          + [{"file": f, "where": "in flight", "ranges": [list(r) for r in rs]}
+                             for f, rs in pending.in_flight.items()]
+                          + [{"file": f, "where": "in the device cache", "ranges": [list(r) for r in rs]}
+                             for f, rs in pending.in_device_cache.items()])
+        row["calls_before"] = pending.calls
+        row["log_tail"] = checked.log_tail
+    else:
+        (scratch / f"state-{i}.log").unlink(missing_ok=True)
+    return row
 
 
 def _result(exp, facts, lab, cuts, seed, kinds, run, rows) -> dict:

@@ -7,7 +7,7 @@ import io
 import textwrap
 
 @functools.cache
-def _pyplot():
+def pyplot():
     """matplotlib, loaded when the first chart is drawn: a command refused before it draws answers
     without its 0.4 s import."""
     import matplotlib
@@ -26,7 +26,7 @@ COLORS = ("#c0504d", "#4f81bd", "#9bbb59", "#8064a2", "#f79646", "#4bacc6")
 def _svg(fig) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")
-    _pyplot().close(fig)
+    pyplot().close(fig)
     text = buf.getvalue()
     return text[text.index("<svg"):]  # drop the XML prologue: the SVG sits inside HTML
 
@@ -41,7 +41,7 @@ def grouped_bars(groups: list[str], series: dict[str, list[float]], xlabel: str,
     wrapped, never rotated or cut), one bar per series, each labelled with its value."""
     n = max(1, len(series))
     height = 0.8 / n
-    fig, ax = _pyplot().subplots(figsize=(7.5, 0.9 + 0.32 * n * len(groups) + 0.25 * len(groups)))
+    fig, ax = pyplot().subplots(figsize=(7.5, 0.9 + 0.32 * n * len(groups) + 0.25 * len(groups)))
     for i, (name, values) in enumerate(series.items()):
         ys = [g + (i - (n - 1) / 2) * height for g in range(len(groups))]
         bars = ax.barh(ys, values, height, label=name, color=COLORS[i % len(COLORS)])
@@ -73,7 +73,7 @@ def time_split(runs: list[str], cpu: list[float], wait: list[float], elapsed: li
 
 def over_time(per_s: list[float], ylabel: str, title: str) -> str:
     """A figure per second over a run: a line on linear axes from 0."""
-    fig, ax = _pyplot().subplots(figsize=(7.5, 2.8))
+    fig, ax = pyplot().subplots(figsize=(7.5, 2.8))
     ax.plot(range(len(per_s)), per_s, color=COLORS[1], linewidth=1.2)
     ax.set_xlim(0, max(1, len(per_s) - 1))
     ax.set_ylim(bottom=0, top=max(per_s, default=1) * 1.1 or 1)
@@ -89,7 +89,7 @@ def ratio_bars(names: list[str], ratios: list[float], xlabel: str, title: str, b
     the band within `band` of 1x shaded. Bars grow from 1x, so below 1x and above it read alike."""
     import math
 
-    fig, ax = _pyplot().subplots(figsize=(7.5, 0.9 + 0.34 * len(names)))
+    fig, ax = pyplot().subplots(figsize=(7.5, 0.9 + 0.34 * len(names)))
     ax.set_xscale("log", base=2)
     finite = [r for r in ratios if r and r > 0 and math.isfinite(r)]
     lo = min(finite + [1 / band]) / 1.5
@@ -121,7 +121,7 @@ def budget_curve(fast_mb: list[float], speedup: list[float], budget_mb: float, c
                  title: str) -> str:
     """The best speed-up found at each amount of fast storage, a step that holds until the next point
     (linear axes, 1x marked), the budget as a line and the recommendation as a dot."""
-    fig, ax = _pyplot().subplots(figsize=(7.5, 3.6))
+    fig, ax = pyplot().subplots(figsize=(7.5, 3.6))
     ax.step(fast_mb, speedup, where="post", color=COLORS[1], label="best predicted placement")
     ax.plot(fast_mb, speedup, "o", color=COLORS[1], markersize=3)
     ax.axhline(1.0, color="#888888", linewidth=0.8)
@@ -146,7 +146,7 @@ def cost_curve(answers: list[tuple[float, float, bool | None]], curve: list[tupl
     as a larger dot; linear axes from 0 so a price twice as high looks it."""
     from matplotlib.ticker import FuncFormatter
 
-    fig, ax = _pyplot().subplots(figsize=(7.5, 3.6))
+    fig, ax = pyplot().subplots(figsize=(7.5, 3.6))
     if curve:  # held on to the dearest answer's price: what more money did not buy
         xs, ys = zip(*sorted(curve))
         end = max([xs[-1], *(c for c, _v, _m in answers)])
@@ -175,7 +175,7 @@ def cost_curve(answers: list[tuple[float, float, bool | None]], curve: list[tupl
 def crash_cuts(cuts: list[tuple[float, int, str]], title: str) -> str:
     """Each power cut where it fell in the run (ms) at the count of commits acknowledged by then, joined
     by a line: held, lost commits, or damage, each its own colour and marker."""
-    fig, ax = _pyplot().subplots(figsize=(7.5, 3.0))
+    fig, ax = pyplot().subplots(figsize=(7.5, 3.0))
     line = sorted((t, n) for t, n, _o in cuts)
     ax.plot([t for t, _ in line], [n for _, n in line], color="#999999", linewidth=1.0, label="acknowledged by then")
     styles = {"held": (COLORS[2], "o"), "lost commits": (COLORS[0], "v"), "damage": (COLORS[3], "X")}

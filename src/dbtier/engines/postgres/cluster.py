@@ -13,6 +13,7 @@ to the superuser."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import pwd
@@ -42,6 +43,8 @@ IDENT_MAP = "lab"
 #: Dynamic shared memory lives in files under the data directory's pg_dynshmem, which the lab points at a
 #: folder of its own outside every device: nothing in /dev/shm can outlive the run, and no device is charged.
 DYNSHMEM = "pg_dynshmem"
+#: the layout of a kept initdb output (Cluster.initdb's templates): a new value makes the old ones unused
+INITDB_FORMAT = 1
 
 
 def _log_tail(path: Path, lines: int = 12) -> str:
@@ -109,7 +112,61 @@ class Cluster:
 
     # -- creation ------------------------------------------------------------------------------
 
-    def initdb(self) -> None:
+    def initdb(self, templates: Path | None = None) -> None:
+        """A new cluster. templates: a folder where initdb's output is kept, per binaries and time zone,
+        the first time, and copied from after (initdb is most of a second; a copy of its 40 MB on tmpfs
+        a few hundredths)."""
+        template = templates / f"initdb-{self._initdb_key()}" if templates is not None else None
+        if template is not None and template.is_dir():
+            shutil.copytree(template / "pgdata", self.pgdata, symlinks=True)
+            shutil.copytree(template / "pg_wal", self.waldir, symlinks=True)
+            (self.pgdata / "pg_wal").symlink_to(self.waldir)
+            for path in (self.pgdata, self.waldir):
+                self.user.give(path)
+        else:
+            self._run_initdb()
+            if template is not None:
+                self._keep_template(template)
+        self._restrict_access()
+        with open(self.pgdata / "postgresql.conf", "a") as conf:
+            conf.write(f"\ninclude '{CONF_INCLUDE}'\n")
+        self._remember("postgresql.conf")
+        (self.pgdata / DYNSHMEM).rmdir()
+        (self.pgdata / DYNSHMEM).symlink_to(self.dynshmem)
+        if self.user.switches:
+            os.chown(self.pgdata / DYNSHMEM, self.user.uid, self.user.gid, follow_symlinks=False)
+
+    def _initdb_key(self) -> str:
+        """What initdb's output depends on beyond its fixed arguments: the binaries and the time zone it
+        writes into postgresql.conf."""
+        exe = self.install.exe("initdb")
+        st = exe.stat()
+        localtime = os.path.realpath("/etc/localtime") if os.path.exists("/etc/localtime") else ""
+        parts = (INITDB_FORMAT, str(exe.resolve()), st.st_mtime_ns, st.st_size, self.install.version,
+                 self.env.get("TZ", ""), localtime)
+        return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+    def _keep_template(self, template: Path) -> None:
+        """initdb's output as it made it, kept for the next cluster (made aside, then renamed: a run
+        beside this one, or a Ctrl-C, never sees half of it)."""
+        template.parent.mkdir(parents=True, exist_ok=True)
+        tmp = template.parent / f".{template.name}.{os.getpid()}"
+        try:
+            shutil.copytree(self.pgdata, tmp / "pgdata", symlinks=True)
+            (tmp / "pgdata" / "pg_wal").unlink()
+            shutil.copytree(self.waldir, tmp / "pg_wal", symlinks=True)
+            os.rename(tmp, template)
+        except FileExistsError:  # another run kept one first
+            shutil.rmtree(tmp, ignore_errors=True)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOSPC):
+                raise
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    def _run_initdb(self) -> None:
         cmd = [str(self.install.exe("initdb")), "-D", str(self.pgdata), f"--waldir={self.waldir}", "-U", SUPERUSER,
                "--auth-local=peer", "--auth-host=reject", "-E", "UTF8", "--locale=C", "--no-instructions",
                "--no-sync"]
@@ -128,14 +185,6 @@ class Cluster:
         self.claim.unwatch(proc.pid)
         if proc.returncode != 0:
             raise UserError(f"initdb failed: {' / '.join(output.strip().splitlines()[-3:])}")
-        self._restrict_access()
-        with open(self.pgdata / "postgresql.conf", "a") as conf:
-            conf.write(f"\ninclude '{CONF_INCLUDE}'\n")
-        self._remember("postgresql.conf")
-        (self.pgdata / DYNSHMEM).rmdir()
-        (self.pgdata / DYNSHMEM).symlink_to(self.dynshmem)
-        if self.user.switches:
-            os.chown(self.pgdata / DYNSHMEM, self.user.uid, self.user.gid, follow_symlinks=False)
 
     def adopt(self, seed: "Seed", seed_space: Path) -> None:
         """A copy of a stopped, loaded cluster instead of a new one (`dbtier compare` loads once): its data
@@ -224,7 +273,10 @@ class Cluster:
         if self.running:
             return
         self.check_config()
-        cmd = lifecycle.dies_with_us([str(self.install.exe("postgres")), "-D", str(self.pgdata)], "INT")
+        # its socket folder said on the command line too: a crash state's copy of the configuration names
+        # the lab's, and states recovered side by side each listen in a folder of their own
+        cmd = lifecycle.dies_with_us([str(self.install.exe("postgres")), "-D", str(self.pgdata),
+                                      "-k", str(self.socket_dir)], "INT")
         env = dict(self.env)
         if self.cpu_scale != 1.0:
             env[CPU_SCALE_ENV] = repr(float(self.cpu_scale))

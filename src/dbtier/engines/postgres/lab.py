@@ -129,10 +129,10 @@ class Lab:
             raise UserError(f"workspace {workspace.root} is too deep for a unix socket path; choose a shorter "
                             "--workspace")
         self._make_devices()
-        iotap, trace = self._private("iotap"), self._private("trace")
+        iotap, trace = self.private_folder("iotap"), self.private_folder("trace")
         # Always traced (only the emulated intervals record anything): per-object I/O comes from it.
         self.session = Session(self.devices, iotap, trace_dir=trace, page_cache=self.page_cache,
-                               durlog_dir=self._private("durlog") if opts.durability_log else None)
+                               durlog_dir=self.private_folder("durlog") if opts.durability_log else None)
         self.session.create()
         self.session.pause()
         if self.user.switches:
@@ -148,11 +148,11 @@ class Lab:
         env.pop("PGDATA", None)
         pgdata = self.device_dir(self.placement.roles["data"]) / "pgdata"
         waldir = self.device_dir(self.placement.roles["wal"]) / "pg_wal"
-        self.cluster = Cluster(install, self.user, pgdata, waldir, self._private("sock"),
-                               self.claim.path / "server.log", env, self.claim, self._private("dynshmem"),
+        self.cluster = Cluster(install, self.user, pgdata, waldir, self.private_folder("sock"),
+                               self.claim.path / "server.log", env, self.claim, self.private_folder("dynshmem"),
                                cpu_scale=opts.cpu_scale)
         if opts.seed is None:
-            self.cluster.initdb()
+            self.cluster.initdb(templates=runtime)
         else:
             data_dir = self.device_dir(self.placement.roles["data"])
             self.cluster.adopt(opts.seed, data_dir / "ts-seed")
@@ -168,7 +168,7 @@ class Lab:
                     sql.Identifier(DATABASE), sql.Identifier(tablespace_of(self.placement.roles["data"]))))
         self._set_temp_tablespaces()
 
-    def _private(self, name: str) -> Path:
+    def private_folder(self, name: str) -> Path:
         """A folder of the lab's that only the servers' user (and dbtier) may enter."""
         path = self.claim.inside(name, mode=0o700)
         self.user.give(path)
@@ -282,7 +282,7 @@ class Lab:
         files there cost no device time, as a loader's input on other disks. `sub`: one inside it."""
         path = self.claim.path / "scratch"
         if not path.exists():
-            self._private("scratch")
+            self.private_folder("scratch")
         if sub:
             path = path / sub
             if not path.exists():
