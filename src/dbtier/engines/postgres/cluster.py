@@ -13,7 +13,6 @@ to the superuser."""
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import os
 import pwd
@@ -148,20 +147,17 @@ class Cluster:
 
     def _keep_template(self, template: Path) -> None:
         """initdb's output as it made it, kept for the next cluster (made aside, then renamed: a run
-        beside this one, or a Ctrl-C, never sees half of it)."""
-        template.parent.mkdir(parents=True, exist_ok=True)
+        beside this one, or a Ctrl-C, never sees half of it). Not kept is no failure: another run kept
+        one first, or the folder has no room or no access, and the next cluster runs initdb again."""
         tmp = template.parent / f".{template.name}.{os.getpid()}"
         try:
+            template.parent.mkdir(parents=True, exist_ok=True)
             shutil.copytree(self.pgdata, tmp / "pgdata", symlinks=True)
             (tmp / "pgdata" / "pg_wal").unlink()
             shutil.copytree(self.waldir, tmp / "pg_wal", symlinks=True)
             os.rename(tmp, template)
-        except FileExistsError:  # another run kept one first
+        except OSError:
             shutil.rmtree(tmp, ignore_errors=True)
-        except OSError as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
-            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOSPC):
-                raise
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
