@@ -134,6 +134,28 @@ def test_a_replay_run_is_predicted(replayed, tmp_path):
     assert lat[lookup]["predicted"]["p50_ms"] - lat[lookup]["recorded"]["p50_ms"] > 2
 
 
+def test_advice_for_one_statement_class_p99(replayed, tmp_path):
+    """advise --catalog on a replay: a p99 target on one statement class (the lookups, which read the
+    disk) is judged on that class's latency as the replay predicts it; a class the run does not have
+    is refused in one line."""
+    result, run_dir, _ = replayed
+    lookup = next(c["class_id"] for c in result["metrics"]["classes"] if c["normalized"].startswith(LOOKUP))
+    doc_path = tmp_path / "a.json"
+    proc = dbtier("advise", str(run_dir), "--catalog", "aws", "--target", f"p99[class {lookup}]<=40ms",
+                  "--volumes", "1", "-o", str(tmp_path / "o"), "--json", str(doc_path))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(doc_path.read_text())
+    assert doc["target"]["script"] == f"class {lookup}" and doc["higher_is_better"] is False
+    rec = doc["recommended"]
+    assert rec["met"] and 0 < rec["value"] <= 40, rec
+    first = proc.stdout.splitlines()[0]
+    assert f"p99 of class {lookup} " in first and "(live, likely " in first and first.count("p99") == 2, first
+    (tmp_path / "bad").mkdir()
+    bad = dbtier("advise", str(run_dir), "--catalog", "aws", "--target", "p99[class 999999]<=40ms",
+                 "-o", str(tmp_path / "bad"))
+    assert_refused_in_one_line(bad, "no transaction named class 999999", {"output": tmp_path / "bad"})
+
+
 def test_its_experiment_runs_it_again(replayed, recorded, module_shm_dir, tmp_path):
     _, run_dir, _ = replayed
     text = (run_dir / "experiment.toml").read_text()

@@ -80,10 +80,14 @@ class Target:
         return value >= self.value if self.higher else value <= self.value * (1 + 1e-9)
 
     def describe(self, value: float) -> str:
-        unit = {"elapsed": " s", "tps": " tps", "tpm": " tpm", "p99": " ms"}[self.figure]
         name = "p99" + (f" of {self.script}" if self.script else "") if self.figure == "p99" else \
             "elapsed" if self.figure == "elapsed" else ""
-        return f"{name} {_digits(value, 3)}{unit}".strip() if name else f"{_digits(value, 4)}{unit}"
+        return f"{name} {self.amount(value)}".strip() if name else self.amount(value)
+
+    def amount(self, value: float) -> str:
+        """The figure with its unit and without its name (the second end of a range)."""
+        unit = {"elapsed": " s", "tps": " tps", "tpm": " tpm", "p99": " ms"}[self.figure]
+        return f"{_digits(value, 3 if self.figure in ('elapsed', 'p99') else 4)}{unit}"
 
 
 def _digits(value: float, significant: int) -> str:
@@ -742,7 +746,8 @@ def advise(rec, catalog: Catalog, target: Target | None, max_cost: float | None,
         finding = f"The best at or under ${max_cost:,.2f} a month: {fig(rec_answer.value)} for ${rec_answer.cost:,.2f}"
     if rec_answer.interval:
         lo, hi = rec_answer.interval
-        finding += f" (live, likely {fig(lo)} to {fig(hi)}"
+        amount = target.amount if target else fig
+        finding += f" (live, likely {amount(lo)} to {amount(hi)}"
         finding += (")" if target is None else
                     "; it meets the target under every one of the predictor's measured errors)" if not rec_answer.risk
                     else f"; it misses the target under {rec_answer.risk:.0%} of the predictor's measured errors)")
