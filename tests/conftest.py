@@ -71,6 +71,40 @@ def gib_file():
     shutil.rmtree(path, ignore_errors=True)
 
 
+#: Modules that judge no timing (no elapsed time, rate or latency of a live run, nothing under
+#: retry_while_host_steals) and look at nothing another test changes (their own folders only: no scan of
+#: every process, of /tmp or /dev/shm, no machine-wide counter). `make test` runs them first, two at once
+#: (pytest -n 2 -m parallel, a module on one worker); every other module after, alone, so that what it
+#: times has the machine to itself. A module belongs here only when both hold.
+PARALLEL = frozenset(f"tests.{m}" for m in """
+    cli.test_devices_cli cli.test_exec_bypass cli.test_options cli.test_reproduce cli.test_run_cli
+    crash.test_ledger crash.test_matrix crash.test_safety crash.test_states
+    devices.test_bypass_gaps devices.test_dsync_scope devices.test_layout devices.test_profiles
+    devices.test_provision devices.test_specs devices.test_spin devices.test_validate
+    docs.test_reference
+    engines.postgres.test_handle engines.postgres.test_osuser engines.postgres.test_placement
+    engines.postgres.test_scale_model engines.postgres.test_settings engines.test_production_settings
+    engines.test_seam
+    experiments.test_breakdown experiments.test_experiment experiments.test_loaded experiments.test_sweep
+    measure.test_iostat measure.test_objects measure.test_observations measure.test_pgpath measure.test_trace
+    prediction.test_error prediction.test_events
+    production.test_import production.test_stats production.test_tutorial
+    report.test_html report.test_output_failure report.test_replayview report.test_schema report.test_terminal
+    report.test_verdict
+    reproduce.test_run
+    test_imports test_isolation test_preloaded test_workspace
+    workloads.test_client workloads.test_seed000 workloads.test_seed001 workloads.test_seed003
+    workloads.test_seed004 workloads.test_user_sql
+""".split())
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by it
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.module is not None and item.module.__name__ in PARALLEL:
+            item.add_marker(pytest.mark.parallel)
+
+
 #: CPU time the hypervisor took during an attempt above which a timing failure may be the host's.
 STEAL_LIMIT_S = 0.02
 #: CPU time other processes of this machine took, as a share of the attempt's wall time, above which
