@@ -82,10 +82,10 @@ class Target:
     def describe(self, value: float) -> str:
         name = "p99" + (f" of {self.script}" if self.script else "") if self.figure == "p99" else \
             "elapsed" if self.figure == "elapsed" else ""
-        return f"{name} {self.amount(value)}".strip() if name else self.amount(value)
+        return f"{name} {self.amount(value)}" if name else self.amount(value)
 
     def amount(self, value: float) -> str:
-        """The figure with its unit and without its name (the second end of a range)."""
+        """The figure with its unit, without its name (a range's ends, once the name is said)."""
         unit = {"elapsed": " s", "tps": " tps", "tpm": " tpm", "p99": " ms"}[self.figure]
         return f"{_digits(value, 3 if self.figure in ('elapsed', 'p99') else 4)}{unit}"
 
