@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from dbtier.engines.postgres import placement
+from dbtier.engines.postgres import osuser, placement
 from dbtier.engines.postgres.lab import Lab, LabOptions
 from dbtier.devices.spec import parse_all
 from tests.conftest import dbtier, shm_folder, stop_session
@@ -34,13 +34,9 @@ def other() -> pwd.struct_passwd:
     try:
         return pwd.getpwnam(OTHER)
     except KeyError:
-        for _attempt in range(100):  # 10: /etc/passwd is locked by another useradd (a lab's, beside) just now
-            proc = subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--home-dir",
-                                   "/nonexistent", "--shell", "/usr/sbin/nologin", OTHER], capture_output=True, text=True)
-            if proc.returncode != 10:
-                break
-            time.sleep(0.1)
-        assert proc.returncode in (0, 9), proc.stderr  # 9: it exists (made meanwhile)
+        # as a lab's pool user is made: retried while another useradd (a lab's, beside) holds /etc/passwd
+        osuser._run_admin(["useradd", "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
+                           "--shell", "/usr/sbin/nologin", OTHER], "the tests' second user")
         return pwd.getpwnam(OTHER)
 
 
