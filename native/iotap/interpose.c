@@ -388,14 +388,15 @@ static uint64_t wait_and_record(struct dbt_device_slot *d, uint64_t complete, ui
  * or another process woken. It spins until the thread's CPU clock has advanced that much, as a
  * slower CPU would stay busy: the core is not free for others meanwhile, and the server's CPU time
  * comes out K times the program's. A forked child's clock starts again: it charges from its own
- * first call. */
+ * first call. The measurement's own backend (state.h's undilated_pid) is not slowed. */
 static void cpu_dilate(void) {
     if (tl_guard || !g_state) return;
     int saved = errno;
     uint64_t cpu = thread_cpu_ns(), mark = tl_cpu_mark;
     /* Paused (a run's preparation), the emulation charges nothing, the CPU included: a load before
      * the measurement takes this machine's time, not the slower CPU's. */
-    if (mark && cpu > mark && !atomic_load_explicit(&g_state->paused, memory_order_relaxed)) {
+    if (mark && cpu > mark && !atomic_load_explicit(&g_state->paused, memory_order_relaxed) &&
+        atomic_load_explicit(&g_state->undilated_pid, memory_order_relaxed) != g_pid) {
         uint64_t extra = (uint64_t)((double)(cpu - mark) * g_cpu_excess);
         if (extra) {
             /* CPU time, not wall time: preempted, a slower CPU would not have got on with its work either */

@@ -273,6 +273,10 @@ EXPORT int dbt_set_durlog(const char *state_path, int on, char *err, size_t errl
     return dbt_state_set_durlog(state_path, on, err, errlen);
 }
 
+EXPORT int dbt_set_undilated(const char *state_path, uint32_t pid, char *err, size_t errlen) {
+    return dbt_state_set_undilated(state_path, pid, err, errlen);
+}
+
 EXPORT int dbt_clear_page_cache(const char *state_path, char *err, size_t errlen) {
     return dbt_state_clear_page_cache(state_path, err, errlen);
 }

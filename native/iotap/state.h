@@ -19,7 +19,7 @@
 /* Moves whenever anything in the file changes layout or meaning (this header, the page cache's
  * region, a kind's params, derived constants or drive state): attach refuses a state of another
  * version, and Python's handshake (dbt_abi_version) carries it. */
-#define DBT_STATE_VERSION 17
+#define DBT_STATE_VERSION 18
 #define DBT_MAX_DEVICES 16
 #define DBT_NAME_MAX 64
 #define DBT_DIR_MAX 1024
@@ -154,7 +154,9 @@ struct dbt_state {
     _Atomic uint64_t durlog_failures;
     /* the durability log is kept (set once the base image is taken), by processes given its folder */
     _Atomic uint32_t durlog_on;
-    uint32_t durlog_pad_;
+    /* a process of the measurement itself (the wait sampler's backend), never CPU-dilated: a slower
+     * CPU is the workload's, and the sampler's CPU time is taken out of the server's whole */
+    _Atomic uint32_t undilated_pid;
     /* An injected fsync error (dbtier crash --fsync-error): once armed, the fault_nth-th fsync or
      * fdatasync of a regular file on device fault_dev - 1 (0: none armed) fails with EIO, its dirty
      * pages marked clean as Linux marks them (their data never reaches the device). Fires once. */

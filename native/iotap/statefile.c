@@ -306,6 +306,14 @@ int dbt_state_set_durlog(const char *state_path, int on, char *err, size_t errle
     return 0;
 }
 
+int dbt_state_set_undilated(const char *state_path, uint32_t pid, char *err, size_t errlen) {
+    struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
+    if (!s) return -1;
+    atomic_store(&s->undilated_pid, pid);
+    munmap(s, s->size);
+    return 0;
+}
+
 int dbt_state_set_fault(const char *state_path, int devno, unsigned nth, int pg_class, char *err, size_t errlen) {
     struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
     if (!s) return -1;

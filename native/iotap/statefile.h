@@ -48,6 +48,8 @@ uint64_t dbt_host_wake_p90_ns(void);
 int dbt_state_set_paused(const char *state_path, int paused, char *err, size_t errlen);
 /* The durability log is kept from now (on) or no more, by the processes given its folder. */
 int dbt_state_set_durlog(const char *state_path, int on, char *err, size_t errlen);
+/* The process `pid` (0: none) is the measurement's own: --cpu-scale does not slow it */
+int dbt_state_set_undilated(const char *state_path, uint32_t pid, char *err, size_t errlen);
 /* Arms the injected fsync error (state.h): the nth flush of a file on device devno (of enum
  * dbt_pg_class pg_class; -1: any) fails; devno -1 disarms it. */
 int dbt_state_set_fault(const char *state_path, int devno, unsigned nth, int pg_class, char *err, size_t errlen);

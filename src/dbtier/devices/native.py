@@ -25,7 +25,7 @@ from dbtier.errors import UserError
 
 IOTAP_LIB = "libdbtier_iotap.so"
 SIM_LIB = "libdbtier_sim.so"
-ABI_VERSION = 4017002  # devmodel ops 4, state file 17, trace format 2: dbt_abi_version's handshake
+ABI_VERSION = 4018002  # devmodel ops 4, state file 18, trace format 2: dbt_abi_version's handshake
 LAYOUT_VERSION = 1  # the version of the layout document (dbt_layout_json) this module reads
 SPEC_VERSION = 1  # the version of the device specs (struct dbt_device_spec, dbt_pc_config) this module writes
 
@@ -80,6 +80,8 @@ def lib() -> ctypes.CDLL:
     sim.dbt_set_paused.argtypes = [cp, c_int, cp, ctypes.c_size_t]
     sim.dbt_set_durlog.restype = c_int
     sim.dbt_set_durlog.argtypes = [cp, c_int, cp, ctypes.c_size_t]
+    sim.dbt_set_undilated.restype = c_int
+    sim.dbt_set_undilated.argtypes = [cp, u32, cp, ctypes.c_size_t]
     sim.dbt_set_fault.restype = c_int
     sim.dbt_set_fault.argtypes = [cp, c_int, ctypes.c_uint, c_int, cp, ctypes.c_size_t]
     sim.dbt_bench_loop.restype = ctypes.c_int64
@@ -252,6 +254,13 @@ def set_durability_log(state_path: Path, on: bool) -> None:
     """The durability log (native/iotap/durlog.h) is kept from now, or no more."""
     err = ctypes.create_string_buffer(1024)
     if lib().dbt_set_durlog(str(state_path).encode(), int(on), err, len(err)) != 0:
+        raise UserError(err.value.decode())
+
+
+def set_undilated(state_path: Path, pid: int) -> None:
+    """The process `pid` (0: none) belongs to the measurement: --cpu-scale does not slow it (state.h)."""
+    err = ctypes.create_string_buffer(1024)
+    if lib().dbt_set_undilated(str(state_path).encode(), pid, err, len(err)) != 0:
         raise UserError(err.value.decode())
 
 

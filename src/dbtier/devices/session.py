@@ -155,6 +155,11 @@ class Session:
         """From now, the processes started with env() log every write's bytes (crash states)."""
         native.set_durability_log(self.state_path, on)
 
+    def spare_from_dilation(self, pid: int | None) -> None:
+        """The measurement's own server process (the wait sampler's backend) keeps this machine's CPU
+        under --cpu-scale: its CPU time is taken out of the server's, so its dilation must be too."""
+        native.set_undilated(self.state_path, pid or 0)
+
     def clear_page_cache(self) -> None:
         native.clear_page_cache(self.state_path)
 

@@ -166,6 +166,8 @@ class Emulation(_Base):
         self.credits = credits  # capped volumes' burst credits as the interval starts; None: as they are
 
     def start(self, interval) -> None:
+        if self.dilated:  # the wait sampler (started before) is the measurement's, not the slower server's
+            self.session.spare_from_dilation(next(iter(interval.not_ours), None))
         self.session.pause(False)
         if self.credits is not None:  # as late as can be: what the run's load before this spent is not counted
             self.session.set_credits(self.credits)

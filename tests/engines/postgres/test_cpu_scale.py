@@ -39,10 +39,12 @@ def test_a_cpu_bound_query_takes_k_times_its_cpu(k, module_shm_dir, tmp_path):
         own = cpu - dilation
         assert own > 0.1, doc
         # the answer waited for the dilation: the statement took its own CPU time once and K - 1 times
-        # again, K / (K - 1) times the dilation (measured 0.96 to 0.99 of it: the dilation also holds
+        # again, K / (K - 1) times the dilation (measured 0.97 to 0.98 of it: the dilation also holds
         # the other server processes')
         assert statement_s == pytest.approx(k / (k - 1) * dilation, rel=0.08), (statement_s, dilation)
-        # the dilation is K - 1 times the server's own CPU time, within 15%: the server's CPU time also
-        # holds what no call charges (the other processes', the I/O calls' own), measured 1% to 7%
-        assert dilation == pytest.approx((k - 1) * own, rel=0.15), (dilation, own)
+        # the dilation is K - 1 times the server's own CPU time, within 10%: the server's CPU time also
+        # holds what no call charges (the other processes', the I/O calls' own), measured 0.98 to 0.99 of
+        # it. The wait sampler's backend is the measurement's, taken out of the server's CPU time, so it
+        # must not be dilated either: when it was, the ratio was 1.12 to 1.16 and once 1.15 failed here.
+        assert dilation == pytest.approx((k - 1) * own, rel=0.10), (dilation, own)
     retry_while_host_steals(attempt, check)
