@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "aioq.h"
 #include "durlog.h"
 #include "emulate.h"
 #include "state.h"
@@ -366,18 +367,23 @@ static uint64_t wait_until(uint64_t target, uint64_t *end) {
     return cpu_to > cpu_from ? cpu_to - cpu_from : 0;
 }
 
-/* Waits for a completion and records how late the call came back. */
-static uint64_t wait_and_record(struct dbt_device_slot *d, uint64_t complete, uint64_t host_end) {
+/* How late a call came back past its completion (and whether the host's own call outlasted it). */
+static void record_late(struct dbt_device_slot *d, uint64_t complete, uint64_t host_end, uint64_t end) {
     if (host_end > complete) atomic_fetch_add_explicit(&d->c.overruns, 1, memory_order_relaxed);
-    uint64_t end;
-    uint64_t spun = wait_until(complete, &end);
-    if (spun) atomic_fetch_add_explicit(&d->c.spin_ns, spun, memory_order_relaxed);
     uint64_t late = end > complete ? end - complete : 0;
     atomic_fetch_add_explicit(&d->c.late[dbt_lat_bucket(late)], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&d->c.late_sum_ns, late, memory_order_relaxed);
     uint64_t prev = atomic_load_explicit(&d->c.late_max_ns, memory_order_relaxed);
     while (late > prev && !atomic_compare_exchange_weak(&d->c.late_max_ns, &prev, late)) {
     }
+}
+
+/* Waits for a completion and records how late the call came back. */
+static uint64_t wait_and_record(struct dbt_device_slot *d, uint64_t complete, uint64_t host_end) {
+    uint64_t end;
+    uint64_t spun = wait_until(complete, &end);
+    if (spun) atomic_fetch_add_explicit(&d->c.spin_ns, spun, memory_order_relaxed);
+    record_late(d, complete, host_end, end);
     return end;
 }
 
@@ -1069,26 +1075,391 @@ __attribute__((noinline)) static void mapped(int fd) {
         return r;                                                                                  \
     }
 
-/* iocbs the kernel accepted: one on a device file makes the call a bypass. */
-static void submitted(struct iocb **iocbs, long n) {
-    int saved = errno;
-    for (long i = 0; i < n; i++) {
-        if (on_device((int)iocbs[i]->aio_fildes)) {
-            note_bypass(DBT_BYPASS_LIBAIO, NULL, (int)iocbs[i]->aio_fildes);
+/* ---- Linux AIO (aioq.h) ----------------------------------------------------------------------
+ * An iocb on a device file (a read or write, vectored or not, or an fsync) does its real I/O when it
+ * is submitted, with the system call the kernel would have made for it, and is kept in flight with
+ * the completion the emulation core gives it among the others; io_getevents returns it no sooner.
+ * Buffered files are done at submission, as Linux does them (io_submit waits for the page cache).
+ * Any other iocb (another file, an eventfd to notify) goes to the kernel, and a reap takes the
+ * kernel's completions beside the emulated ones; one on a device file makes the run a bypass. */
+
+struct aio_ctx {
+    uint64_t id;                 /* the kernel's aio_context_t, from the real io_setup */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;           /* a submission or the context's end: a waiting reap looks again */
+    struct dbt_aio_queue q;
+    uint32_t kernel_inflight;    /* iocbs given to the kernel and not yet reaped */
+    int dead;                    /* destroyed: what still holds it sees EINVAL */
+    _Atomic int emulated;        /* it had a request of ours (else its reaps are the kernel's) */
+    uint32_t refs;               /* calls holding it (g_aio_mu): freed at the last once unlinked */
+    int linked;                  /* in g_aio: io_destroy takes it out, the kernel may reuse the id */
+    struct aio_ctx *next;
+};
+static pthread_mutex_t g_aio_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct aio_ctx *g_aio; /* this process's contexts that had an emulated request */
+
+_Static_assert(sizeof(struct call_trace) + sizeof(uint32_t) <= DBT_AIO_SCRATCH, "a request's trace fits its scratch");
+
+/* The context's record, held until aio_put; with make, a new one for a context the kernel knows
+ * (NULL for any other). */
+static struct aio_ctx *aio_find(uint64_t id, int make) {
+    pthread_mutex_lock(&g_aio_mu);
+    struct aio_ctx *c = g_aio;
+    while (c && c->id != id) c = c->next;
+    struct timespec zero = {0, 0};
+    if (!c && make && kernel_call(SYS_io_getevents, (long)id, 0, 0, 0, (long)&zero, 0) == 0 &&
+        (c = calloc(1, sizeof *c))) {
+        pthread_condattr_t a;
+        pthread_condattr_init(&a);
+        pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+        pthread_cond_init(&c->cv, &a);
+        pthread_condattr_destroy(&a);
+        pthread_mutex_init(&c->mu, NULL);
+        c->id = id;
+        c->linked = 1;
+        c->next = g_aio;
+        g_aio = c;
+    }
+    if (c) c->refs++;
+    pthread_mutex_unlock(&g_aio_mu);
+    return c;
+}
+
+static void aio_put(struct aio_ctx *c) {
+    pthread_mutex_lock(&g_aio_mu);
+    int last = --c->refs == 0 && !c->linked;
+    pthread_mutex_unlock(&g_aio_mu);
+    if (last) {
+        dbt_aio_clear(&c->q);
+        pthread_cond_destroy(&c->cv);
+        pthread_mutex_destroy(&c->mu);
+        free(c);
+    }
+}
+
+static int aio_emulating(uint64_t id) {
+    struct aio_ctx *c = aio_find(id, 0);
+    int yes = c && atomic_load(&c->emulated);
+    if (c) aio_put(c);
+    return yes;
+}
+
+static void aio_unlink(struct aio_ctx *c) {
+    pthread_mutex_lock(&g_aio_mu);
+    for (struct aio_ctx **p = &g_aio; *p; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
             break;
         }
     }
-    errno = saved;
+    c->linked = 0;
+    pthread_mutex_unlock(&g_aio_mu);
 }
 
-/* libc's syscall(): fio's io_uring engine (and others) reach io_uring through it, and a program
- * without libaio may submit AIO the same way. Up to six arguments are passed on, as libc's does. */
+static int aio_emulable(const struct iocb *cb, uint64_t *e) {
+    if (!tracked((int)cb->aio_fildes, e)) return 0;
+    int ok = (cb->aio_lio_opcode == IOCB_CMD_PREAD || cb->aio_lio_opcode == IOCB_CMD_PWRITE ||
+              cb->aio_lio_opcode == IOCB_CMD_PREADV || cb->aio_lio_opcode == IOCB_CMD_PWRITEV ||
+              cb->aio_lio_opcode == IOCB_CMD_FSYNC || cb->aio_lio_opcode == IOCB_CMD_FDSYNC) &&
+             !(cb->aio_flags & IOCB_FLAG_RESFD);
+    if (!ok) note_bypass(DBT_BYPASS_LIBAIO, NULL, (int)cb->aio_fildes);
+    return ok;
+}
+
+/* What the kernel refuses at submission (io_submit fails there, for that iocb) rather than in the
+ * completion: fs/aio.c's checks, in its order. 0: taken. */
+static long aio_refused(const struct iocb *cb) {
+    if (cb->aio_reserved2 || (int64_t)cb->aio_nbytes < 0) return -EINVAL;
+    long fl = kernel_call(SYS_fcntl, (long)cb->aio_fildes, F_GETFL, 0, 0, 0, 0);
+    if (fl < 0) return -errno;
+    int code = cb->aio_lio_opcode;
+    if (code == IOCB_CMD_FSYNC || code == IOCB_CMD_FDSYNC)
+        return cb->aio_buf || cb->aio_offset || cb->aio_nbytes || cb->aio_rw_flags ? -EINVAL : 0;
+    int write = code == IOCB_CMD_PWRITE || code == IOCB_CMD_PWRITEV;
+    if ((fl & O_ACCMODE) == (write ? O_RDONLY : O_WRONLY)) return -EBADF;
+    if ((code == IOCB_CMD_PREADV || code == IOCB_CMD_PWRITEV) && cb->aio_nbytes > IOV_MAX) return -EINVAL;
+    if (cb->aio_offset < 0) return -EINVAL;
+    return 0;
+}
+
+/* The iocb's own I/O, now: what its completion event will carry (bytes, or -errno). */
+static int64_t aio_do(const struct iocb *cb, uint64_t e, int *op, uint64_t t0) {
+    int fd = (int)cb->aio_fildes;
+    int code = cb->aio_lio_opcode;
+    if (code == IOCB_CMD_FSYNC || code == IOCB_CMD_FDSYNC) {
+        *op = DBT_OP_FLUSH;
+        if (UNLIKELY(atomic_load_explicit(&g_state->fault_dev, memory_order_relaxed)) && fault_fires(fd, e)) return -EIO;
+        long r = kernel_call(code == IOCB_CMD_FSYNC ? SYS_fsync : SYS_fdatasync, fd, 0, 0, 0, 0, 0);
+        return r < 0 ? -errno : 0;
+    }
+    int vec = code == IOCB_CMD_PREADV || code == IOCB_CMD_PWRITEV;
+    struct iovec one = {(void *)(uintptr_t)cb->aio_buf, (size_t)cb->aio_nbytes};
+    const struct iovec *iov = vec ? (const struct iovec *)(uintptr_t)cb->aio_buf : &one;
+    long cnt = vec ? (long)cb->aio_nbytes : 1;
+    int write = code == IOCB_CMD_PWRITE || code == IOCB_CMD_PWRITEV;
+    *op = write ? DBT_OP_WRITE : DBT_OP_READ;
+    long r = kernel_call(write ? SYS_pwritev2 : SYS_preadv2, fd, (long)iov, cnt, (long)cb->aio_offset, 0,
+                         (long)cb->aio_rw_flags);
+    if (r < 0) return -errno;
+    if (write && r > 0 && dbt_durlog_active()) durlog_write(e, (uint64_t)cb->aio_offset, (uint64_t)r, t0, NULL, iov, (int)cnt);
+    return r;
+}
+
+/* One iocb on a device file, the guard set: its I/O done now, then kept in flight on the context.
+ * 0, or -errno: the context destroyed meanwhile (EINVAL), no memory to keep it (EAGAIN, as the kernel
+ * says when it has none); refused so, it did nothing. */
+static int aio_emulate(struct aio_ctx *x, struct iocb *cb, uint64_t e) {
+    atomic_store(&x->emulated, 1);
+    pthread_mutex_lock(&x->mu);
+    struct dbt_aio_req *r = x->dead ? NULL : dbt_aio_new(&x->q);
+    int no = x->dead ? -EINVAL : -EAGAIN;
+    pthread_mutex_unlock(&x->mu);
+    if (!r) return no;
+    uint64_t t0 = now_ns();
+    int op;
+    int64_t res = aio_do(cb, e, &op, t0);
+    uint64_t host_end = now_ns(), len = op == DBT_OP_FLUSH ? 0 : (uint64_t)res;
+    r->ev = (struct dbt_aio_event){cb->aio_data, (uint64_t)(uintptr_t)cb, res, 0};
+    struct call_trace *ct = (struct call_trace *)r->scratch;
+    ct->fd = (int)cb->aio_fildes;
+    ct->size = UINT64_MAX;
+    ct->held = 0;
+    memcpy(r->scratch + sizeof *ct, &(uint32_t){thread_id()}, sizeof(uint32_t));
+    int moved = res > 0 || (op == DBT_OP_FLUSH && res == 0);
+    /* A buffered read or write is done in io_submit, as Linux does it (the page cache's time is the
+     * submitter's); a direct one, and any fsync (Linux hands it to a worker), completes later. */
+    int at_once = !moved || (op != DBT_OP_FLUSH && !(FD_FLAGS(e) & DBT_TF_DIRECT));
+    if (at_once) {
+        if (moved) account((int)cb->aio_fildes, e, op, (uint64_t)cb->aio_offset, len, t0, 0);
+        r->call = (struct dbt_call){t0, now_ns(), 0, 0, UINT64_MAX, -1, 0, (uint8_t)op, (uint8_t)FD_DEV(e), 0};
+        r->out.charged = 0; /* counted and traced by account, or not at all (an error) */
+    } else {
+        r->call = (struct dbt_call){t0, host_end, op == DBT_OP_FLUSH ? 0 : (uint64_t)cb->aio_offset, len,
+                                    UINT64_MAX, FD_FILE(e), 0, (uint8_t)op, (uint8_t)FD_DEV(e), FD_FLAGS(e)};
+    }
+    pthread_mutex_lock(&x->mu);
+    if (at_once) {
+        dbt_aio_submit_done(&x->q, r, r->call.host_end);
+    } else {
+        struct dbt_emulate_hooks hooks = {dbt_trace_active() ? trace_request : NULL, file_size_of, NULL};
+        dbt_aio_submit(&x->q, g_state, r, &hooks);
+        if (r->out.charged)
+            atomic_fetch_add_explicit(&g_state->dev[r->call.dev].c.host_ns, host_end - t0, memory_order_relaxed);
+    }
+    pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+    return 0;
+}
+
+/* io_submit: how many iocbs were taken, or -errno. *xp: the context's record, once one was needed. */
+static long aio_submit_held(uint64_t ctx, long nr, struct iocb **iocbs, struct aio_ctx **xp) {
+    if (nr < 0) return -EINVAL;
+    struct aio_ctx *x = NULL;
+    long done = 0;
+    while (done < nr) {
+        long k = done; /* a run of iocbs for the kernel, then one for the emulation */
+        uint64_t e = 0;
+        while (k < nr && !aio_emulable(iocbs[k], &e)) k++;
+        if (k > done) {
+            long r = kernel_call(SYS_io_submit, (long)ctx, k - done, (long)(iocbs + done), 0, 0, 0);
+            if (r < 0) return done ? done : -errno;
+            if (!x) *xp = x = aio_find(ctx, 1); /* a reap must know the kernel has some, should ours come */
+            if (x) {
+                pthread_mutex_lock(&x->mu);
+                x->kernel_inflight += (uint32_t)r;
+                pthread_mutex_unlock(&x->mu);
+            }
+            done += r;
+            if (done < k) break;
+        }
+        if (k < nr) {
+            long no = aio_refused(iocbs[k]);
+            if (no) return done ? done : no;
+            if (!x) *xp = x = aio_find(ctx, 1);
+            if (!x) return done ? done : -EINVAL;
+            tl_guard++;
+            int refused = aio_emulate(x, iocbs[k], e);
+            tl_guard--;
+            if (refused) return done ? done : refused;
+            done++;
+        }
+    }
+    return done;
+}
+
+static long aio_submit(uint64_t ctx, long nr, struct iocb **iocbs) {
+    if (UNLIKELY(g_cpu_excess > 0.0)) cpu_dilate(); /* a slower CPU came here later */
+    struct aio_ctx *x = NULL;
+    long r = aio_submit_held(ctx, nr, iocbs, &x);
+    if (x) aio_put(x);
+    return r;
+}
+
+/* A reaped request's record: the call, traced by the thread that submitted it, and how late the reap
+ * that waited for it returned. */
+static void aio_reaped(struct dbt_aio_req *r, uint64_t end, int waited) {
+    if (!r->out.charged) return;
+    /* late only if the reap waited for it: a program that came for it later was busy, not held */
+    record_late(&g_state->dev[r->call.dev], r->done, r->call.host_end, waited ? end : r->done);
+    if (dbt_trace_active()) {
+        struct call_trace *ct = (struct call_trace *)r->scratch;
+        uint32_t tid;
+        memcpy(&tid, r->scratch + sizeof *ct, sizeof tid);
+        uint32_t own = tl_tid;
+        tl_tid = tid; /* the record is the submitter's */
+        struct dbt_outcome o = r->out;
+        o.flags |= DBT_TF_ASYNC;
+        trace_call(ct, &r->call, &o, end);
+        tl_tid = own;
+    }
+}
+
+/* io_getevents: at least min_nr and at most nr events (fewer once the timeout passed), or -errno. */
+static long aio_getevents(uint64_t ctx, long min_nr, long nr, struct io_event *events, const struct timespec *timeout) {
+    if (UNLIKELY(g_cpu_excess > 0.0)) cpu_dilate();
+    struct aio_ctx *x = aio_find(ctx, 0);
+    if (x && !atomic_load(&x->emulated)) { /* the kernel's alone: its wait, EINTR and all */
+        aio_put(x);
+        x = NULL;
+    }
+    if (!x) {
+        long r = kernel_call(SYS_io_getevents, (long)ctx, min_nr, nr, (long)events, (long)timeout, 0);
+        return r < 0 ? -errno : r;
+    }
+    if (min_nr < 0 || nr < 0 || min_nr > nr) {
+        aio_put(x);
+        return -EINVAL;
+    }
+    uint64_t deadline = timeout ? now_ns() + (uint64_t)timeout->tv_sec * 1000000000ull + (uint64_t)timeout->tv_nsec
+                                : UINT64_MAX;
+    long got = 0;
+    int waited = 0;
+    tl_guard++;
+    pthread_mutex_lock(&x->mu);
+    for (;;) {
+        if (x->dead) {
+            got = got ? got : -EINVAL;
+            break;
+        }
+        if (x->kernel_inflight && got < nr) {
+            struct timespec zero = {0, 0};
+            long k = kernel_call(SYS_io_getevents, (long)ctx, 0, nr - got, (long)(events + got), (long)&zero, 0);
+            if (k > 0) {
+                got += k;
+                x->kernel_inflight -= (uint32_t)k < x->kernel_inflight ? (uint32_t)k : x->kernel_inflight;
+            }
+        }
+        uint64_t now = now_ns(), next = UINT64_MAX;
+        struct dbt_aio_req *out[64];
+        struct dbt_emulate_hooks hooks = {dbt_trace_active() ? trace_request : NULL, file_size_of, NULL};
+        while (got < nr) {
+            uint32_t want = nr - got < 64 ? (uint32_t)(nr - got) : 64;
+            uint32_t n = dbt_aio_reap(&x->q, g_state, &hooks, now, want, out, &next);
+            for (uint32_t i = 0; i < n; i++) {
+                aio_reaped(out[i], now, waited);
+                memcpy(&events[got++], &out[i]->ev, sizeof(struct io_event));
+                dbt_aio_release(&x->q, out[i]);
+            }
+            if (n < want) break;
+        }
+        if (got >= min_nr || now >= deadline) break;
+        if (!x->q.count && x->kernel_inflight) { /* only the kernel's in flight: wait there, as unemulated */
+            struct timespec left, *lp = NULL;
+            if (deadline != UINT64_MAX) {
+                left = (struct timespec){(time_t)((deadline - now) / 1000000000ull), (long)((deadline - now) % 1000000000ull)};
+                lp = &left;
+            }
+            pthread_mutex_unlock(&x->mu);
+            long k = kernel_call(SYS_io_getevents, (long)ctx, min_nr - got, nr - got, (long)(events + got), (long)lp, 0);
+            int err = errno;
+            pthread_mutex_lock(&x->mu);
+            if (k < 0) {
+                got = got ? got : -err;
+                break;
+            }
+            got += k;
+            x->kernel_inflight -= (uint32_t)k < x->kernel_inflight ? (uint32_t)k : x->kernel_inflight;
+            if (got >= min_nr || !lp) break;
+            continue;
+        }
+        /* Wait for the first completion due, the timeout, or a submission (which may complete sooner):
+         * on the condition variable to shortly before it, then the rest as a synchronous call waits. */
+        uint64_t until = next < deadline ? next : deadline;
+        if (x->kernel_inflight && until > now + 1000000ull) until = now + 1000000ull; /* the kernel's: polled */
+        uint64_t lead = atomic_load_explicit(&g_state->wake_p90_ns, memory_order_relaxed) + LEAD_MARGIN_NS + EARLY_NS;
+        if (until == UINT64_MAX) {
+            pthread_cond_wait(&x->cv, &x->mu);
+        } else if (until > now + lead) {
+            uint64_t t = until - lead;
+            struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
+            pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+        } else {
+            pthread_mutex_unlock(&x->mu);
+            uint64_t end;
+            (void)wait_until(until, &end); /* the spin is the program's wait for its device, not its work */
+            pthread_mutex_lock(&x->mu);
+        }
+        waited = 1;
+    }
+    pthread_mutex_unlock(&x->mu);
+    aio_put(x);
+    tl_guard--;
+    if (UNLIKELY(g_cpu_excess > 0.0)) tl_cpu_mark = thread_cpu_ns(); /* the wait was the device's, not CPU */
+    return got;
+}
+
+/* io_destroy: waits, as Linux does, until what is in flight completed; a waiting reap returns. */
+static long aio_destroy(uint64_t ctx) {
+    struct aio_ctx *x = aio_find(ctx, 0);
+    if (x) {
+        tl_guard++;
+        aio_unlink(x); /* the kernel may give the id to the next io_setup */
+        pthread_mutex_lock(&x->mu);
+        x->dead = 1;
+        pthread_cond_broadcast(&x->cv);
+        for (;;) {
+            struct dbt_aio_req *out[64];
+            uint64_t next, now = now_ns();
+            uint32_t n;
+            while ((n = dbt_aio_reap(&x->q, g_state, NULL, now, 64, out, &next)) > 0)
+                for (uint32_t i = 0; i < n; i++) dbt_aio_release(&x->q, out[i]);
+            if (next == UINT64_MAX) break;
+            pthread_mutex_unlock(&x->mu);
+            uint64_t end;
+            (void)wait_until(next, &end);
+            pthread_mutex_lock(&x->mu);
+        }
+        pthread_mutex_unlock(&x->mu);
+        aio_put(x);
+        tl_guard--;
+    }
+    long r = kernel_call(SYS_io_destroy, (long)ctx, 0, 0, 0, 0, 0);
+    return r < 0 ? -errno : 0;
+}
+
+/* libc's syscall(): the AIO calls of a program without libaio (MariaDB reaps through it), and libaio's
+ * own, come here; io_uring is reached through it too (fio's engine, liburing's setup). Up to six
+ * arguments are passed on, as libc's does. */
 EXPORT long syscall(long number, ...) {
     va_list ap;
     va_start(ap, number);
     long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
     long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
     va_end(ap);
+    if (UNLIKELY(g_state != NULL) && !tl_guard &&
+        (number == SYS_io_submit || number == SYS_io_getevents || number == SYS_io_destroy ||
+         (number == SYS_io_pgetevents && aio_emulating((uint64_t)a)))) {
+        /* io_pgetevents' signal mask matters to a wait a signal would end: the emulated one is not (a
+         * context with nothing emulated is the kernel's, mask and all) */
+        long r = number == SYS_io_submit    ? aio_submit((uint64_t)a, b, (struct iocb **)c)
+                 : number == SYS_io_destroy ? aio_destroy((uint64_t)a)
+                                            : aio_getevents((uint64_t)a, b, c, (struct io_event *)d, (const struct timespec *)e);
+        if (r < 0) {
+            errno = (int)-r;
+            return -1;
+        }
+        return r;
+    }
 #if KERNEL_CALL_OWN
     long r = LIKELY(real_syscall != NULL) ? real_syscall(number, a, b, c, d, e, f)
                                           : kernel_call(number, a, b, c, d, e, f);
@@ -1101,20 +1472,38 @@ EXPORT long syscall(long number, ...) {
         if (number == SYS_io_uring_setup || number == SYS_io_uring_enter || number == SYS_io_uring_register)
             note_bypass(DBT_BYPASS_IO_URING, NULL, -1);
 #endif
-        if (number == SYS_io_submit && r > 0) submitted((struct iocb **)c, r); /* (ctx, nr, iocbs) */
     }
     return r;
 }
 
-/* libaio's io_submit (a library of its own: absent, its callers get what libaio would say) */
+/* libaio's calls (a library of its own, versioned: these unversioned ones stand for them). Each
+ * returns -errno, as libaio does; with no state, libaio's own. io_getevents is taken whole: libaio
+ * answers a zero timeout from the ring in memory, which the emulated requests never reach. */
 EXPORT int io_submit(void *ctx, long nr, struct iocb **iocbs) {
+    if (g_state && !tl_guard) return (int)aio_submit((uint64_t)(uintptr_t)ctx, nr, iocbs);
     if (UNLIKELY(!real_io_submit)) {
         resolve((void **)&real_io_submit, "io_submit");
         if (!real_io_submit) return -ENOSYS; /* libaio returns -errno */
     }
-    int r = real_io_submit(ctx, nr, iocbs);
-    if (r > 0 && g_state) submitted(iocbs, r);
-    return r;
+    return real_io_submit(ctx, nr, iocbs);
+}
+
+EXPORT int io_getevents(void *ctx, long min_nr, long nr, struct io_event *events, struct timespec *timeout) {
+    if (g_state && !tl_guard) return (int)aio_getevents((uint64_t)(uintptr_t)ctx, min_nr, nr, events, timeout);
+    if (UNLIKELY(!real_io_getevents)) {
+        resolve((void **)&real_io_getevents, "io_getevents");
+        if (!real_io_getevents) return -ENOSYS;
+    }
+    return real_io_getevents(ctx, min_nr, nr, events, timeout);
+}
+
+EXPORT int io_destroy(void *ctx) {
+    if (g_state && !tl_guard) return (int)aio_destroy((uint64_t)(uintptr_t)ctx);
+    if (UNLIKELY(!real_io_destroy)) {
+        resolve((void **)&real_io_destroy, "io_destroy");
+        if (!real_io_destroy) return -ENOSYS;
+    }
+    return real_io_destroy(ctx);
 }
 
 /* POSIX AIO: glibc's helper threads do the reads and writes inside libc. */
@@ -1409,6 +1798,8 @@ EXPORT int execlp(const char *file, const char *arg, ...) {
 static void after_fork_child(void) {
     g_pid = (uint32_t)getpid();
     tl_tid = 0; /* the child's one thread has a new id */
+    g_aio = NULL; /* AIO contexts are not inherited (their records are the parent's, perhaps locked) */
+    pthread_mutex_init(&g_aio_mu, NULL);
     tl_cpu_mark = 0; /* and a CPU clock of its own, from 0: it charges from its first call */
     if (g_state) {
         uint32_t procno = atomic_fetch_add(&g_state->attached, 1);

@@ -1,5 +1,5 @@
 """`dbtier exec` reports no figure the emulation did not make: I/O that goes around the interposer
-(a device file mapped into memory, libaio, POSIX AIO, io_uring, splice, sendfile), a program started
+(a device file mapped into memory, POSIX AIO, io_uring, splice, sendfile), a program started
 where the interposer is not (its environment stripped, a static binary), and files changed in a
 device folder without a call the interposer saw. Each ends in one line, exit status 2, no figures;
 the engines the emulation does see still report."""
@@ -53,7 +53,6 @@ def run(shm_dir, *command: str, extra=()):
 
 @needs_fio
 @pytest.mark.parametrize("engine, says", [
-    ("libaio", "io_submit (libaio)"),
     ("io_uring", "io_uring"),
     ("mmap", "mapped a device file into memory (mmap)"),
     ("posixaio", "POSIX AIO"),

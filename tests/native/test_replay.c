@@ -28,38 +28,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "build_state.h"
 #include "check.h"
 #include "devmodel.h"
 #include "emulate.h"
 #include "objio.h"
 #include "replay.h"
 #include "state.h"
+#include "workdir.h"
 
-static char work[512];
 static const struct test_device RAM = {"ram", "ram", "/nonexistent/ram", {{0}}};
-
-/* A state of n devices (and a page cache, if pc is given). */
-static struct dbt_state *make_states(const char *name, const struct test_device *devs, int n,
-                                     const struct dbt_pc_config *pc) {
-    char state[700], err[512];
-    snprintf(state, sizeof state, "%s/%s.state", work, name);
-    if (build_state(state, devs, n, pc, err, sizeof err) != 0) {
-        printf("cannot create %s: %s\n", state, err);
-        exit(1);
-    }
-    struct dbt_state *s = dbt_state_attach(state, err, sizeof err);
-    if (!s) {
-        printf("cannot attach %s: %s\n", state, err);
-        exit(1);
-    }
-    return s;
-}
-
-/* A state of one device (and a page cache, if pc is given). */
-static struct dbt_state *make_state(const char *name, struct test_device dev, const struct dbt_pc_config *pc) {
-    return make_states(name, &dev, 1, pc);
-}
 
 struct reqs {
     struct dbt_request_event ev[4096];
@@ -613,13 +590,7 @@ static void counts_per_object(void) {
 }
 
 int main(int argc, char **argv) {
-    int own = argc < 2;
-    if (own) {
-        snprintf(work, sizeof work, "/tmp/dbtier-test-replay-XXXXXX");
-        if (!mkdtemp(work)) return 1;
-    } else {
-        snprintf(work, sizeof work, "%s", argv[1]);
-    }
+    if (work_begin(argc, argv, "dbtier-test-replay") != 0) return 1;
     same_requests_live_and_offline();
     hand_computed();
     refuses_bad_events();
@@ -630,11 +601,7 @@ int main(int argc, char **argv) {
     places_calls();
     counts_per_object();
     replays_nothing_and_many_processes();
-    if (own) {
-        char cmd[600];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", work);
-        if (system(cmd) != 0) printf("could not remove %s\n", work);
-    }
+    work_done();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -55,6 +55,7 @@ struct worker {
     int fd[NFILES];
     int mode[NFILES]; /* O_ACCMODE of the open fd */
     char path[NFILES][64];
+    aio_context_t aio; /* its Linux AIO context (0: none) */
 };
 
 static uint64_t next(struct worker *w) { return dbt_splitmix64(&w->rng); }
@@ -131,6 +132,63 @@ static void do_open(struct worker *w, int i, uint64_t x) {
     }
 }
 
+/* Linux AIO through syscall(), as MariaDB reaps: up to four iocbs of one batch on one file (reads,
+ * writes, vectored, an fsync; some refused at submission: a write to a read-only file, an fsync
+ * with a buffer), then their events, logged by their tag: the order requests complete in is the
+ * device's, not the program's. The alarm storm may interrupt a kernel's wait (EINTR): the reap
+ * goes on for what is left. */
+static void aio_batch(struct worker *w, int fd, unsigned char *buf, unsigned char *buf2, uint64_t x) {
+    if (!w->aio || fd < 0) return;
+    struct iocb cb[4], *cbs[4];
+    struct iovec iov[4][2];
+    int n = 1 + (int)((x >> 8) % 4);
+    memset(cb, 0, sizeof cb);
+    for (int k = 0; k < n; k++) {
+        uint64_t y = next(w);
+        size_t len = (size_t)(y % 16384);
+        unsigned char *b = (k < 2 ? buf : buf2) + (k % 2) * 16384 * 2;
+        static const int codes[] = {IOCB_CMD_PREAD, IOCB_CMD_PWRITE, IOCB_CMD_PREADV, IOCB_CMD_PWRITEV, IOCB_CMD_FDSYNC,
+                                    IOCB_CMD_FSYNC};
+        cb[k].aio_lio_opcode = (uint16_t)codes[(y >> 16) % 6];
+        cb[k].aio_fildes = (uint32_t)fd;
+        cb[k].aio_data = (uint64_t)k + 1;
+        if (cb[k].aio_lio_opcode == IOCB_CMD_PWRITE || cb[k].aio_lio_opcode == IOCB_CMD_PWRITEV) fill(w, b, len);
+        if (cb[k].aio_lio_opcode == IOCB_CMD_PREADV || cb[k].aio_lio_opcode == IOCB_CMD_PWRITEV) {
+            iov[k][0] = (struct iovec){b, len / 2};
+            iov[k][1] = (struct iovec){b + 16384, len - len / 2};
+            cb[k].aio_buf = (uint64_t)(uintptr_t)iov[k];
+            cb[k].aio_nbytes = 2;
+        } else if (cb[k].aio_lio_opcode == IOCB_CMD_PREAD || cb[k].aio_lio_opcode == IOCB_CMD_PWRITE) {
+            cb[k].aio_buf = (uint64_t)(uintptr_t)b;
+            cb[k].aio_nbytes = len;
+        } else if ((y >> 24) % 8 == 0) {
+            cb[k].aio_nbytes = 1; /* an fsync with a length: refused */
+        }
+        cb[k].aio_offset = (int64_t)((y >> 32) % (256 * 1024));
+        cbs[k] = &cb[k];
+    }
+    long r = syscall(SYS_io_submit, w->aio, n, cbs);
+    RES(w, "io_submit", r, r < 0);
+    struct io_event ev[4];
+    long got = 0;
+    while (r > 0 && got < r) {
+        long k = syscall(SYS_io_getevents, w->aio, r - got, r - got, ev + got, NULL);
+        if (k < 0 && errno == EINTR) continue;
+        RES(w, "io_getevents", k, k < 0);
+        if (k < 0) break;
+        got += k;
+    }
+    for (long tag = 1; tag <= got; tag++)
+        for (long k = 0; k < got; k++) {
+            if (ev[k].data != (uint64_t)tag) continue;
+            const struct iocb *c = (const struct iocb *)(uintptr_t)ev[k].obj;
+            logf_(w, "aio %llu op %u res %lld", (unsigned long long)tag, (unsigned)c->aio_lio_opcode, (long long)ev[k].res);
+            if (ev[k].res > 0 && c->aio_lio_opcode == IOCB_CMD_PREAD)
+                logf_(w, " crc %08x", crc32((const unsigned char *)(uintptr_t)c->aio_buf, (size_t)ev[k].res));
+            logf_(w, "\n");
+        }
+}
+
 static void one_step(struct worker *w, unsigned char *buf, unsigned char *buf2) {
     uint64_t x = next(w);
     int i = (int)(x % NFILES);
@@ -138,7 +196,7 @@ static void one_step(struct worker *w, unsigned char *buf, unsigned char *buf2) 
     size_t n = (size_t)((x >> 16) % MAXIO);
     off_t off = (off_t)((x >> 32) % (256 * 1024));
     ssize_t r;
-    int op = (int)((x >> 48) % 26);
+    int op = (int)((x >> 48) % 28);
     if (fd < 0 && op < 22) op = 0;
     switch (op) {
     case 0: do_open(w, i, x >> 4); break;
@@ -238,6 +296,7 @@ static void one_step(struct worker *w, unsigned char *buf, unsigned char *buf2) 
         close(dfd);
         break;
     }
+    case 26: case 27: aio_batch(w, fd, buf, buf2, x); break;
     default: { /* stdio: invisible to the interposer, but its fclose must not confuse fd tracking */
         FILE *f = fopen(w->path[i], "r");
         if (!f) { RES(w, "fopen", -1, 1); break; }
@@ -261,7 +320,10 @@ static void *worker_main(void *arg) {
         snprintf(w->path[i], sizeof w->path[i], "%s/w%d_f%d", dirs[i], w->id, i);
         w->fd[i] = -1;
     }
+    w->aio = 0;
+    if (syscall(SYS_io_setup, 16, &w->aio) != 0) w->aio = 0;
     for (int s = 0; s < STEPS; s++) one_step(w, buf, buf2);
+    if (w->aio) syscall(SYS_io_destroy, w->aio);
     if (w->id == 0) { /* a fork from a thread: the child's I/O goes through the interposer too */
         pid_t pid = fork();
         if (pid == 0) {
@@ -588,7 +650,7 @@ static int bypass(const char *root, const char *logpath) {
     RES(&w, "sendfile bad fd", r, r < 0);
     close(null);
 
-    /* libaio's calls, made through syscall() as a program without libaio makes them: one read */
+    /* libaio's calls, made through syscall() as a program without libaio makes them: one read (emulated) */
     aio_context_t ctx = 0;
     long k = syscall(SYS_io_setup, 8, &ctx);
     RES(&w, "io_setup", k, k < 0);
@@ -605,6 +667,17 @@ static int bypass(const char *root, const char *logpath) {
         k = syscall(SYS_io_getevents, ctx, 1, 1, ev, NULL);
         logf_(&w, "io_getevents %ld res %lld\n", k, k == 1 ? (long long)ev[0].res : -1LL);
         log_buf(&w, "aio read", back, 8192);
+        /* one that asks to be told through an eventfd: the emulation does not notify, so it goes to the
+         * kernel, a bypass (the read above is emulated: not one) */
+        int efd = (int)syscall(SYS_eventfd2, 0, 0);
+        cb.aio_flags = IOCB_FLAG_RESFD;
+        cb.aio_resfd = (uint32_t)efd;
+        k = syscall(SYS_io_submit, ctx, 1, cbs);
+        RES(&w, "io_submit resfd", k, k < 0);
+        k = syscall(SYS_io_getevents, ctx, 1, 1, ev, NULL);
+        logf_(&w, "io_getevents %ld res %lld\n", k, k == 1 ? (long long)ev[0].res : -1LL);
+        close(efd);
+        cb.aio_flags = 0;
         cb.aio_fildes = 999999; /* refused by the kernel: not a bypass */
         k = syscall(SYS_io_submit, ctx, 1, cbs);
         RES(&w, "io_submit bad fd", k, k < 0);

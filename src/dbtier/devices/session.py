@@ -64,12 +64,13 @@ def check_cpu_scale(k: float) -> None:
 
 #: what each bypass the interposer counts (native/iotap/state.h, dbt_bypass_kind) is, and what to use
 #: instead; {path} is the device file or the program started
-_IO_INSTEAD = "use read and write calls instead (fio: --ioengine=psync or pvsync2)"
+_IO_INSTEAD = "use read and write calls or libaio instead (fio: --ioengine=psync, pvsync2 or libaio)"
 BYPASSES = {
     "mmap": ("mapped a device file into memory (mmap), whose reads and writes the emulation cannot see ({path})",
              _IO_INSTEAD),
-    "libaio": ("did I/O on a device file through io_submit (libaio), which the emulation cannot see ({path})",
-               _IO_INSTEAD),
+    "libaio": ("did I/O on a device file through io_submit (libaio) asking to be told of its completion through "
+               "an eventfd, which the emulation does not do ({path})", "leave out IOCB_FLAG_RESFD and reap with "
+               "io_getevents"),
     "posix_aio": ("did I/O on a device file through POSIX AIO (aio_read, aio_write, lio_listio), which the "
                   "emulation cannot see ({path})", _IO_INSTEAD),
     "io_uring": ("set up io_uring, whose I/O the emulation cannot see", _IO_INSTEAD),

@@ -34,7 +34,8 @@ READ, WRITE, FLUSH = (_LAYOUT.enum("trace_op")[op] for op in ("read", "write", "
 #: not what happened, and is expanded away (expand)
 FLAGS = {name: bit for name, bit in _LAYOUT.flags("trace").items() if name != "with_request"}
 WITH_REQUEST = _LAYOUT.flags("trace")["with_request"]  # a call's record that stands for its one device request too
-_CALL_FLAGS = FLAGS["direct"] | FLAGS["dsync"] | FLAGS["page_cache"]
+#: what a call's own record keeps (async: a libaio request, which the program did not wait for at the call)
+_CALL_FLAGS = FLAGS["direct"] | FLAGS["dsync"] | FLAGS["page_cache"] | FLAGS["async"]
 SIZE_UNKNOWN = _LAYOUT.constant("trace_size_unknown")
 UNCOMMITTED = _LAYOUT.constant("trace_op_uncommitted")  # a record's op until it is written whole
 SIZE_PAGE = _LAYOUT.constant("trace_size_page")  # a read call's file size is in aux, in these units

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dbtier.devices import native
+from dbtier.errors import UserError
 from dbtier.measure import trace
 
 WAKE, SLEEP, SEM = trace.WAKE, trace.SLEEP, trace.SYNC_SEM
@@ -60,6 +61,10 @@ def prepare(recs: np.ndarray, foreground: set[int] | None = None) -> Streams:
     itself, puts it where a placement says): what does not depend on the placement, computed once
     however many placements are replayed. The events are the records as native/iotap/replay.h says a
     replay takes them."""
+    unfollowed = np.count_nonzero((recs["kind"] == trace.CALL) & (recs["flags"] & trace.FLAGS["async"] != 0))
+    if unfollowed:  # the replay would hold the program at each until it completed: a wrong answer, not one
+        raise UserError(f"the recording holds {unfollowed:,} asynchronous requests (libaio), which the replay does "
+                        "not follow yet; measure the other placements live (dbtier run or compare)")
     added = _client_order(recs, foreground) if foreground else recs[:0]
     column = {k: np.concatenate([recs[k], added[k]]) for k in ("pid", "tid", "submit_ns")}
     key = column["pid"].astype(np.uint64) << np.uint64(32) | column["tid"].astype(np.uint64)
