@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import statistics
 import sys
 import time
@@ -69,7 +70,17 @@ def logging_cost(seconds: int) -> dict:
             "ratio": statistics.median(on) / statistics.median(off)}
 
 
+def _unwind(signum, _frame):
+    """SIGTERM and SIGHUP unwind as Ctrl-C does (as dbtier's command line makes them): the lab's servers
+    stopped, its base image, states and logs removed. Killed without it, a cell left 416 MB in /dev/shm."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)  # the cleanup the first one started finishes
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _unwind)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cuts", type=int, default=100, help="cuts per cell (the issue asks 1,000)")
     ap.add_argument("--time", type=int, default=5, help="pgbench's seconds per cell")
@@ -108,4 +119,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # cleaned up on the way out (the lab's own finally blocks)
+        print("power_loss: interrupted", file=sys.stderr)
+        sys.exit(130)
