@@ -28,10 +28,7 @@ static struct dbt_emulate_hooks hooks_of(const struct dbt_emulate_hooks *hooks, 
 }
 
 /* Once the drive has chosen (no ticket): when the program may have it back. */
-static void settle(struct dbt_aio_req *r) {
-    r->done = r->out.charged && r->out.wait ? r->out.complete : r->call.host_end;
-    if (r->done < r->call.host_end) r->done = r->call.host_end; /* its real I/O had ended before it */
-}
+static void settle(struct dbt_aio_req *r) { r->done = dbt_aio_completion(&r->out, r->call.host_end); }
 
 void dbt_aio_submit(struct dbt_aio_queue *q, struct dbt_state *s, struct dbt_aio_req *r,
                     const struct dbt_emulate_hooks *hooks) {

@@ -36,6 +36,14 @@ struct dbt_aio_queue {
     uint32_t count;
 };
 
+/* When a request the drive has chosen (no ticket) is the program's again: the model's completion, never
+ * before its real I/O ended; a call the core did not charge, or made nobody wait for, at that end. The
+ * offline replay (replay.c) completes an asynchronous call by the same rule. */
+static inline uint64_t dbt_aio_completion(const struct dbt_outcome *o, uint64_t host_end) {
+    uint64_t t = o->charged && o->wait ? o->complete : host_end;
+    return t > host_end ? t : host_end;
+}
+
 /* A request to fill (call, ev, scratch) and submit; NULL when no memory is left. */
 struct dbt_aio_req *dbt_aio_new(struct dbt_aio_queue *q);
 

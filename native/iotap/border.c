@@ -96,6 +96,7 @@ static const struct field_desc durlog_rec_fields[] = {
 static const struct field_desc replay_event_fields[] = {
     FIELD(struct dbt_replay_event, t0), FIELD(struct dbt_replay_event, t1),
     FIELD(struct dbt_replay_event, host_ns), FIELD(struct dbt_replay_event, late_ns),
+    FIELD(struct dbt_replay_event, done_ns),
     FIELD(struct dbt_replay_event, off), FIELD(struct dbt_replay_event, len),
     FIELD(struct dbt_replay_event, file_size), FIELD(struct dbt_replay_event, file),
     FIELD(struct dbt_replay_event, dep), FIELD(struct dbt_replay_event, guard),
@@ -192,7 +193,7 @@ static const struct named durlog_kinds[] = {{"write", DBT_DL_WRITE}, {"truncate"
 static const struct named durlog_flags[] = {
     {"paused", DBT_DLF_PAUSED}, {"direct", DBT_DLF_DIRECT}, {"dsync", DBT_DLF_DSYNC}, {"reread", DBT_DLF_REREAD},
 };
-static const struct named sync_flags[] = {{"kill", DBT_SF_KILL}, {"sem", DBT_SF_SEM}, {"epoll", DBT_SF_EPOLL}};
+static const struct named sync_flags[] = {{"kill", DBT_SF_KILL}, {"sem", DBT_SF_SEM}, {"epoll", DBT_SF_EPOLL}, {"aio", DBT_SF_AIO}};
 static const struct named trace_reserved[] = {{"client", DBT_TF_RESERVED_CLIENT}};
 
 static const struct named constants[] = {

@@ -963,12 +963,15 @@ static inline int sync_traced(void) {
  * the measurement began, and is woken inside it, is waiting for whoever woke it. */
 static inline int sleep_traceable(void) { return g_state && !tl_guard && dbt_trace_active(); }
 
-static void trace_sync(int op, uint8_t flags, uint64_t target, uint32_t aux, uint64_t t0, uint64_t t1, int64_t n) {
+/* complete: what the sleep waited for came then (an AIO reap's request), or t1 */
+static void trace_sync_until(int op, uint8_t flags, uint64_t target, uint32_t aux, uint64_t t0, uint64_t t1,
+                             int64_t n, uint64_t complete) {
     tl_guard++;
     struct dbt_trace_rec *r = dbt_trace_reserve();
     if (r) {
         r->submit_ns = r->start_ns = t0;
-        r->complete_ns = r->end_ns = t1;
+        r->complete_ns = complete;
+        r->end_ns = t1;
         r->offset = target;
         r->len = n > 0 ? (uint32_t)n : 0;
         r->file = -1;
@@ -981,6 +984,10 @@ static void trace_sync(int op, uint8_t flags, uint64_t target, uint32_t aux, uin
         dbt_trace_commit(r, (uint8_t)op);
     }
     tl_guard--;
+}
+
+static void trace_sync(int op, uint8_t flags, uint64_t target, uint32_t aux, uint64_t t0, uint64_t t1, int64_t n) {
+    trace_sync_until(op, flags, target, aux, t0, t1, n, t1);
 }
 
 /* kill (SetLatch's SIGURG) and sem_post (an LWLock released): a wake aimed at `target`. A process
@@ -1308,15 +1315,21 @@ static void aio_reaped(struct dbt_aio_req *r, uint64_t end, int waited) {
         uint32_t own = tl_tid;
         tl_tid = tid; /* the record is the submitter's */
         struct dbt_outcome o = r->out;
+        o.complete = r->done; /* what the reap waited for (its real I/O's end, if the model's came first) */
         o.flags |= DBT_TF_ASYNC;
         trace_call(ct, &r->call, &o, end);
         tl_tid = own;
     }
 }
 
-/* io_getevents: at least min_nr and at most nr events (fewer once the timeout passed), or -errno. */
+/* io_getevents: at least min_nr and at most nr events (fewer once the timeout passed), or -errno.
+ * Traced as a sleep (DBT_SF_AIO) that the latest completion among the emulated requests it returned
+ * ended: a replay holds the reaper until that request completes there. */
 static long aio_getevents(uint64_t ctx, long min_nr, long nr, struct io_event *events, const struct timespec *timeout) {
     if (UNLIKELY(g_cpu_excess > 0.0)) cpu_dilate();
+    int traced = sync_traced();
+    uint64_t t_enter = traced ? now_ns() : 0, latest = 0;
+    uint32_t emulated = 0;
     struct aio_ctx *x = aio_find(ctx, 0);
     if (x && !atomic_load(&x->emulated)) { /* the kernel's alone: its wait, EINTR and all */
         aio_put(x);
@@ -1357,6 +1370,10 @@ static long aio_getevents(uint64_t ctx, long min_nr, long nr, struct io_event *e
             uint32_t n = dbt_aio_reap(&x->q, g_state, &hooks, now, want, out, &next);
             for (uint32_t i = 0; i < n; i++) {
                 aio_reaped(out[i], now, waited);
+                if (out[i]->out.charged) {
+                    emulated++;
+                    if (out[i]->done > latest) latest = out[i]->done;
+                }
                 memcpy(&events[got++], &out[i]->ev, sizeof(struct io_event));
                 dbt_aio_release(&x->q, out[i]);
             }
@@ -1404,6 +1421,10 @@ static long aio_getevents(uint64_t ctx, long min_nr, long nr, struct io_event *e
     pthread_mutex_unlock(&x->mu);
     aio_put(x);
     tl_guard--;
+    if (traced) {
+        uint64_t t1 = now_ns();
+        trace_sync_until(DBT_SYNC_SLEEP, DBT_SF_AIO, ctx, 0, t_enter, t1, emulated, emulated ? latest : t1);
+    }
     if (UNLIKELY(g_cpu_excess > 0.0)) tl_cpu_mark = thread_cpu_ns(); /* the wait was the device's, not CPU */
     return got;
 }

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "replay.h"
 
+#include "aioq.h"
+
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,9 +27,9 @@ static int before(const struct heap_item *x, const struct heap_item *y) {
     return x->stream < y->stream;
 }
 
-static void heap_push(struct heap *h, uint64_t ready, uint32_t stream) {
+static void heap_push(struct heap *h, uint64_t ready, uint32_t stream, uint32_t resume) {
     uint32_t i = h->n++;
-    h->a[i] = (struct heap_item){ready, stream, 0};
+    h->a[i] = (struct heap_item){ready, stream, resume};
     while (i && before(&h->a[i], &h->a[(i - 1) / 2])) {
         struct heap_item t = h->a[i];
         h->a[i] = h->a[(i - 1) / 2];
@@ -51,8 +53,9 @@ static void sift_down(struct heap *h) {
 }
 
 /* The top taken off; or taken off and another put in, in one pass (a stream's next event mostly goes
- * back near the top). A stream has at most one item in the heap, so no two items tie: the order in
- * which items come off does not depend on how they were put in. */
+ * back near the top). A stream has at most one item in the heap, and so has an asynchronous call a
+ * drive has yet to choose (its item's stream: the number of streams plus its slot), so no two items
+ * tie: the order in which items come off does not depend on how they were put in. */
 static void heap_drop_top(struct heap *h) {
     h->a[0] = h->a[--h->n];
     sift_down(h);
@@ -61,6 +64,23 @@ static void heap_drop_top(struct heap *h) {
 static void heap_replace_top(struct heap *h, uint64_t ready, uint32_t stream, uint32_t resume) {
     h->a[0] = (struct heap_item){ready, stream, resume};
     sift_down(h);
+}
+
+/* An asynchronous call whose request waits in a queueing drive's queue: asked again when due. */
+struct pending {
+    uint64_t event;
+    struct dbt_outcome o;
+    uint32_t asked;
+};
+
+/* Event i has ended: the processes parked on it (sleeps that depend on it) are ready again. */
+static void finished(struct heap *h, uint64_t i, uint8_t *done, const uint8_t *awaited, uint32_t *parked_head,
+                     const uint32_t *parked_next, const uint64_t *ready) {
+    done[i] = 1;
+    if ((awaited[i / 8] >> (i % 8)) & 1u) {
+        for (uint32_t p = parked_head[i]; p; p = parked_next[p - 1]) heap_push(h, ready[p - 1], p - 1, 0);
+        parked_head[i] = 0;
+    }
 }
 
 /* Where the core's device requests go: counted against their objects, and kept for the caller. */
@@ -113,6 +133,16 @@ static uint64_t asked_at(const struct dbt_replay_event *e, uint64_t start) {
     return e->kind == DBT_TK_CALL ? start + e->host_ns : start;
 }
 
+static inline int is_async(const struct dbt_replay_event *e) {
+    return e->kind == DBT_TK_CALL && (e->flags & DBT_TF_ASYNC);
+}
+
+static inline struct dbt_call call_of(struct dbt_state *s, const struct dbt_replay_event *e, uint64_t start,
+                                      int place) {
+    return (struct dbt_call){start, start + e->host_ns, e->off, e->len, e->file_size, e->file, e->aux, e->op,
+                             device_of(s, e, place), (uint8_t)(e->flags & (DBT_TF_DIRECT | DBT_TF_DSYNC))};
+}
+
 static uint64_t scaled(uint64_t gap, double k) { return k == 1.0 ? gap : (uint64_t)((double)gap * k + 0.5); }
 
 /* The gap the process spent between its previous event and this one (its own CPU time). */
@@ -146,11 +176,16 @@ void dbt_replay_events_of(const struct dbt_trace_rec *r, uint64_t n, const int64
         uint64_t host_end = x->start_ns > x->submit_ns ? x->start_ns : x->submit_ns;
         uint64_t waited_until = x->complete_ns > host_end ? x->complete_ns : host_end;
         int size_known = call && x->op == DBT_TOP_READ && x->aux != DBT_TRACE_SIZE_UNKNOWN;
+        /* an asynchronous call's process went on when its host call returned: its reap's lateness is
+         * the reap's (a sleep's recorded time), not the call's */
+        int async = call && (x->flags & DBT_TF_ASYNC);
+        uint64_t returned = async ? host_end : x->end_ns;
         out[i] = (struct dbt_replay_event){
             .t0 = x->submit_ns,
-            .t1 = x->end_ns > x->submit_ns ? x->end_ns : x->submit_ns,
+            .t1 = returned > x->submit_ns ? returned : x->submit_ns,
             .host_ns = call ? host_end - x->submit_ns : 0,
-            .late_ns = call && x->end_ns > waited_until ? x->end_ns - waited_until : 0,
+            .late_ns = call && !async && x->end_ns > waited_until ? x->end_ns - waited_until : 0,
+            .done_ns = async ? waited_until : 0,
             .off = x->offset,
             .len = x->len,
             .file_size = size_known ? (uint64_t)x->aux * DBT_TRACE_SIZE_PAGE : UINT64_MAX,
@@ -162,7 +197,7 @@ void dbt_replay_events_of(const struct dbt_trace_rec *r, uint64_t n, const int64
             .kind = x->kind,
             .op = x->op,
             .dev = call ? x->dev : 0,
-            .flags = call ? (uint8_t)(x->flags & (DBT_TF_DIRECT | DBT_TF_DSYNC)) : x->flags,
+            .flags = call ? (uint8_t)(x->flags & (DBT_TF_DIRECT | DBT_TF_DSYNC | DBT_TF_ASYNC)) : x->flags,
         };
     }
 }
@@ -192,6 +227,7 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
     uint32_t *parked_next = NULL, *parked_head = NULL, *asked = NULL;
     uint8_t *done = NULL, *awaited = NULL;
     struct dbt_outcome *waiting = NULL;
+    struct pending *pending = NULL;
     struct heap h = {NULL, 0};
     struct collector col = {NULL, 0, 0, 0, opt->requests != 0, 0, opt->objects, 0};
     int rc = -1;
@@ -200,6 +236,7 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
     /* streams are contiguous runs of one stream id: where each begins (and, last, the end), found as
      * the events are checked */
     uint32_t nstreams = 0, cap = 64;
+    uint64_t nasync = 0, slots = 0; /* asynchronous calls; those given a slot while a drive chooses */
     first = malloc(cap * sizeof *first);
     if (!awaited || !first) {
         snprintf(err, errlen, "out of memory for %llu events", (unsigned long long)n);
@@ -233,13 +270,15 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
                      (unsigned long long)i, (long long)ev[i].guard);
             goto out;
         }
-        if (ev[i].dep >= (int64_t)n || (ev[i].dep >= 0 && (ev[ev[i].dep].kind != DBT_TK_SYNC ||
-                                                          ev[ev[i].dep].op != DBT_SYNC_WAKE ||
-                                                          ev[ev[i].dep].stream == ev[i].stream))) {
-            snprintf(err, errlen, "event %llu depends on event %lld, which is not another process's wake",
-                     (unsigned long long)i, (long long)ev[i].dep);
+        const struct dbt_replay_event *d = ev[i].dep >= 0 && ev[i].dep < (int64_t)n ? &ev[ev[i].dep] : NULL;
+        int wake = d && d->kind == DBT_TK_SYNC && d->op == DBT_SYNC_WAKE && d->stream != ev[i].stream;
+        if (ev[i].dep >= (int64_t)n || (d && (ev[i].kind != DBT_TK_SYNC || ev[i].op != DBT_SYNC_SLEEP ||
+                                              !(wake || (is_async(d) && ev[i].guard < 0))))) {
+            snprintf(err, errlen, "event %llu depends on event %lld, which is neither another process's wake nor "
+                     "an asynchronous call", (unsigned long long)i, (long long)ev[i].dep);
             goto out;
         }
+        if (is_async(&ev[i])) nasync++;
         if (ev[i].dep >= 0) awaited[ev[i].dep / 8] |= (uint8_t)(1u << (ev[i].dep % 8));
     }
     next = calloc(nstreams + 1, sizeof *next);
@@ -249,8 +288,9 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
     done = calloc(n + 1, 1);
     asked = calloc(nstreams + 1, sizeof *asked); /* per stream: its call's resumes so far */
     waiting = calloc(nstreams + 1, sizeof *waiting); /* a call's outcome while queued */
-    h.a = calloc(nstreams + 1, sizeof(struct heap_item));
-    if (!next || !ready || !parked_next || !parked_head || !done || !asked || !waiting || !h.a) {
+    pending = calloc(nasync + 1, sizeof *pending); /* per slot: an asynchronous call a drive has yet to choose */
+    h.a = nstreams + nasync < UINT32_MAX ? calloc(nstreams + nasync + 1, sizeof(struct heap_item)) : NULL;
+    if (!next || !ready || !parked_next || !parked_head || !done || !asked || !waiting || !pending || !h.a) {
         snprintf(err, errlen, "out of memory for %llu events", (unsigned long long)n);
         goto out;
     }
@@ -262,7 +302,7 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
         const struct dbt_replay_event *e0 = &ev[first[st]];
         int waits = e0->kind == DBT_TK_SYNC && e0->op == DBT_SYNC_SLEEP && e0->dep >= 0;
         ready[st] = replay_from + (waits ? 0 : gap_before(ev, first[st], first[st], recorded_from));
-        heap_push(&h, asked_at(&ev[first[st]], ready[st]), st);
+        heap_push(&h, asked_at(&ev[first[st]], ready[st]), st, 0);
     }
     struct dbt_emulate_hooks hooks = {col.keep || col.objects ? collect : NULL, NULL, &col};
     uint64_t handled = 0;
@@ -275,11 +315,34 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
             goto out;
         }
         struct heap_item it = h.a[0]; /* taken off, or replaced by its stream's next, below */
+        if (it.stream >= nstreams) { /* an asynchronous call's request, asked again by its drive */
+            struct pending *p = &pending[it.stream - nstreams];
+            const struct dbt_replay_event *e = &ev[p->event];
+            struct dbt_call c = call_of(s, e, out->start[p->event], opt->place);
+            col.event = p->event;
+            dbt_emulate_resume(s, &c, &hooks, it.ready, &p->o);
+            if (p->o.ticket) {
+                if (++p->asked > DBT_REPLAY_MAX_RESUMES) {
+                    snprintf(err, errlen, "event %llu waited in a drive's queue through %u of its choices",
+                             (unsigned long long)p->event, DBT_REPLAY_MAX_RESUMES);
+                    goto out;
+                }
+                heap_replace_top(&h, p->o.complete > it.ready ? p->o.complete : it.ready, it.stream, 1);
+                continue;
+            }
+            heap_drop_top(&h);
+            out->end[p->event] = dbt_aio_completion(&p->o, c.host_end);
+            if (out->flags) out->flags[p->event] = p->o.flags;
+            finished(&h, p->event, done, awaited, parked_head, parked_next, ready);
+            handled++;
+            continue;
+        }
         uint32_t st = it.stream;
         uint64_t i = next[st];
         const struct dbt_replay_event *e = &ev[i];
-        uint64_t start = ready[st], end;
+        uint64_t start = ready[st], end, goes_on; /* the event ends; its process goes on */
         uint8_t flags = 0;
+        struct pending *later = NULL; /* an asynchronous call a drive has yet to choose */
         /* the waker was still asleep when this process came (it pops first: nothing earlier is left) */
         int unheld = e->kind == DBT_TK_SYNC && e->op == DBT_SYNC_SLEEP && e->dep >= 0 && e->guard >= 0 &&
                      (!done[e->guard] || out->end[e->guard] > start);
@@ -289,10 +352,23 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
             heap_drop_top(&h);
             continue;
         }
-        if (e->kind == DBT_TK_CALL) {
+        if (is_async(e)) { /* its process goes on once the real I/O is done; its request completes later */
+            struct dbt_call c = call_of(s, e, start, opt->place);
+            struct dbt_outcome o;
+            col.event = i;
+            dbt_emulate(s, &c, &hooks, &o);
+            goes_on = c.host_end;
+            if (o.ticket) {
+                later = &pending[slots];
+                *later = (struct pending){i, o, 0};
+                end = 0;
+            } else {
+                end = dbt_aio_completion(&o, c.host_end);
+                flags = o.flags;
+            }
+        } else if (e->kind == DBT_TK_CALL) {
             uint8_t dev = device_of(s, e, opt->place);
-            struct dbt_call c = {start, start + e->host_ns, e->off, e->len, e->file_size, e->file, e->aux, e->op,
-                                 dev, e->flags};
+            struct dbt_call c = call_of(s, e, start, opt->place);
             struct dbt_outcome o;
             col.event = i;
             if (it.resume) {
@@ -317,33 +393,42 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
             flags = o.flags;
             if (col.objects && (flags & DBT_TF_PAGE_CACHE))
                 dbt_objio_call(col.objects, e->file, dev, e->op, flags, (1ull << 63) | i); /* where the placement put it */
+            goes_on = end;
+        } else if (e->op == DBT_SYNC_SLEEP && e->dep >= 0 && is_async(&ev[e->dep])) {
+            /* a reap: once its request completed here, as long after as the recorded reap took after the
+             * later of its start and that request's recorded completion */
+            const struct dbt_replay_event *c = &ev[e->dep];
+            uint64_t recorded = e->t0 > c->done_ns ? e->t0 : c->done_ns;
+            uint64_t from = out->end[e->dep] > start ? out->end[e->dep] : start;
+            end = goes_on = from + (e->t1 > recorded ? e->t1 - recorded : 0);
         } else if (e->op == DBT_SYNC_SLEEP && e->dep >= 0 && unheld) {
-            end = start;
+            end = goes_on = start;
         } else if (e->op == DBT_SYNC_SLEEP && e->dep >= 0) {
             /* woken by another process: at its wake in the replay, plus the recorded wake-up delay */
             const struct dbt_replay_event *w = &ev[e->dep];
             uint64_t delay = e->t1 > w->t0 ? e->t1 - w->t0 : 0;
             end = out->start[e->dep] + delay;
             if (end < start) end = start;
+            goes_on = end;
         } else {
-            end = start + (e->t1 > e->t0 ? e->t1 - e->t0 : 0);
+            end = goes_on = start + (e->t1 > e->t0 ? e->t1 - e->t0 : 0);
         }
         out->start[i] = start;
         out->end[i] = end;
         if (out->flags) out->flags[i] = flags;
-        done[i] = 1;
         asked[st] = 0;
-        handled++;
         if (++next[st] < first[st + 1]) {
-            ready[st] = end + scaled(gap_before(ev, next[st], first[st], recorded_from), cpu_scale);
+            ready[st] = goes_on + scaled(gap_before(ev, next[st], first[st], recorded_from), cpu_scale);
             heap_replace_top(&h, asked_at(&ev[next[st]], ready[st]), st, 0);
         } else {
             heap_drop_top(&h);
         }
-        if ((awaited[i / 8] >> (i % 8)) & 1u) {
-            for (uint32_t p = parked_head[i]; p; p = parked_next[p - 1]) heap_push(&h, ready[p - 1], p - 1);
-            parked_head[i] = 0;
+        if (later) { /* pushed once its stream's item is in place (a push may take the top) */
+            heap_push(&h, later->o.complete > start ? later->o.complete : start, nstreams + (uint32_t)slots++, 1);
+            continue;
         }
+        finished(&h, i, done, awaited, parked_head, parked_next, ready);
+        handled++;
     }
     if (col.oom || (col.objects && dbt_objio_failed(col.objects))) {
         snprintf(err, errlen, "out of memory for the replay's device requests%s", col.oom ? "" : " per object");
@@ -368,6 +453,7 @@ out:
     free(done);
     free(asked);
     free(waiting);
+    free(pending);
     free(h.a);
     free(awaited);
     return rc;

@@ -7,6 +7,10 @@
  * wake from another process ended (a latch set by kill, a semaphore posted) ends when that wake
  * happens in the replay, plus the recorded wake-up delay: the waits between processes are kept as
  * dependencies, so a faster I/O worker or WAL flush shortens the wait of the process behind it.
+ * An asynchronous call (libaio) does not hold its process: its request goes to the device when it was
+ * submitted and completes among the others in flight, and the reap that waited for it (io_getevents, a
+ * sleep depending on the call) ends at its replayed completion plus the recorded time the reap took
+ * after the later of its start and that completion.
  * A sleep nobody in the trace ended (a timeout, a client's next query) keeps its recorded length.
  * A dependency holds only if the sleeper comes after the waker took what it waits for: a backend that,
  * faster in the replay, reaches a lock before its recorded holder woke up does not wait for it.
@@ -42,10 +46,12 @@ struct dbt_replay_event {
     uint64_t t0, t1;   /* recorded: began; ended (a call: returned to the program) */
     uint64_t host_ns;  /* a call: the host call's own time, paid on any device */
     uint64_t late_ns;  /* a call: how late the live emulation returned it (part of what a live run costs) */
+    uint64_t done_ns;  /* an asynchronous call (flags DBT_TF_ASYNC): its recorded completion */
     uint64_t off, len; /* a call: its bytes */
     uint64_t file_size; /* a read call: the file's size (UINT64_MAX unknown) */
     int64_t file;
-    int64_t dep;       /* a sleep: the index of the wake that ended it, or -1 */
+    int64_t dep;       /* a sleep: the index of the wake that ended it (another process's), or of the
+                          asynchronous call whose completion it reaped (any process's), or -1 */
     int64_t guard;     /* a sleep with a dep: the waker's sleep before its wake (-1: none). The waker has
                           been awake since then (holding what the sleeper waits for: a lock, its I/O); a
                           sleeper that comes before that, in the replay, finds nothing held and waits
@@ -56,7 +62,8 @@ struct dbt_replay_event {
     uint8_t op;        /* a call: enum dbt_trace_op; a sync: enum dbt_sync_op */
     uint8_t dev;       /* a call: the device its file is on in the replayed placement (or, for a replay
                           that places the calls itself, in the recorded run: see dbt_replay_options) */
-    uint8_t flags;     /* a call: DBT_TF_DIRECT, DBT_TF_DSYNC */
+    uint8_t flags;     /* a call: DBT_TF_DIRECT, DBT_TF_DSYNC, DBT_TF_ASYNC (its process went on once
+                          its real I/O was done, t1; its completion ends the sleep that depends on it) */
     uint32_t pad;
 };
 

@@ -37,11 +37,15 @@ enum dbt_trace_kind { DBT_TK_REQUEST = 1, DBT_TK_CALL = 2, DBT_TK_SYNC = 3 };
  *   WAKE:  submit_ns/end_ns around the call; offset: the target (a pid, or a semaphore's address);
  *          aux: the signal (kill)
  *   SLEEP: submit_ns: it began; end_ns: it returned; offset: the semaphore's address (sem_wait);
- *          len: the events epoll_wait returned (0: it timed out) */
+ *          len: the events epoll_wait returned (0: it timed out)
+ *   SLEEP (AIO): an io_getevents on a context with emulated requests. offset: the context; len: the
+ *          emulated requests it returned; complete_ns: the latest modelled completion among them (the
+ *          request it waited for: its call record has this pid and complete_ns), end_ns if none */
 enum dbt_sync_op { DBT_SYNC_WAKE = 1, DBT_SYNC_SLEEP = 2 };
 #define DBT_SF_KILL 0x01u  /* flags of a sync record: what it was */
 #define DBT_SF_SEM 0x02u
 #define DBT_SF_EPOLL 0x04u
+#define DBT_SF_AIO 0x08u
 
 /* record flags */
 #define DBT_TF_DIRECT 0x01u    /* fd opened O_DIRECT */
@@ -49,7 +53,10 @@ enum dbt_sync_op { DBT_SYNC_WAKE = 1, DBT_SYNC_SLEEP = 2 };
 #define DBT_TF_CACHE_HIT 0x04u /* served from the drive's buffer */
 #define DBT_TF_STREAM 0x08u    /* continued the previous transfer */
 #define DBT_TF_PAGE_CACHE 0x10u /* a call: a buffered read that found all it needed in the emulated page cache */
-#define DBT_TF_ASYNC 0x20u      /* a device request nobody waited for: read-ahead, background writeback */
+/* A device request nobody waited for (read-ahead, background writeback); a call submitted
+ * asynchronously (libaio): its start_ns is when io_submit's real I/O ended, complete_ns its modelled
+ * completion, end_ns when io_getevents handed it back (the program went on at start_ns) */
+#define DBT_TF_ASYNC 0x20u
 /* A call that caused exactly one device request, issued at the call with the call's bytes (the
  * direct path, the common case): one record stands for both, so tracing costs one record per call.
  * In it, start_ns is the request's service start and aux the host call's time in ns; the reader

@@ -1,6 +1,7 @@
 """Linux AIO through the interposer: fio's libaio engine keeps 32 requests in flight on an emulated
 device under `dbtier exec`, each does its real I/O, and each completes when the device model, with the
-others queued beside it, says: fio's IOPS are the model's own closed loop at a queue depth of 32."""
+others queued beside it, says: fio's IOPS are the model's own closed loop at a queue depth of 32. Traced,
+the run is replayed offline, requests in flight and all, for another drive."""
 
 import json
 import shutil
@@ -78,17 +79,44 @@ def test_fio_libaio_on_a_file_outside_any_device_is_the_kernels(shm_dir, tmp_pat
     assert json.loads(out.read_text())["devices"][0]["counters"]["reads"] == 0
 
 
+def replayed_iops(trace_dir, recs, streams, profile_path, scratch) -> float:
+    """The reads' rate as the offline replay gives it for the recorded calls on the profile's device."""
+    from dbtier.devices import native
+    from dbtier.devices.profile import load
+    from dbtier.devices.session import Device, Session
+    from dbtier.measure import trace
+
+    session = Session([Device("d", scratch, load(str(profile_path)))], scratch.parent / f"state-{profile_path.stem}")
+    session.create()
+    replay = native.Replay(session.state_path)
+    try:
+        files = np.unique(recs["file"][recs["file"] >= 0])
+        chunks = trace.load_layout(trace_dir)["chunks"]
+        replay.layout(np.c_[files, np.zeros_like(files), np.zeros_like(files)],
+                      np.array([[f, 0, c, a] for f, c, a in chunks], dtype=np.uint64).reshape(-1, 4))
+        t0 = int(streams.events["t0"].min())
+        start, end, _flags, _reqs = replay.run(streams.events, t0, t0)
+    finally:
+        replay.close()
+    ev = streams.events
+    reads = (ev["kind"] == trace.CALL) & ((ev["flags"] & trace.FLAGS["async"]) != 0) & (ev["op"] == trace.READ)
+    return int(reads.sum()) / ((int(end[reads].max()) - int(start[reads].min())) / 1e9)
+
+
 @needs_fio
-def test_a_traced_libaio_run_records_each_request_and_predict_refuses_it(shm_dir, tmp_path):
-    """Traced, each request is one call record marked asynchronous, its completion the model's and its
-    end when fio reaped it; a replay that would hold the program at each is refused in one line."""
+def test_a_traced_libaio_run_is_predicted_for_another_device(shm_dir, tmp_path):
+    """Traced, each request is one call record marked asynchronous (its completion the model's, its end
+    when fio reaped it) and each reap a sleep tied to the request it waited for. Replayed, the requests
+    queue at the device again while fio goes on: on the recorded drive the replay gives the recorded
+    rate; on a drive twice as fast it gives what fio measures there live."""
     from dbtier.errors import UserError
     from dbtier.measure import trace
     from dbtier.prediction import events
 
-    prof = tmp_path / "slow-flash.toml"
-    prof.write_text(SLOW_FLASH)
-    proc = dbtier("exec", "--trace", str(tmp_path / "t"), "-d", f"d={prof}:{shm_dir}", "--", *fio(shm_dir, 32))
+    slow, fast = tmp_path / "slow-flash.toml", tmp_path / "fast-flash.toml"
+    slow.write_text(SLOW_FLASH)
+    fast.write_text(SLOW_FLASH.replace("read_latency_us = 1000", "read_latency_us = 500"))
+    proc = dbtier("exec", "--trace", str(tmp_path / "t"), "-d", f"d={slow}:{shm_dir}", "--", *fio(shm_dir, 32))
     assert proc.returncode == 0, proc.stderr
     read = json.loads(proc.stdout)["jobs"][0]["read"]
     recs = trace.read_records(tmp_path / "t", in_order=True)
@@ -98,5 +126,31 @@ def test_a_traced_libaio_run_records_each_request_and_predict_refuses_it(shm_dir
     assert len(reads) >= read["total_ios"] and set(reads["len"]) == {16384}
     assert (reads["complete_ns"] >= reads["submit_ns"] + 1_164_000).all()  # no read before its channel's time
     assert (reads["end_ns"] >= reads["complete_ns"]).all()  # and none reaped before it completed
-    with pytest.raises(UserError, match="asynchronous requests .libaio."):
-        events.prepare(events.interval_records(recs, int(recs["submit_ns"].min()), int(recs["submit_ns"].max())))
+    interval = events.interval_records(recs, int(recs["submit_ns"].min()), int(recs["submit_ns"].max()))
+    streams = events.build(interval, {}, same_devices={0})
+    ev = streams.events
+    reaps = (ev["kind"] == trace.SYNC) & ((ev["flags"] & trace.SYNC_AIO) != 0)
+    tied = ev["dep"][reaps & (ev["dep"] >= 0)]
+    assert len(tied) > 0.9 * len(reads)  # fio reaps at least one at a time, each waiting for its request
+    assert ((ev["flags"][tied] & trace.FLAGS["async"]) != 0).all()
+
+    recorded = len(reads) / ((int(reads["complete_ns"].max()) - int(reads["submit_ns"].min())) / 1e9)
+    assert replayed_iops(tmp_path / "t", recs, streams, slow, shm_dir) == pytest.approx(recorded, rel=0.01)
+    predicted = replayed_iops(tmp_path / "t", recs, streams, fast, shm_dir)
+    assert predicted == pytest.approx(model_iops(fast, 32), rel=0.05), predicted  # the faster drive's own queue
+
+    def attempt():
+        proc = dbtier("exec", "-d", f"d={fast}:{shm_dir}", "--", *fio(shm_dir, 32))
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["jobs"][0]["read"]["iops"]
+
+    retry_while_host_steals(attempt, lambda live: approx_check(predicted, live))
+
+    # a recording made before the reaps were recorded cannot say when fio took each request back
+    older = interval[~((interval["kind"] == trace.SYNC) & ((interval["flags"] & trace.SYNC_AIO) != 0))]
+    with pytest.raises(UserError, match="no record of their reaps"):
+        events.prepare(older)
+
+
+def approx_check(predicted: float, live: float) -> None:
+    assert predicted == pytest.approx(live, rel=0.05), (predicted, live)

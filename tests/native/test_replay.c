@@ -18,6 +18,11 @@
  * 7. Per-object I/O: counted in arrival order whatever order it comes in, the files in the order first
  *    met; a replay counts what its requests and its page-cache hits say.
  * 8. No events replay as nothing; hundreds of processes each replay.
+ * 9. Asynchronous calls (libaio), hand-computed as test_aioq's queues: 32 reads submitted together on
+ *    4 flash channels complete as the channels and the interface serve them, their process never held,
+ *    and the reap that waited for the last (another thread) ends at its completion plus the time the
+ *    recorded reap took after it; on a queueing drive, three reaps end at R0's, the near one's and
+ *    the far one's completions, the drive choosing while the submitter went on.
  *
  *   test_replay [WORKDIR]  (default: a fresh folder under /tmp, removed at the end) */
 #define _GNU_SOURCE
@@ -29,6 +34,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "dev_hdd.h"
 #include "devmodel.h"
 #include "emulate.h"
 #include "objio.h"
@@ -87,8 +93,10 @@ static void same_requests_live_and_offline(void) {
         uint64_t end = c.host_end;
         if (o.wait && o.complete > end) end = o.complete;
         end += 700; /* woke 0.7 us late */
-        ev[i] = (struct dbt_replay_event){t, end, 3000, 700, c.off, c.len, c.file_size, c.file, -1, -1, 0, c.aux,
-                                          DBT_TK_CALL, c.op, 0, c.flags, 0};
+        ev[i] = (struct dbt_replay_event){.t0 = t, .t1 = end, .host_ns = 3000, .late_ns = 700, .off = c.off,
+                                          .len = c.len, .file_size = c.file_size, .file = c.file, .dep = -1,
+                                          .guard = -1, .aux = c.aux, .kind = DBT_TK_CALL, .op = c.op,
+                                          .flags = c.flags};
         t = end + 20000 + (x % 50000); /* the process's own CPU time before its next call */
     }
 
@@ -199,11 +207,11 @@ static uint64_t b_finishes(double latency_us) {
     const uint64_t T = 5000000; /* recorded: A reads 100 us, wakes B 10 us later; B wakes 30 us after that */
     struct dbt_replay_event ev[4] = {
         /* A (stream 0): a direct read, then the wake */
-        {T, T + 100000, 0, 0, 0, 8192, UINT64_MAX, 0, -1, -1, 0, 0, DBT_TK_CALL, DBT_TOP_READ, 0, DBT_TF_DIRECT, 0},
-        {T + 110000, T + 111000, 0, 0, 0, 0, 0, -1, -1, -1, 0, 0, DBT_TK_SYNC, DBT_SYNC_WAKE, 0, DBT_SF_KILL, 0},
+        {T, T + 100000, 0, 0, 0, 0, 8192, UINT64_MAX, 0, -1, -1, 0, 0, DBT_TK_CALL, DBT_TOP_READ, 0, DBT_TF_DIRECT, 0},
+        {T + 110000, T + 111000, 0, 0, 0, 0, 0, 0, -1, -1, -1, 0, 0, DBT_TK_SYNC, DBT_SYNC_WAKE, 0, DBT_SF_KILL, 0},
         /* B (stream 1): asleep from T until A's wake ended it, then 5 us of CPU, then its own read */
-        {T, T + 140000, 0, 0, 0, 0, 0, -1, 1, -1, 1, 0, DBT_TK_SYNC, DBT_SYNC_SLEEP, 0, DBT_SF_EPOLL, 0},
-        {T + 145000, T + 245000, 0, 0, 8192, 8192, UINT64_MAX, 0, -1, -1, 1, 0, DBT_TK_CALL, DBT_TOP_READ, 0,
+        {T, T + 140000, 0, 0, 0, 0, 0, 0, -1, 1, -1, 1, 0, DBT_TK_SYNC, DBT_SYNC_SLEEP, 0, DBT_SF_EPOLL, 0},
+        {T + 145000, T + 245000, 0, 0, 0, 8192, 8192, UINT64_MAX, 0, -1, -1, 1, 0, DBT_TK_CALL, DBT_TOP_READ, 0,
          DBT_TF_DIRECT, 0},
     };
     uint64_t start[4], end[4];
@@ -233,13 +241,13 @@ static void hand_computed(void) {
 static void refuses_bad_events(void) {
     struct dbt_state *s = make_state("bad", RAM, NULL);
     struct dbt_replay_event ev[2] = {
-        {0, 10, 0, 0, 0, 0, 0, -1, 1, -1, 0, 0, DBT_TK_SYNC, DBT_SYNC_SLEEP, 0, DBT_SF_EPOLL, 0},
-        {0, 10, 0, 0, 0, 0, 0, -1, -1, -1, 1, 0, DBT_TK_SYNC, DBT_SYNC_SLEEP, 0, DBT_SF_EPOLL, 0},
+        {0, 10, 0, 0, 0, 0, 0, 0, -1, 1, -1, 0, 0, DBT_TK_SYNC, DBT_SYNC_SLEEP, 0, DBT_SF_EPOLL, 0},
+        {0, 10, 0, 0, 0, 0, 0, 0, -1, -1, -1, 1, 0, DBT_TK_SYNC, DBT_SYNC_SLEEP, 0, DBT_SF_EPOLL, 0},
     };
     uint64_t start[2], end[2];
     struct dbt_replay_result res = {start, end, NULL, NULL, 0};
     char err[256] = "";
-    CHECK(dbt_replay(s, ev, 2, 0, 0, 1.0, NULL, &res, err, sizeof err) != 0 && strstr(err, "not another process's wake"),
+    CHECK(dbt_replay(s, ev, 2, 0, 0, 1.0, NULL, &res, err, sizeof err) != 0 && strstr(err, "neither another process's wake"),
           "a sleep tied to something not a wake is refused: %s", err);
     ev[0].dep = -1;
     ev[0].kind = DBT_TK_CALL, ev[0].dev = 3;
@@ -251,7 +259,7 @@ static void refuses_bad_events(void) {
 static void refuses_unbounded_events(void) {
     struct dbt_state *s = make_state("bounds", RAM, NULL);
     dbt_state_put_file(s, 0, 0, 0);
-    struct dbt_replay_event ok = {0, 10, 0, 0, 0, 8192, UINT64_MAX, 0, -1, -1, 0, 0, DBT_TK_CALL, DBT_TOP_READ, 0,
+    struct dbt_replay_event ok = {0, 10, 0, 0, 0, 0, 8192, UINT64_MAX, 0, -1, -1, 0, 0, DBT_TK_CALL, DBT_TOP_READ, 0,
                                   DBT_TF_DIRECT, 0};
     struct {
         const char *what, *expect;
@@ -297,8 +305,9 @@ static struct dbt_state *ram_with_a_file(const char *name) {
 
 /* A direct 8 KiB read of file 0 at off, by process `stream`, recorded from t0 to t1. */
 static struct dbt_replay_event direct_read(uint64_t t0, uint64_t t1, uint64_t off, uint32_t stream) {
-    return (struct dbt_replay_event){t0, t1, 0, 0, off, 8192, UINT64_MAX, 0, -1, -1, stream, 0, DBT_TK_CALL,
-                                     DBT_TOP_READ, 0, DBT_TF_DIRECT, 0};
+    return (struct dbt_replay_event){.t0 = t0, .t1 = t1, .off = off, .len = 8192, .file_size = UINT64_MAX,
+                                     .dep = -1, .guard = -1, .stream = stream, .kind = DBT_TK_CALL,
+                                     .op = DBT_TOP_READ, .flags = DBT_TF_DIRECT};
 }
 
 /* A long replay stops once its cancel flag is set (another thread sets it on Ctrl-C); unset, the same
@@ -509,8 +518,8 @@ static uint64_t placed_read_ends(int file_on, int place, uint32_t same, uint64_t
                                        {"slow", "ram", "/nonexistent/slow", {{"latency_us", 400}}}};
     struct dbt_state *s = make_states("placed", two, 2, NULL);
     dbt_state_put_file(s, 0, file_on, 0);
-    struct dbt_replay_event ev = {0, 60000, 0, 700, 0, 8192, UINT64_MAX, 0, -1, -1, 0, 0, DBT_TK_CALL, DBT_TOP_READ,
-                                  0, DBT_TF_DIRECT, 0};
+    struct dbt_replay_event ev = {.t1 = 60000, .late_ns = 700, .len = 8192, .file_size = UINT64_MAX, .dep = -1,
+                                  .guard = -1, .kind = DBT_TK_CALL, .op = DBT_TOP_READ, .flags = DBT_TF_DIRECT};
     uint64_t start[1], end[1];
     struct dbt_replay_options opt = {place, same, 1, NULL};
     struct dbt_replay_result res = {start, end, NULL, NULL, 0};
@@ -589,6 +598,92 @@ static void counts_per_object(void) {
     dbt_objio_free(o);
 }
 
+static struct dbt_replay_event async_read(uint64_t t, int64_t file, uint64_t off, uint64_t len, uint64_t done,
+                                          uint32_t stream) {
+    return (struct dbt_replay_event){.t0 = t, .t1 = t, .done_ns = done, .off = off, .len = len,
+                                     .file_size = UINT64_MAX, .file = file, .dep = -1, .guard = -1, .stream = stream,
+                                     .kind = DBT_TK_CALL, .op = DBT_TOP_READ, .flags = DBT_TF_DIRECT | DBT_TF_ASYNC};
+}
+
+static struct dbt_replay_event reap(uint64_t t0, uint64_t t1, int64_t dep, uint32_t stream) {
+    return (struct dbt_replay_event){.t0 = t0, .t1 = t1, .dep = dep, .guard = -1, .stream = stream,
+                                     .kind = DBT_TK_SYNC, .op = DBT_SYNC_SLEEP, .flags = DBT_SF_AIO};
+}
+
+static void async_flash_32(void) {
+    struct test_device ssd = {"ssd", "ssd", "/nonexistent/ssd",
+                              {{"channels", 4}, {"read_latency_us", 100}, {"channel_read_mb_s", 100000},
+                               {"interface_mb_s", 100000}, {"page_kib", 16}}};
+    struct dbt_state *s = make_state("aioflash", ssd, NULL);
+    int64_t file = dbt_state_file_index(s, 0, 1, 200, "/nonexistent/ssd/ibdata1", 64 << 20);
+    const uint64_t T = 1000000000ull, PAGE = 16384;
+    uint64_t expect[32];
+    for (int i = 0; i < 32; i++) expect[i] = T + (uint64_t)(i / 4 + 1) * 100163 + 163 * (uint64_t)(i % 4 + 1);
+    /* stream 0 submits 32 reads at T, then reads once more (synchronously) 2 us later; stream 1, asleep
+     * in io_getevents from T, returned 500 ns after the last one's recorded completion, then a wake */
+    struct dbt_replay_event ev[36];
+    for (int i = 0; i < 32; i++) ev[i] = async_read(T, file, (uint64_t)i * PAGE * 7, PAGE, expect[i] + 900000, 0);
+    ev[32] = async_read(T + 2000, file, 0, PAGE, 0, 0);
+    ev[32].flags = DBT_TF_DIRECT, ev[32].t1 = T + 300000;
+    ev[33] = reap(T, expect[31] + 900000 + 500, 31, 1);
+    ev[34] = (struct dbt_replay_event){.t0 = ev[33].t1 + 1000, .t1 = ev[33].t1 + 2000, .dep = -1, .guard = -1,
+                                       .stream = 1, .kind = DBT_TK_SYNC, .op = DBT_SYNC_WAKE, .flags = DBT_SF_KILL};
+    uint64_t start[35], end[35];
+    struct dbt_replay_result res = {start, end, NULL, NULL, 0};
+    char err[256] = "";
+    CHECK(dbt_replay(s, ev, 35, T, T, 1.0, NULL, &res, err, sizeof err) == 0, "replayed: %s", err);
+    int at = 0;
+    for (int i = 0; i < 32; i++) at += start[i] == T && end[i] == expect[i];
+    CHECK(at == 32, "each of the 32 submitted at T and completed as the channels serve it (%d of 32)", at);
+    CHECK(start[32] == T + 2000, "the submitter was not held: its next call at %llu (expected %llu)",
+          (unsigned long long)start[32], (unsigned long long)(T + 2000));
+    CHECK(end[33] == expect[31] + 500, "the reap ends at the last one's completion plus 500 ns: %llu (expected %llu)",
+          (unsigned long long)end[33], (unsigned long long)(expect[31] + 500));
+    CHECK(start[34] == end[33] + 1000, "and its thread goes on from there (%llu)", (unsigned long long)start[34]);
+    CHECK(res.nrequests == 33, "33 device requests (%llu)", (unsigned long long)res.nrequests);
+    free(res.requests);
+    /* a dependency on an asynchronous call is a sleep's, and never a lock's (guarded) */
+    ev[33].kind = DBT_TK_CALL, ev[33].op = DBT_TOP_READ, ev[33].flags = DBT_TF_DIRECT, ev[33].file = file;
+    CHECK(dbt_replay(s, ev, 35, T, T, 1.0, NULL, &res, err, sizeof err) != 0 && strstr(err, "neither"),
+          "a call depending on another is refused: %s", err);
+    ev[33] = reap(T, expect[31] + 900000 + 500, 31, 1);
+    ev[33].guard = 0;
+    CHECK(dbt_replay(s, ev, 35, T, T, 1.0, NULL, &res, err, sizeof err) != 0 && strstr(err, "neither"),
+          "a guarded reap is refused: %s", err);
+    munmap(s, s->size);
+}
+
+static void async_ncq(void) {
+    struct test_device disk = {"disk", "hdd", "/nonexistent/ncq",
+                               {{"capacity_gb", 10}, {"cache_mib", 0}, {"write_cache", 0}, {"queue_depth", 4}}};
+    struct dbt_state *s = make_state("aioncq", disk, NULL);
+    int64_t file = dbt_state_file_index(s, 0, 1, 300, "/nonexistent/ncq/ibdata1", 6000ull << 20);
+    const struct dbt_hdd_derived *d = &s->dev[0].model.drive[0].u.hdd.d;
+    const uint64_t T = 1000000000ull, FAR = 5000ull << 20, NEAR = 10ull << 20;
+    uint64_t done0 = dbt_hdd_media(d, dbt_hdd_cyl_of(d, 0), T, 0, 8192, 0);
+    uint64_t near = dbt_hdd_media(d, dbt_hdd_cyl_of(d, 8192), done0, NEAR, 8192, 0);
+    uint64_t far = dbt_hdd_media(d, dbt_hdd_cyl_of(d, NEAR + 8192), near, FAR, 8192, 0);
+    /* one thread: R0, a far R1 and a near R2 submitted 1 us apart, then three reaps, each recorded as
+     * returning the instant its request completed (the times recorded are another drive's: +1 ms) */
+    struct dbt_replay_event ev[6] = {
+        async_read(T, file, 0, 8192, T + 1000000, 0), async_read(T + 1000, file, FAR, 8192, T + 3000000, 0),
+        async_read(T + 2000, file, NEAR, 8192, T + 2000000, 0), reap(T + 3000, T + 1000000, 0, 0),
+        reap(T + 1000000, T + 2000000, 2, 0), reap(T + 2000000, T + 3000000, 1, 0),
+    };
+    uint64_t start[6], end[6];
+    struct dbt_replay_result res = {start, end, NULL, NULL, 0};
+    char err[256] = "";
+    CHECK(dbt_replay(s, ev, 6, T, T, 1.0, NULL, &res, err, sizeof err) == 0, "replayed: %s", err);
+    CHECK(start[1] == T + 1000 && start[2] == T + 2000 && start[3] == T + 3000,
+          "the submitter went on while the drive held its requests");
+    CHECK(end[0] == done0 && end[2] == near && end[1] == far, "R0 at %llu, near at %llu, far at %llu (by hand: %llu, "
+          "%llu, %llu)", (unsigned long long)end[0], (unsigned long long)end[2], (unsigned long long)end[1],
+          (unsigned long long)done0, (unsigned long long)near, (unsigned long long)far);
+    CHECK(end[3] == done0 && end[4] == near && end[5] == far, "each reap ends at its request's completion");
+    free(res.requests);
+    munmap(s, s->size);
+}
+
 int main(int argc, char **argv) {
     if (work_begin(argc, argv, "dbtier-test-replay") != 0) return 1;
     same_requests_live_and_offline();
@@ -601,6 +696,8 @@ int main(int argc, char **argv) {
     places_calls();
     counts_per_object();
     replays_nothing_and_many_processes();
+    async_flash_32();
+    async_ncq();
     work_done();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

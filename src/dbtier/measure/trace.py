@@ -7,7 +7,9 @@ before the call's own record, by the same thread)."""
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +29,8 @@ SYNC_OPS = {code: name for name, code in _LAYOUT.enum("sync_op").items()}
 WAKE, SLEEP = _LAYOUT.enum("sync_op")["wake"], _LAYOUT.enum("sync_op")["sleep"]
 _SYNC_FLAGS = _LAYOUT.flags("sync")  # a sync record's flags: what it was
 SYNC_KILL, SYNC_SEM, SYNC_EPOLL = _SYNC_FLAGS["kill"], _SYNC_FLAGS["sem"], _SYNC_FLAGS["epoll"]
+SYNC_AIO = _SYNC_FLAGS["aio"]  # a sleep in io_getevents: its complete_ns is the request it waited for
+SYNC_FLAG_BITS = functools.reduce(operator.or_, _SYNC_FLAGS.values())  # every flag a wake or sleep may have
 
 OPS = {code: name for name, code in _LAYOUT.enum("trace_op").items()}
 READ, WRITE, FLUSH = (_LAYOUT.enum("trace_op")[op] for op in ("read", "write", "flush"))
@@ -34,6 +38,7 @@ READ, WRITE, FLUSH = (_LAYOUT.enum("trace_op")[op] for op in ("read", "write", "
 #: not what happened, and is expanded away (expand)
 FLAGS = {name: bit for name, bit in _LAYOUT.flags("trace").items() if name != "with_request"}
 WITH_REQUEST = _LAYOUT.flags("trace")["with_request"]  # a call's record that stands for its one device request too
+RECORDED_FLAG_BITS = functools.reduce(operator.or_, FLAGS.values())  # every flag a call or request may have
 #: what a call's own record keeps (async: a libaio request, which the program did not wait for at the call)
 _CALL_FLAGS = FLAGS["direct"] | FLAGS["dsync"] | FLAGS["page_cache"] | FLAGS["async"]
 SIZE_UNKNOWN = _LAYOUT.constant("trace_size_unknown")

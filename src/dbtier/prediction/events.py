@@ -4,7 +4,8 @@ its recorded host time and lateness, each sleep tied to the wake from another pr
 A sleep is tied to the first wake aimed at it (kill to its pid, for a latch; sem_post on its
 semaphore, for an LWLock) that came after it began and before it ended, and no more than
 WAKE_WINDOW_NS before it ended; a sleep with no such wake (a timeout, a client's next query) keeps its
-recorded length in the replay."""
+recorded length in the replay. A reap of asynchronous requests (io_getevents) is tied to the request
+whose completion it waited for: the one its record names by process and completion time."""
 
 from __future__ import annotations
 
@@ -61,10 +62,11 @@ def prepare(recs: np.ndarray, foreground: set[int] | None = None) -> Streams:
     itself, puts it where a placement says): what does not depend on the placement, computed once
     however many placements are replayed. The events are the records as native/iotap/replay.h says a
     replay takes them."""
-    unfollowed = np.count_nonzero((recs["kind"] == trace.CALL) & (recs["flags"] & trace.FLAGS["async"] != 0))
-    if unfollowed:  # the replay would hold the program at each until it completed: a wrong answer, not one
-        raise UserError(f"the recording holds {unfollowed:,} asynchronous requests (libaio), which the replay does "
-                        "not follow yet; measure the other placements live (dbtier run or compare)")
+    submitted = np.count_nonzero(_async_calls(recs))
+    reaped = np.count_nonzero(_reaps(recs))
+    if submitted and not reaped:  # the replay could not tell when the program took each back: no answer
+        raise UserError(f"the recording holds {submitted:,} asynchronous requests (libaio) but no record of their "
+                        "reaps (it was made by an older dbtier); record it again")
     added = _client_order(recs, foreground) if foreground else recs[:0]
     column = {k: np.concatenate([recs[k], added[k]]) for k in ("pid", "tid", "submit_ns")}
     key = column["pid"].astype(np.uint64) << np.uint64(32) | column["tid"].astype(np.uint64)
@@ -159,8 +161,40 @@ def _guards(recs: np.ndarray, stream: np.ndarray, dep: np.ndarray) -> np.ndarray
     return guard
 
 
+def _async_calls(recs: np.ndarray) -> np.ndarray:
+    return (recs["kind"] == trace.CALL) & ((recs["flags"] & trace.FLAGS["async"]) != 0)
+
+
+def _reaps(recs: np.ndarray) -> np.ndarray:
+    return (recs["kind"] == trace.SYNC) & (recs["op"] == SLEEP) & ((recs["flags"] & trace.SYNC_AIO) != 0)
+
+
+def _reaped(recs: np.ndarray, dep: np.ndarray) -> None:
+    """Each reap that returned emulated requests depends on the one it waited for: the asynchronous
+    call of its process whose completion its record gives (trace.h), submitted before the reap ended."""
+    reaps = np.flatnonzero(_reaps(recs) & (recs["len"] > 0))
+    calls = np.flatnonzero(_async_calls(recs))
+    if not len(reaps) or not len(calls):
+        return
+    calls = calls[np.lexsort((recs["pid"][calls], recs["complete_ns"][calls]))]  # by completion, then process
+    done, pid = recs["complete_ns"][calls], recs["pid"][calls]
+    want, want_pid = recs["complete_ns"][reaps], recs["pid"][reaps]
+    at = np.searchsorted(done, want)
+    j = np.minimum(at, len(calls) - 1)
+    same = (at < len(calls)) & (done[j] == want)
+    first = same & (pid[j] == want_pid) & (recs["submit_ns"][calls[j]] <= recs["end_ns"][reaps])
+    dep[reaps[first]] = calls[j[first]]
+    upto = np.searchsorted(done, want, side="right")
+    for k in np.flatnonzero(same & ~first):  # a completion shared with another process's request (rare)
+        mine = calls[at[k]:upto[k]][pid[at[k]:upto[k]] == want_pid[k]]
+        mine = mine[recs["submit_ns"][mine] <= recs["end_ns"][reaps[k]]]
+        if len(mine):
+            dep[reaps[k]] = mine[0]
+
+
 def _dependencies(recs: np.ndarray, stream: np.ndarray) -> np.ndarray:
     dep = np.full(len(recs), -1, dtype=np.int64)
+    _reaped(recs, dep)
     is_sync = recs["kind"] == trace.SYNC
     client = (recs["flags"] & CLIENT) != 0
     first_wake = {}  # the client's first wake aimed at each backend
@@ -169,7 +203,7 @@ def _dependencies(recs: np.ndarray, stream: np.ndarray) -> np.ndarray:
     for i in np.flatnonzero(is_sync & client & (recs["op"] == SLEEP)):
         dep[i] = first_wake[int(recs["pid"][i])]
     wakes = np.flatnonzero(is_sync & ~client & (recs["op"] == WAKE))
-    sleeps = np.flatnonzero(is_sync & ~client & (recs["op"] == SLEEP))
+    sleeps = np.flatnonzero(is_sync & ~client & (recs["op"] == SLEEP) & ~_reaps(recs))
     if not len(wakes) or not len(sleeps):
         return dep
     # what a wake aims at, and what a sleep waits for: (kind, pid or semaphore address)

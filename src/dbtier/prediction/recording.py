@@ -48,8 +48,6 @@ MAX_ELAPSED_S = 366 * 86400.0
 #: file indexes the state's file table holds (native/iotap/state.h)
 FILE_CAP = 65536
 TIMELINE_EVENTS = ("measured", "warm", "page cache emptied")
-_CALL_FLAGS = 0x3F  # direct, dsync, cache_hit, stream, page_cache, async (trace.h)
-_SYNC_FLAGS = trace.SYNC_KILL | trace.SYNC_SEM | trace.SYNC_EPOLL
 _WORKLOAD = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _TRACE_COLUMNS = ("submit_ns", "start_ns", "complete_ns", "end_ns", "offset", "len", "file", "pid", "aux", "tid",
@@ -521,8 +519,8 @@ def check_records(recs: np.ndarray, files: dict[int, tuple[int, str]], ndev: int
     io = ~sync
     refuse(io & ~np.isin(op, list(trace.OPS)), "has an unknown operation")
     refuse(sync & ~np.isin(op, list(trace.SYNC_OPS)), "has an unknown wake or sleep")
-    refuse(io & ((flags & ~np.uint8(_CALL_FLAGS)) != 0), "has flags no call or request has")
-    refuse(sync & ((flags & ~np.uint8(_SYNC_FLAGS)) != 0), "has flags no wake or sleep has")
+    refuse(io & ((flags & ~np.uint8(trace.RECORDED_FLAG_BITS)) != 0), "has flags no call or request has")
+    refuse(sync & ((flags & ~np.uint8(trace.SYNC_FLAG_BITS)) != 0), "has flags no wake or sleep has")
     refuse(io & (recs["dev"] >= ndev), f"names a device beyond the run's {ndev}")
     known = np.array(sorted(files), dtype=np.int64)
     f = recs["file"].astype(np.int64)
