@@ -82,9 +82,9 @@ PARALLEL = frozenset(f"tests.{m}" for m in """
     devices.test_bypass_gaps devices.test_dsync_scope devices.test_layout devices.test_profiles
     devices.test_provision devices.test_specs devices.test_spin devices.test_validate
     docs.test_reference
-    engines.postgres.test_handle engines.postgres.test_osuser engines.postgres.test_placement
+    engines.postgres.test_handle engines.test_osuser engines.postgres.test_placement
     engines.postgres.test_scale_model engines.postgres.test_settings engines.test_production_settings
-    engines.test_seam
+    engines.test_seam engines.mariadb.test_server
     experiments.test_breakdown experiments.test_experiment experiments.test_loaded experiments.test_sweep
     measure.test_iostat measure.test_objects measure.test_observations measure.test_pgpath measure.test_trace
     prediction.test_error prediction.test_events

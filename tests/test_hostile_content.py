@@ -4,7 +4,7 @@ another lab. Each test plays the attack and checks that it fails and that the ru
 it has no effect.
 
 The psql-command tests run for any user. The rest need root, where each lab's server runs as a user
-of its own (dbtier.engines.postgres.osuser); as a normal user they are skipped: the servers then run as that user,
+of its own (dbtier.engines.osuser); as a normal user they are skipped: the servers then run as that user,
 whose own rights a dump's SQL has (the README says so)."""
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import pytest
 
 from dbtier.devices.spec import parse_all
 from dbtier.errors import UserError
-from dbtier.engines.postgres import osuser, placement
+from dbtier.engines import osuser
+from dbtier.engines.postgres import placement
 from dbtier.engines.postgres.lab import Lab, LabOptions
 from tests.conftest import dbtier
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from dbtier.engines.postgres import osuser, placement
+from dbtier.engines import osuser
+from dbtier.engines.postgres import placement
 from dbtier.engines.postgres.lab import Lab, LabOptions
 from dbtier.devices.spec import parse_all
 from tests.conftest import dbtier, shm_folder, stop_session

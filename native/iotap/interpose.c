@@ -460,14 +460,34 @@ static void durlog_write(uint64_t e, uint64_t off, uint64_t n, uint64_t t0, cons
     }
 }
 
+/* A call's scratch memory, neither on the program's stack nor in thread-local storage: a thread's
+ * static TLS is carved out of its stack, and a program may give a thread little (MariaDB's timer
+ * thread has 64 KiB; pthread_create fails when the TLS does not fit). Mapped, as a signal handler may. */
+static void *scratch_map(size_t n) {
+    int saved = errno;
+    long p = kernel_call(SYS_mmap, 0, (long)n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    errno = saved;
+    return p == -1 ? NULL : (void *)p;
+}
+
+static void scratch_unmap(void *p, size_t n) {
+    int saved = errno;
+    if (p) (void)kernel_call(SYS_munmap, (long)p, (long)n, 0, 0, 0, 0);
+    errno = saved;
+}
+
+#define REREAD_CHUNK 65536
+
 /* What stdio or the kernel wrote, read back from the file: its buffer is not ours to see. */
 static void durlog_reread(int fd, uint64_t e, uint64_t off, uint64_t n, uint64_t t0) {
     char link[64];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     int rfd = open(link, O_RDONLY | O_CLOEXEC);
-    static __thread char chunk[65536];
+    char small[512], *chunk = scratch_map(REREAD_CHUNK);
+    size_t cap = chunk ? REREAD_CHUNK : sizeof small; /* no memory: smaller pieces */
+    if (!chunk) chunk = small;
     while (n) {
-        size_t want = n < sizeof chunk ? (size_t)n : sizeof chunk;
+        size_t want = n < cap ? (size_t)n : cap;
         ssize_t got = rfd >= 0 ? pread(rfd, chunk, want, (off_t)off) : -1;
         if (got <= 0) { /* cut short meanwhile: what is not there is zeros, as a hole reads */
             memset(chunk, 0, want);
@@ -482,6 +502,7 @@ static void durlog_reread(int fd, uint64_t e, uint64_t off, uint64_t n, uint64_t
         n -= (uint64_t)got;
     }
     if (rfd >= 0) close(rfd);
+    if (chunk != small) scratch_unmap(chunk, REREAD_CHUNK);
 }
 
 /* The payload of a transfer call from its arguments: (fd, buf, n, ...) or (fd, iov, cnt, ...). */
@@ -549,14 +570,15 @@ static void name_change_log(const struct name_change *ch, uint64_t t0) {
         ENSURE(name, -1);                                                                          \
         if (LIKELY(!g_state || tl_guard || !dbt_durlog_active())) return real_##name args;         \
         tl_guard++;                                                                                \
-        static __thread struct name_change ch; /* two paths: not on the program's stack */          \
+        struct name_change *ch = scratch_map(sizeof *ch); /* two paths: not on the program's stack */ \
         int before = errno; /* the lookup's own failures are not the call's */                     \
-        int known = name_change_before(&ch, odir, opath, ndir, npath);                             \
+        int known = ch && name_change_before(ch, odir, opath, ndir, npath);                        \
         errno = before;                                                                            \
         uint64_t t0 = now_ns();                                                                    \
         ret r = real_##name args;                                                                  \
         int saved = errno;                                                                         \
-        if (r == 0 && known) name_change_log(&ch, t0);                                             \
+        if (r == 0 && known) name_change_log(ch, t0);                                              \
+        scratch_unmap(ch, sizeof *ch);                                                             \
         tl_guard--;                                                                                \
         errno = saved;                                                                             \
         return r;                                                                                  \
@@ -1096,6 +1118,11 @@ struct aio_ctx {
     pthread_cond_t cv;           /* a submission or the context's end: a waiting reap looks again */
     struct dbt_aio_queue q;
     uint32_t kernel_inflight;    /* iocbs given to the kernel and not yet reaped */
+    uint32_t kernel_waiters;     /* reaps waiting in the kernel's io_getevents */
+    uint32_t wakes_sent;         /* wake iocbs given to the kernel and not yet reaped */
+    struct iocb wake;            /* a request of ours that completes at once: a reap waiting in the
+                                    kernel returns, and looks at the emulated requests (its event is
+                                    never the program's) */
     int dead;                    /* destroyed: what still holds it sees EINVAL */
     _Atomic int emulated;        /* it had a request of ours (else its reaps are the kernel's) */
     uint32_t refs;               /* calls holding it (g_aio_mu): freed at the last once unlinked */
@@ -1212,6 +1239,37 @@ static int64_t aio_do(const struct iocb *cb, uint64_t e, int *op, uint64_t t0) {
     return r;
 }
 
+/* A reap waiting in the kernel (it came before any emulated request, or only the kernel's were in
+ * flight) would not see one submitted now: a read of no bytes on the submitted file, which the kernel
+ * completes at once, makes it return (x->mu held). */
+static void aio_wake_kernel_waiters(struct aio_ctx *x, int fd) {
+    while (x->wakes_sent < x->kernel_waiters) {
+        x->wake = (struct iocb){.aio_data = (uint64_t)(uintptr_t)x, .aio_lio_opcode = IOCB_CMD_PREAD,
+                                .aio_fildes = (uint32_t)fd};
+        struct iocb *one = &x->wake;
+        int saved = errno;
+        long r = kernel_call(SYS_io_submit, (long)x->id, 1, (long)&one, 0, 0, 0);
+        errno = saved;
+        if (r != 1) break; /* the waiter returns at its next kernel event, or its timeout */
+        x->wakes_sent++;
+    }
+}
+
+/* The kernel's events less the wakes of ours among them; how many are left (x->mu held). */
+static long aio_drop_wakes(struct aio_ctx *x, struct io_event *ev, long n) {
+    long kept = 0;
+    for (long i = 0; i < n; i++) {
+        if (ev[i].obj == (uint64_t)(uintptr_t)&x->wake && ev[i].data == (uint64_t)(uintptr_t)x) {
+            if (x->wakes_sent) x->wakes_sent--;
+            continue;
+        }
+        if (kept != i) ev[kept] = ev[i];
+        kept++;
+    }
+    if (x->kernel_inflight) x->kernel_inflight -= (uint32_t)kept < x->kernel_inflight ? (uint32_t)kept : x->kernel_inflight;
+    return kept;
+}
+
 /* One iocb on a device file, the guard set: its I/O done now, then kept in flight on the context.
  * 0, or -errno: the context destroyed meanwhile (EINVAL), no memory to keep it (EAGAIN, as the kernel
  * says when it has none); refused so, it did nothing. */
@@ -1254,6 +1312,7 @@ static int aio_emulate(struct aio_ctx *x, struct iocb *cb, uint64_t e) {
             atomic_fetch_add_explicit(&g_state->dev[r->call.dev].c.host_ns, host_end - t0, memory_order_relaxed);
     }
     pthread_cond_broadcast(&x->cv);
+    aio_wake_kernel_waiters(x, (int)cb->aio_fildes);
     pthread_mutex_unlock(&x->mu);
     return 0;
 }
@@ -1330,11 +1389,9 @@ static long aio_getevents(uint64_t ctx, long min_nr, long nr, struct io_event *e
     int traced = sync_traced();
     uint64_t t_enter = traced ? now_ns() : 0, latest = 0;
     uint32_t emulated = 0;
-    struct aio_ctx *x = aio_find(ctx, 0);
-    if (x && !atomic_load(&x->emulated)) { /* the kernel's alone: its wait, EINTR and all */
-        aio_put(x);
-        x = NULL;
-    }
+    /* a record even for a context with nothing of ours yet: a request submitted while this reap waits
+     * in the kernel must be able to wake it */
+    struct aio_ctx *x = aio_find(ctx, 1);
     if (!x) {
         long r = kernel_call(SYS_io_getevents, (long)ctx, min_nr, nr, (long)events, (long)timeout, 0);
         return r < 0 ? -errno : r;
@@ -1354,13 +1411,10 @@ static long aio_getevents(uint64_t ctx, long min_nr, long nr, struct io_event *e
             got = got ? got : -EINVAL;
             break;
         }
-        if (x->kernel_inflight && got < nr) {
+        if ((x->kernel_inflight || x->wakes_sent) && got < nr) {
             struct timespec zero = {0, 0};
             long k = kernel_call(SYS_io_getevents, (long)ctx, 0, nr - got, (long)(events + got), (long)&zero, 0);
-            if (k > 0) {
-                got += k;
-                x->kernel_inflight -= (uint32_t)k < x->kernel_inflight ? (uint32_t)k : x->kernel_inflight;
-            }
+            if (k > 0) got += aio_drop_wakes(x, events + got, k);
         }
         uint64_t now = now_ns(), next = UINT64_MAX;
         struct dbt_aio_req *out[64];
@@ -1380,24 +1434,26 @@ static long aio_getevents(uint64_t ctx, long min_nr, long nr, struct io_event *e
             if (n < want) break;
         }
         if (got >= min_nr || now >= deadline) break;
-        if (!x->q.count && x->kernel_inflight) { /* only the kernel's in flight: wait there, as unemulated */
+        if (!x->q.count) { /* nothing of ours in flight: wait in the kernel, its EINTR and all, as unemulated */
             struct timespec left, *lp = NULL;
             if (deadline != UINT64_MAX) {
                 left = (struct timespec){(time_t)((deadline - now) / 1000000000ull), (long)((deadline - now) % 1000000000ull)};
                 lp = &left;
             }
+            x->kernel_waiters++;
             pthread_mutex_unlock(&x->mu);
             long k = kernel_call(SYS_io_getevents, (long)ctx, min_nr - got, nr - got, (long)(events + got), (long)lp, 0);
             int err = errno;
             pthread_mutex_lock(&x->mu);
+            x->kernel_waiters--;
             if (k < 0) {
                 got = got ? got : -err;
                 break;
             }
-            got += k;
-            x->kernel_inflight -= (uint32_t)k < x->kernel_inflight ? (uint32_t)k : x->kernel_inflight;
-            if (got >= min_nr || !lp) break;
-            continue;
+            long mine = aio_drop_wakes(x, events + got, k);
+            got += mine;
+            if (got >= min_nr || (lp && mine == k && now_ns() >= deadline)) break;
+            continue; /* woken for an emulated request, or the wait was cut short by a wake */
         }
         /* Wait for the first completion due, the timeout, or a submission (which may complete sooner):
          * on the condition variable to shortly before it, then the rest as a synchronous call waits. */

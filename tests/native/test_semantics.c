@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -460,6 +461,13 @@ static int run(uint64_t seed, const char *root, const char *logpath) {
 static volatile sig_atomic_t highfd_handler_ok;
 static pthread_barrier_t highfd_start;
 
+static void *small_stack_thread(void *arg) {
+    (void)arg;
+    char b[512];
+    memset(b, 5, sizeof b);
+    return pwrite(HIGHFD_MAIN, b, sizeof b, 0) == (ssize_t)sizeof b ? NULL : (void *)1;
+}
+
 static void highfd_on_usr1(int sig) {
     (void)sig;
     static char b[HIGHFD_BLOCK];
@@ -523,6 +531,22 @@ static int highfd(const char *root) {
         bad |= r != NULL;
         close(HIGHFD_THREAD + t);
     }
+    /* A thread given the least stack: the interposer's thread-local storage comes out of it, so it
+     * must be small (MariaDB's timer thread has 64 KiB), and the thread's I/O is emulated there too. */
+    pthread_attr_t small;
+    pthread_attr_init(&small);
+    pthread_attr_setstacksize(&small, PTHREAD_STACK_MIN);
+    pthread_t tiny;
+    int made = pthread_create(&tiny, &small, small_stack_thread, NULL);
+    if (made != 0) printf("highfd: a thread of %d bytes of stack could not be made: %s\n", (int)PTHREAD_STACK_MIN,
+                          strerror(made));
+    bad |= made != 0;
+    if (made == 0) {
+        void *r;
+        pthread_join(tiny, &r);
+        bad |= r != NULL;
+    }
+    pthread_attr_destroy(&small);
     close(HIGHFD_MAIN);
     printf("highfd: %d reads and writes each on fds %d and %d..%d, limit %llu: %s\n", HIGHFD_READS, HIGHFD_MAIN,
            HIGHFD_THREAD, HIGHFD_THREAD + HIGHFD_THREADS - 1, (unsigned long long)rl.rlim_cur, bad ? "FAILED" : "ok");
@@ -541,6 +565,19 @@ static int highfd_from_1024(const char *self, const char *root) {
 }
 
 /* ---- bypasses ---------------------------------------------------------------------------------- */
+
+struct reaper {
+    aio_context_t ctx;
+    long got;
+    struct io_event ev[1];
+};
+
+static void *reaper_main(void *arg) {
+    struct reaper *rp = arg;
+    struct timespec limit = {10, 0}; /* never reached, unless the submission is lost */
+    rp->got = syscall(SYS_io_getevents, rp->ctx, 1, 1, rp->ev, &limit);
+    return NULL;
+}
 
 /* Each call here works on a device file (a/), on another file (out/), or starts a program. The log
  * holds every result, errno and checksum, and must be the same plainly and interposed; interposed,
@@ -682,6 +719,28 @@ static int bypass(const char *root, const char *logpath) {
         k = syscall(SYS_io_submit, ctx, 1, cbs);
         RES(&w, "io_submit bad fd", k, k < 0);
         syscall(SYS_io_destroy, ctx);
+    }
+
+    /* A reaper that waits before anything is in flight (MariaDB's does, from its start): a request
+     * submitted later must still end its wait, emulated or not */
+    aio_context_t ctx2 = 0;
+    if (syscall(SYS_io_setup, 8, &ctx2) == 0) {
+        struct reaper rp = {ctx2, 0, {{0}}};
+        pthread_t th;
+        pthread_create(&th, NULL, reaper_main, &rp);
+        usleep(20000); /* the reaper is in io_getevents by now */
+        struct iocb cb = {0}, *cbs[1] = {&cb};
+        cb.aio_lio_opcode = IOCB_CMD_PREAD;
+        cb.aio_fildes = (uint32_t)dev;
+        cb.aio_buf = (uint64_t)(uintptr_t)back;
+        cb.aio_nbytes = 8192;
+        cb.aio_offset = 8192;
+        k = syscall(SYS_io_submit, ctx2, 1, cbs);
+        RES(&w, "io_submit to a waiting reaper", k, k < 0);
+        pthread_join(th, NULL);
+        logf_(&w, "reaper io_getevents %ld res %lld\n", rp.got, rp.got == 1 ? (long long)rp.ev[0].res : -1LL);
+        log_buf(&w, "reaped read", back, 8192);
+        syscall(SYS_io_destroy, ctx2);
     }
 
     /* POSIX AIO: one read of the device file, one of the other */

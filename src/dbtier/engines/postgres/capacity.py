@@ -12,7 +12,8 @@ from dbtier.devices import hostfs, session
 from dbtier.devices.pagecache import check_page_cache
 from dbtier.errors import UserError
 from dbtier.units import fmt_bytes
-from dbtier.engines.postgres import osuser, settings
+from dbtier.engines import osuser
+from dbtier.engines.postgres import settings
 from dbtier.workspace import Workspace, check_not_pseudo
 
 MIB = 1 << 20

@@ -30,7 +30,7 @@ from dbtier import lifecycle
 from dbtier.devices.session import CPU_SCALE_ENV
 from dbtier.errors import UserError
 from dbtier.engines.postgres.binaries import PgInstall
-from dbtier.engines.postgres.osuser import ServerUser
+from dbtier.engines.osuser import ServerUser
 from dbtier.workspace import Claim
 
 SUPERUSER = "dbtier"

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dbtier.engines.postgres import osuser
+from dbtier.engines import osuser
 from dbtier.engines.postgres.cluster import AUTO_CONF, Seed, _digest
 from dbtier.errors import UserError
 

@@ -41,7 +41,8 @@ from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
 from dbtier.measure import collectors, interval
 from dbtier.measure.recording import RunRecording
-from dbtier.engines.postgres import binaries, capacity, osuser, settings
+from dbtier.engines import osuser
+from dbtier.engines.postgres import binaries, capacity, settings
 from dbtier.engines.postgres.cluster import DATABASE, SOCKET_PATH_MAX, Cluster, Seed
 from dbtier.engines.postgres.handle import LabHandle
 from dbtier.engines.postgres.placement import Placement, tablespace_of

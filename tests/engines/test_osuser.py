@@ -5,7 +5,7 @@ import os
 import stat
 
 from dbtier.engines.postgres.binaries import PgInstall
-from dbtier.engines.postgres.osuser import ServerUser, lease, reachable_copy
+from dbtier.engines.osuser import ServerUser, lease, reachable_copy
 
 OTHER = ServerUser("nobody", 65534, 65534)
 

@@ -1,6 +1,6 @@
-"""Who the servers run as.
+"""Who the servers run as, for every engine.
 
-PostgreSQL refuses to run as root, and a lab runs content dbtier did not write (a user's dump, their
+PostgreSQL refuses to run as root (MariaDB too, unless told), and a lab runs content dbtier did not write (a user's dump, their
 setup files), which can start programs as the server's user (`COPY ... TO PROGRAM`). So when dbtier
 is started as root, each lab's server runs as an unprivileged user of its own for as long as the lab
 lives: one of a pool (`dbtier-lab1`, `dbtier-lab2`, ..., made on first use), leased exclusively (a

@@ -1,0 +1,180 @@
+"""One MariaDB server over a lab's folders: its data directory made (mariadb-install-db), started on a
+private socket with no TCP, reached by dbtier's own OS user through unix_socket authentication, and
+stopped with nothing left running.
+
+InnoDB's files go where the lab says: the data directory (the system tablespace with the doublewrite
+buffer, file-per-table tablespaces), the redo log (innodb_log_group_home_dir), the undo tablespaces
+(innodb_undo_directory) and temp (innodb_temp_data_file_path and tmpdir). Its I/O is kept where the
+interposer sees it: libaio for data pages (`innodb_linux_aio = aio`: the default picks io_uring, whose
+rings no interposer can see) and a redo log written with pwrite (never on tmpfs, where InnoDB maps it
+into memory instead).
+
+    server = Server(install, user, folders, env, settings)
+    server.install_db(); server.start()
+    with server.connect() as conn: ...
+    server.stop()"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pymysql
+
+from dbtier.engines.mariadb.binaries import MariaInstall
+from dbtier.engines.osuser import ServerUser
+from dbtier.errors import UserError
+
+#: the settings dbtier owns in every lab: what keeps the server private and its I/O visible
+OWNED = {
+    "skip-networking": "ON",
+    "innodb-use-native-aio": "ON",
+    "innodb-linux-aio": "aio",
+    "performance-schema": "ON",
+    "innodb-file-per-table": "ON",
+}
+#: what only mariadb-install-db can set (the undo tablespaces are made with the data directory)
+AT_CREATION = ("innodb-undo-tablespaces", "innodb-page-size", "innodb-undo-directory", "innodb-data-home-dir",
+               "innodb-log-group-home-dir", "innodb-temp-data-file-path", "innodb-data-file-path")
+START_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Folders:
+    """Where a server's files go; each folder exists and is the server user's."""
+    data: Path      # the data directory (system tablespace, doublewrite buffer, tables)
+    log: Path       # the redo log
+    undo: Path      # the undo tablespaces
+    temp: Path      # the temporary tablespace and tmpdir (sort files)
+    run: Path       # the socket, the pid file, the error log (short: a socket path holds 107 bytes)
+
+
+class Server:
+    def __init__(self, install: MariaInstall, user: ServerUser, folders: Folders, env: dict[str, str],
+                 settings: dict[str, str] | None = None):
+        self.install, self.user, self.folders = install, user, folders
+        self.env = user.env(install.env(env))
+        self.settings = dict(settings or {})
+        self.proc: subprocess.Popen | None = None
+        self.socket = folders.run / "mysqld.sock"
+        self.error_log = folders.run / "mysqld.err"
+        if _on_dev_shm(folders.log):
+            raise UserError(f"the redo log's folder {folders.log} is on /dev/shm, where MariaDB {install.version} maps "
+                            "the log into memory and no interposer sees its writes; give it a folder on another file "
+                            "system (another tmpfs, or a disk)")
+        if len(str(self.socket).encode()) > 107:
+            raise UserError(f"the socket path {self.socket} is longer than a unix socket takes; choose a shorter "
+                            "--workspace")
+
+    def _files_options(self) -> list[str]:
+        f = self.folders
+        return [f"--basedir={self.install.basedir}", f"--datadir={f.data}",
+                f"--innodb-log-group-home-dir={f.log}", f"--innodb-undo-directory={f.undo}",
+                f"--innodb-temp-data-file-path={os.path.relpath(f.temp, f.data)}/ibtmp1:12M:autoextend",
+                f"--tmpdir={f.temp}"]
+
+    def _setting_options(self, creation: bool) -> list[str]:
+        merged = {**{"innodb-undo-tablespaces": "2"}, **self.settings, **OWNED}
+        return [f"--{k}={v}" for k, v in merged.items() if creation or k not in ("innodb-undo-tablespaces",)]
+
+    def install_db(self) -> None:
+        """The data directory, its system tables, and an account for dbtier's OS user (unix_socket)."""
+        me = _my_name()
+        cmd = [str(self.install.exe("mariadb-install-db")), "--no-defaults", *self._files_options(),
+               "--auth-root-authentication-method=socket", f"--auth-root-socket-user={me}", "--skip-test-db",
+               *(f"--{k}={v}" for k, v in {**{"innodb-undo-tablespaces": "2"}, **self.settings}.items()
+                 if k in AT_CREATION or k.startswith("innodb-buffer-pool"))]
+        run = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=300,
+                             **self.user.popen_kwargs())
+        if run.returncode != 0:
+            said = _first_error((run.stderr + "\n" + run.stdout).splitlines())
+            raise UserError(f"mariadb-install-db failed: {said}")
+
+    def start(self) -> None:
+        if self.proc is not None:
+            return
+        cmd = [str(self.install.exe("mariadbd")), "--no-defaults", *self._files_options(),
+               f"--socket={self.socket}", f"--pid-file={self.folders.run / 'mysqld.pid'}",
+               f"--log-error={self.error_log}", *self._setting_options(creation=False)]
+        self.proc = subprocess.Popen(cmd, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True, **self.user.popen_kwargs())
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if self.proc.poll() is not None:
+                code, self.proc = self.proc.returncode, None
+                raise UserError(f"the MariaDB server stopped as it started (exit {code}): {self._last_error()}")
+            try:
+                self.connect().close()
+                return
+            except pymysql.err.OperationalError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise UserError(f"the MariaDB server did not accept connections in {START_TIMEOUT_S:.0f} s: "
+                                    f"{self._last_error()}") from None
+                time.sleep(0.05)
+
+    def connect(self, database: str | None = None, autocommit: bool = True) -> pymysql.connections.Connection:
+        return pymysql.connect(unix_socket=str(self.socket), user=_my_name(), database=database,
+                               autocommit=autocommit, connect_timeout=10)
+
+    def status(self) -> dict[str, int]:
+        """SHOW GLOBAL STATUS, the numeric ones."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("SHOW GLOBAL STATUS")
+            return {k: int(v) for k, v in cur.fetchall() if v.lstrip("-").isdigit()}
+
+    def stop(self) -> None:
+        """A clean shutdown (InnoDB's pages written, its log checkpointed); killed if it will not."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                with self.connect() as conn, conn.cursor() as cur:
+                    cur.execute("SHUTDOWN")
+            except pymysql.err.MySQLError:
+                _signal(proc, signal.SIGTERM)
+        try:
+            proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            _signal(proc, signal.SIGKILL)
+            proc.wait()
+
+    def _last_error(self) -> str:
+        try:
+            lines = self.error_log.read_text(errors="replace").splitlines()
+        except OSError:
+            return "no error log"
+        return _first_error(lines)
+
+
+def _first_error(lines: list[str]) -> str:
+    """The server's first error (the cause; its last is 'Aborting'), or its last line."""
+    errors = [ln.split("[ERROR]", 1)[1].strip() for ln in lines if "[ERROR]" in ln and "Aborting" not in ln]
+    said = errors[0] if errors else next((ln.strip() for ln in reversed(lines) if ln.strip()), "no message")
+    return said[:300]
+
+
+def _on_dev_shm(path: Path) -> bool:
+    """Whether path is on /dev/shm's file system: InnoDB takes a log there for persistent memory."""
+    try:
+        return os.stat(path).st_dev == os.stat("/dev/shm").st_dev
+    except OSError:
+        return False
+
+
+def _signal(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _my_name() -> str:
+    return pwd.getpwuid(os.geteuid()).pw_name
