@@ -25,6 +25,7 @@ import secrets
 import shutil
 import signal
 import stat
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -275,6 +276,19 @@ class Claim:
         self.record["processes"] = [p for p in self.record["processes"] if p["pid"] != pid]
         self.save()
 
+    def mount_tmpfs(self, relative: str, size_bytes: int) -> Path:
+        """A tmpfs of the claim's own (root only) at a folder inside it: a file system other than
+        /dev/shm's, for a server that treats a file there as persistent memory (MariaDB's redo log).
+        Recorded first, so that a killed run's is unmounted by the reaper."""
+        path = self.inside(relative, mode=0o755)
+        self.record.setdefault("mounts", []).append(str(path))
+        self.save()
+        run = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_bytes},mode=755,nosuid,nodev", "dbtier",
+                              str(path)], capture_output=True, text=True)
+        if run.returncode != 0:
+            raise UserError(f"could not mount a tmpfs at {path}: {run.stderr.strip() or run.returncode}")
+        return path
+
     def hold_sysv_shm(self, shmid: int, uid: int) -> None:
         """A System V segment a server of the claim's holds: a server killed outright leaves it."""
         entry = {"id": shmid, "uid": uid}
@@ -318,6 +332,9 @@ class Claim:
                 stuck = True
         if stuck:
             return done  # its folders may still be in use: the next run tries again
+        for mount in self.record.get("mounts", []):  # before its folder is removed: nothing under it is ours
+            if _unmount_inside(Path(mount), self.path) and interrupted:
+                done.append(f"unmounted a file system an interrupted run had mounted ({mount})")
         for seg in self.record.get("sysv_shm", []):
             if release_sysv_shm(seg["id"], seg["uid"]) and interrupted:
                 done.append(f"released the shared memory of a server that was killed (System V id {seg['id']})")
@@ -331,6 +348,13 @@ class Claim:
     def remove(self) -> None:
         """The end of a command: everything it recorded goes (it has stopped its processes itself)."""
         self.release()
+
+
+def _unmount_inside(mount: Path, claim: Path) -> bool:
+    """Unmounts a file system the claim mounted (only at a folder inside the claim's). True if one was."""
+    if claim not in mount.parents or not os.path.ismount(mount):
+        return False
+    return subprocess.run(["umount", "-l", str(mount)], capture_output=True).returncode == 0
 
 
 def _rmtree(path: Path) -> None:

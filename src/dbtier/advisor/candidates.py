@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dbtier.measure.objects import owner
-from dbtier.engines.postgres.placement import OBJECT_NAME
+from dbtier.engines.placing import OBJECT_NAME
 from dbtier.prediction.recording import Recording
 from dbtier.prediction.scenario import file_identities
 

@@ -10,6 +10,7 @@ engine's. Nothing above this seam names an engine's modules."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Protocol
 
 from dbtier.devices.spec import DeviceSpec
@@ -74,4 +75,32 @@ class Engine(Protocol):
 
     def describe(self) -> dict:
         """The engine as a result records it."""
+
+
+@dataclass
+class Measurement:
+    """What a lab's measure() block yields: its result, filled when the block ends."""
+    result: dict = field(default_factory=dict)
+
+
+class LabLifecycle:
+    """A lab as a context: entered, it opens (and closes what it had made if opening fails, Ctrl-C
+    included); left, it closes. A lab implements _open and close."""
+
+    def _open(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        try:
+            self._open()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 

@@ -427,3 +427,24 @@ def reachable_copy(anchor: Path, parts: list[str], user: ServerUser, cache_root:
     except OSError:  # another run made it first
         shutil.rmtree(tmp, ignore_errors=True)
     return dest
+
+
+def lab_claim(lease: Lease, workspace_base: Path | None, say: Callable[[str], None]):
+    """A lab's claim in the workspace, for servers run by the lease's user: the workspace opened so that
+    the user may pass through it (refused, in one line, where it cannot), what killed runs left reaped,
+    idle pool users swept, and the claim recording whose folders the reaper may remove. (workspace, claim)"""
+    from dbtier.workspace import Workspace
+
+    user = lease.user
+    pass_group = (user.pass_gid if user.pass_gid is not None else user.gid) if user.switches else None
+    workspace = Workspace.open(workspace_base, pass_group)
+    if not user.can_read(workspace.root):
+        raise UserError(f"the server user {user.name} cannot pass through {workspace.root.parent}; "
+                        "choose a --workspace it can enter")
+    workspace.reap(say)
+    sweep_idle_pool(say)
+    claim = workspace.claim("lab", user.gid if user.switches else None)
+    claim.record["server_uid"] = user.uid  # whose folders the reaper may remove too
+    claim.save()
+    return workspace, claim
+

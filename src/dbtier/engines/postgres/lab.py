@@ -42,11 +42,12 @@ from dbtier.errors import UserError
 from dbtier.measure import collectors, interval
 from dbtier.measure.recording import RunRecording
 from dbtier.engines import osuser
+from dbtier.engines.base import LabLifecycle, Measurement
 from dbtier.engines.postgres import binaries, capacity, settings
 from dbtier.engines.postgres.cluster import DATABASE, SOCKET_PATH_MAX, Cluster, Seed
 from dbtier.engines.postgres.handle import LabHandle
 from dbtier.engines.postgres.placement import Placement, tablespace_of
-from dbtier.workspace import Claim, Workspace
+from dbtier.workspace import Claim
 
 
 
@@ -68,12 +69,7 @@ class LabOptions:
     durability_log: bool = False     # the servers may keep a durability log (crash states: src/dbtier/crash)
 
 
-@dataclass
-class Measurement:
-    result: dict = field(default_factory=dict)
-
-
-class Lab:
+class Lab(LabLifecycle):
     def __init__(self, requests: list[DeviceSpec], placement: Placement, options: LabOptions | None = None,
                  say: Callable[[str], None] = print):
         self.requests = requests
@@ -98,33 +94,12 @@ class Lab:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def __enter__(self) -> "Lab":
-        try:
-            self._open()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
     def _open(self) -> None:
         opts = self.options
         self.install = binaries.find(opts.pg_bin)
         self.lease = osuser.lease(self.say)
         self.user = self.lease.user
-        pass_group = (self.user.pass_gid if self.user.pass_gid is not None else self.user.gid) \
-            if self.user.switches else None
-        workspace = Workspace.open(opts.workspace, pass_group)
-        if not self.user.can_read(workspace.root):
-            raise UserError(f"the server user {self.user.name} cannot pass through {workspace.root.parent}; "
-                            "choose a --workspace it can enter")
-        workspace.reap(self.say)
-        osuser.sweep_idle_pool(self.say)
-        self.claim = workspace.claim("lab", self.user.gid if self.user.switches else None)
-        self.claim.record["server_uid"] = self.user.uid  # whose folders the reaper may remove too
-        self.claim.save()
+        workspace, self.claim = osuser.lab_claim(self.lease, opts.workspace, self.say)
         socket_dir = self.claim.path / "sock"
         if len(str(socket_dir)) > SOCKET_PATH_MAX:
             raise UserError(f"workspace {workspace.root} is too deep for a unix socket path; choose a shorter "

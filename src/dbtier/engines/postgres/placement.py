@@ -9,14 +9,13 @@ defaults to the first device."""
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 
+from dbtier.engines import placing
 from dbtier.errors import UserError
 
 ROLES = ("data", "indexes", "wal", "temp", "dump")
-OBJECT_NAME = re.compile(r"^([a-z_][a-z0-9_$]*\.)?[a-z_][a-z0-9_$]*$")  # name, or schema.name
 
 
 def tablespace_of(device: str) -> str:
@@ -42,11 +41,7 @@ class Placement:
         ("workload random-index", "the database after the setup")."""
         for name in self.objects:
             if name not in known:
-                hint = difflib.get_close_matches(name, known, 1)
-                listed = ", ".join(sorted(known)[:12]) + (", ..." if len(known) > 12 else "")
-                raise UserError(f"--place {name}=...: {owner} has no table, index or materialized view {name!r}"
-                                + (f"; did you mean {hint[0]}?" if hint else "")
-                                + f" (its objects: {listed or 'none'})")
+                raise placing.unknown_object(name, known, owner, "table, index or materialized view")
 
     def describe(self) -> dict:
         return {**self.roles, "objects": dict(self.objects)}
@@ -54,35 +49,11 @@ class Placement:
 
 def parse(texts: list[str] | tuple[str, ...], devices: list[str]) -> Placement:
     """texts: the --place values (each comma-separated KEY=DEVICE); devices: names, first = default."""
-    if not devices:
-        raise UserError("no devices: give at least one --device NAME=PROFILE")
     spaces: dict[str, str] = {}
     for d in devices:
         ts = tablespace_of(d)
         if ts in spaces:
             raise UserError(f"device names {spaces[ts]} and {d} differ only in case or punctuation; rename one")
         spaces[ts] = d
-    given: dict[str, str] = {}
-    for text in texts:
-        for item in filter(None, (s.strip() for s in text.split(","))):
-            key, sep, dev = item.partition("=")
-            key, dev = key.strip().lower(), dev.strip()
-            key = key.removeprefix("public.")  # objects in public are named without their schema
-            if not sep or not key or not dev:
-                raise UserError(f"--place {text!r}: expected KEY=DEVICE[,KEY=DEVICE...], for example "
-                                "data=hdd,wal=ssd,t_attribute_idx=ssd")
-            if key not in ROLES and not OBJECT_NAME.match(key):
-                raise UserError(f"--place {item!r}: {key!r} is neither a role ({', '.join(ROLES)}) nor a table or "
-                                "index name")
-            if dev not in devices:
-                hint = difflib.get_close_matches(dev, devices, 1)
-                raise UserError(f"--place {item!r}: no device named {dev!r}"
-                                + (f"; did you mean {hint[0]}?" if hint else "")
-                                + f" (devices: {', '.join(devices)})")
-            if key in given and given[key] != dev:
-                raise UserError(f"--place: {key} is placed twice ({given[key]} and {dev})")
-            given[key] = dev
-    data = given.get("data", devices[0])
-    roles = {"data": data, **{r: given.get(r, data) for r in ROLES if r != "data"}}
-    objects = {k: v for k, v in given.items() if k not in ROLES}
+    roles, objects = placing.parse(texts, devices, ROLES, "data=hdd,wal=ssd,t_attribute_idx=ssd", "public.")
     return Placement(roles, objects)

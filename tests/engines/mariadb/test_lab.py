@@ -1,0 +1,78 @@
+"""A MariaDB lab with each InnoDB role on an emulated device of its own and one table on another:
+each device's files are the role's, each is written in a measured interval, and nothing is left when
+the lab ends. An index cannot be placed apart from its table (InnoDB keeps it in the table's file)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dbtier.errors import UserError
+
+pytestmark = pytest.mark.skipif(shutil.which("apt-get") is None or os.geteuid() != 0,
+                                reason="MariaDB's packages come through apt-get; a lab of devices on a tmpfs of its "
+                                       "own needs root (a normal user gives the log device a folder)")
+
+ROLES = {"data": "d_data", "log": "d_log", "undo": "d_undo", "temp": "d_temp", "big": "d_table"}
+
+
+def test_each_role_and_a_table_on_its_own_device(shm_dir):
+    from dbtier.devices.spec import parse_all
+    from dbtier.engines.mariadb import placement
+    from dbtier.engines.mariadb.lab import Lab, LabOptions
+
+    devices = parse_all([f"{d}=ram-san" for d in ROLES.values()])
+    place = placement.parse([",".join(f"{k}={v}" for k, v in ROLES.items())], [d.name for d in devices])
+    with Lab(devices, place, LabOptions(workspace=shm_dir, cache_bytes=32 << 20,
+                                        sets={"sort-buffer-size": "32768", "innodb-max-dirty-pages-pct": "0"}),
+             say=lambda _line: None) as lab:
+        claim = lab.claim.path
+        lab.create_table("big", "id INT PRIMARY KEY, v INT, pad CHAR(200), KEY (v)")
+        lab.create_table("small", "id INT PRIMARY KEY, pad CHAR(200)")
+        with lab.measure("load") as m:
+            with lab.connect() as conn, conn.cursor() as cur:
+                cur.execute("INSERT INTO big SELECT seq, seq % 977, REPEAT('b', 200) FROM seq_1_to_30000")
+                cur.execute("INSERT INTO small SELECT seq, REPEAT('s', 200) FROM seq_1_to_3000")
+                cur.execute("UPDATE big SET v = v + 1 WHERE id <= 20000")  # undo records for every row
+                cur.execute("SELECT pad, v FROM big ORDER BY pad DESC, v LIMIT 5")  # a sort that spills to tmpdir
+                cur.fetchall()
+                cur.execute("SET GLOBAL innodb_max_dirty_pages_pct = 0")
+                import time
+                for _ in range(300):
+                    cur.execute("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'")
+                    if int(cur.fetchone()[1]) == 0:
+                        break
+                    time.sleep(0.1)
+        files = lab.session.snapshot()["files"]
+        wrote = {name: d["write_bytes"] for name, d in m.result["devices"].items()}
+    on = {}
+    for _index, device, path, *_rest in files:
+        on.setdefault(device, []).append(Path(path).name)
+    names = {d.name: i for i, d in enumerate(devices)}
+    assert "big.ibd" in on[names["d_table"]] and "small.ibd" in on[names["d_data"]], on
+    # the redo log (made as ib_logfile101 and renamed: the file table keeps the name it first had)
+    assert any(n.startswith("ib_logfile") for n in on[names["d_log"]])
+    assert not any(n.startswith("ib_logfile") for n in on[names["d_data"]])
+    assert {"undo001", "undo002"} <= set(on[names["d_undo"]]), on
+    assert "ibdata1" in on[names["d_data"]], on
+    for role, device in ROLES.items():
+        assert wrote[device] > 0, (role, wrote, on)
+    assert m.result["innodb"]["Innodb_data_written"] > 0
+    assert not claim.exists()  # the lab's tmpfs unmounted, its folders gone
+
+
+def test_an_index_is_placed_with_its_table():
+    from dbtier.engines.mariadb import placement
+
+    place = placement.parse(["data=a,big_v=b"], ["a", "b"])
+    with pytest.raises(UserError, match="big_v is an index, and InnoDB keeps every index in its table's file"):
+        place.check_objects({"big": "table", "big_v": "index"}, "the workload")
+    with pytest.raises(UserError, match="has no table 'bgi'.*did you mean big"):
+        placement.parse(["bgi=b"], ["a", "b"]).check_objects({"big": "table"}, "the workload")
+    with pytest.raises(UserError, match="no device named 'c'"):
+        placement.parse(["log=c"], ["a", "b"])
+    assert placement.parse(["log=b"], ["a", "b"]).roles == {"data": "a", "log": "b", "undo": "a", "temp": "a",
+                                                           "binlog": "a"}
