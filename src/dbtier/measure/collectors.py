@@ -90,8 +90,8 @@ class ServerCpu(_Base):
     the clock, which also marks the trace's window."""
     start_rank, stop_rank = 99, 1
 
-    def __init__(self, postmaster_pid: int):
-        self.pid = postmaster_pid
+    def __init__(self, server_pid: int):
+        self.pid = server_pid  # PostgreSQL's postmaster (its children are the server), or mariadbd
 
     def prepare(self) -> None:
         """Before the clock: the server processes there are (stop waits for them to account their CPU)."""
@@ -108,10 +108,10 @@ class ServerCpu(_Base):
         interval.notes.setdefault("processes", {})[self.pid] = "postmaster"
 
     def contribute(self, interval, figures: dict) -> None:
-        sampled = interval.notes["sampled"]
-        server = self.server1 - self.server0 - figures["emulation_spin_s"] - sampled["sampler_server_cpu_s"]
+        sampled = interval.notes.get("sampled", {})  # no wait sampler (MariaDB's waits are its own counters)
+        server = self.server1 - self.server0 - figures["emulation_spin_s"] - sampled.get("sampler_server_cpu_s", 0.0)
         figures.update(server_cpu_s=max(0.0, server),
-                       client_cpu_s=max(0.0, self.client1 - self.client0 - sampled["sampler_client_cpu_s"]),
+                       client_cpu_s=max(0.0, self.client1 - self.client0 - sampled.get("sampler_client_cpu_s", 0.0)),
                        host_steal_s=self.steal1 - self.steal0)
 
 
@@ -161,9 +161,10 @@ class Emulation(_Base):
     measurement it could not cover whole (I/O it could not see) is refused."""
     start_rank, stop_rank = 10, 30
 
-    def __init__(self, session, devices, dilated: bool = False, credits: float | None = None):
+    def __init__(self, session, devices, dilated: bool = False, credits: float | None = None, name_of=None):
         self.session, self.devices, self.dilated = session, devices, dilated
         self.credits = credits  # capped volumes' burst credits as the interval starts; None: as they are
+        self.name_of = name_of  # the engine's naming of its files (None: PostgreSQL's, by its catalog)
 
     def start(self, interval) -> None:
         if self.dilated:  # the wait sampler (started before) is the measurement's, not the slower server's
@@ -192,6 +193,6 @@ class Emulation(_Base):
         recs = recs[(recs["submit_ns"] >= interval.t0_ns) & (recs["submit_ns"] <= interval.t1_ns)]
         files = {int(row[0]): row[2] for row in self.after["files"]}  # [index, device, path, st_dev, st_ino]
         emu = emulated.figures(self.devices, self.before, self.after, interval.elapsed_s, recs, files,
-                               interval.notes.get("names", {}))
+                               interval.notes.get("names", {}), name_of=self.name_of)
         figures.update(io_wait_s=emu.io_wait_s, devices=emu.devices, object_io=emu.object_io,
                        emulation_spin_s=emu.spin_s, cpu_dilation_s=self.dilation_s() if self.dilated else None)

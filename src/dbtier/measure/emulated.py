@@ -23,13 +23,14 @@ class EmulatedFigures:
 
 def figures(devices, before: dict | None, after: dict, elapsed_s: float, records: np.ndarray | None,
             files: dict[int, str], names: dict, counted: np.ndarray | None = None,
-            named: dict | None = None) -> EmulatedFigures:
+            named: dict | None = None, name_of: objects.NameOf | None = None) -> EmulatedFigures:
     """devices: the session's Device list; before/after: state snapshots; records: the interval's trace
     records (measure.trace.RECORD), or counted: its I/O counted per file and device already
     (native.OBJIO_ROW: a replay counts it as it runs); files: file index -> path; names: (db,
-    relfilenode) -> (name, kind); named: objects.table's cache of the files' names."""
+    relfilenode) -> (name, kind); named: objects.table's cache of the files' names; name_of: another
+    engine's naming of its files (objects.NameOf)."""
     rows = device_figures.rows(devices, after, elapsed_s, before)
     labels = [d.name for d in devices]
-    per_object = objects.object_io(records, files, labels, names) if counted is None else \
-        objects.table(counted, files, labels, names, named)
+    per_object = objects.object_io(records, files, labels, names, name_of) if counted is None else \
+        objects.table(counted, files, labels, names, named, name_of)
     return EmulatedFigures(rows, device_figures.wait_s(rows), device_figures.spin_s(rows), per_object)

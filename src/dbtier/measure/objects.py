@@ -6,6 +6,8 @@ end of the interval, so objects rewritten (new relfilenode) or created during it
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from dbtier.devices import native
@@ -96,29 +98,39 @@ def owner(name: str) -> str:
     return name
 
 
+#: what an engine names a file by: its path -> (object, kind)
+NameOf = Callable[[str], tuple[str, str]]
+
+
+def postgres_names(names: dict[tuple[int, int], tuple[str, str]]) -> NameOf:
+    """PostgreSQL's files named by its catalog ((database oid, relfilenode) -> (name, kind))."""
+    return lambda path: _name(path, native.pg_path(path), names)
+
+
 def object_io(records: np.ndarray, files: dict[int, str], devices: list[str],
-              names: dict[tuple[int, int], tuple[str, str]]) -> list[dict]:
-    """records: trace records of the interval (measure.trace.RECORD). One row per object and device."""
+              names: dict[tuple[int, int], tuple[str, str]], name_of: NameOf | None = None) -> list[dict]:
+    """records: trace records of the interval (measure.trace.RECORD). One row per object and device.
+    name_of: the engine's naming of a file (PostgreSQL's catalog `names` when None)."""
     counter = native.ObjectIO()
     try:
         counter.add_records(records)
-        return table(counter.rows(), files, devices, names)
+        return table(counter.rows(), files, devices, names, name_of=name_of)
     finally:
         counter.close()
 
 
 def table(rows: np.ndarray, files: dict[int, str], devices: list[str], names: dict[tuple[int, int], tuple[str, str]],
-          named: dict[int, tuple[str, str]] | None = None) -> list[dict]:
+          named: dict[int, tuple[str, str]] | None = None, name_of: NameOf | None = None) -> list[dict]:
     """The I/O counted per file and device (native.OBJIO_ROW, as the C side counts it: objio.c) added
     up per object and device, the busiest first. named: file index -> (object, kind), filled as files
     are named (a caller naming the same files again keeps it)."""
     named = {} if named is None else named
+    name_of = name_of or postgres_names(names)
     out: dict[tuple[str, str], dict] = {}
     for r in rows:
         f = int(r["file"])
         if f not in named:
-            path = files.get(f, "")
-            named[f] = _name(path, native.pg_path(path), names)
+            named[f] = name_of(files.get(f, ""))
         name, kind = named[f]
         dev = int(r["dev"])
         device = devices[dev] if dev < len(devices) else str(dev)

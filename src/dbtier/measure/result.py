@@ -21,6 +21,8 @@ class PhaseResult:
     top_events: list | None = None
     pg_stat_io: list | None = None
     pg_stat_wal: dict | None = None
+    innodb_status: dict | None = None     # MariaDB: SHOW GLOBAL STATUS's InnoDB counters over the interval
+    file_io: list | None = None           # MariaDB: performance_schema's I/O per file over the interval
     cpu_dilation_s: float | None = None  # --cpu-scale: the server's CPU time beyond this machine's (in server_cpu_s)
 
     def to_dict(self) -> dict:

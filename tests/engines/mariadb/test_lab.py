@@ -37,8 +37,8 @@ def test_each_role_and_a_table_on_its_own_device(shm_dir):
                 cur.execute("INSERT INTO big SELECT seq, seq % 977, REPEAT('b', 200) FROM seq_1_to_30000")
                 cur.execute("INSERT INTO small SELECT seq, REPEAT('s', 200) FROM seq_1_to_3000")
                 cur.execute("UPDATE big SET v = v + 1 WHERE id <= 20000")  # undo records for every row
-                cur.execute("SELECT pad, v FROM big ORDER BY pad DESC, v LIMIT 5")  # a sort that spills to tmpdir
-                cur.fetchall()
+                cur.execute("SELECT pad, v FROM big ORDER BY v DESC, pad")  # 6 MB sorted in 32 KiB: spills to tmpdir
+                assert len(cur.fetchall()) == 30000
                 cur.execute("SET GLOBAL innodb_max_dirty_pages_pct = 0")
                 import time
                 for _ in range(300):
@@ -47,7 +47,7 @@ def test_each_role_and_a_table_on_its_own_device(shm_dir):
                         break
                     time.sleep(0.1)
         files = lab.session.snapshot()["files"]
-        wrote = {name: d["write_bytes"] for name, d in m.result["devices"].items()}
+        wrote = {d["device"]: d["counters"]["write_bytes"] for d in m.result["devices"]}
     on = {}
     for _index, device, path, *_rest in files:
         on.setdefault(device, []).append(Path(path).name)
@@ -60,7 +60,18 @@ def test_each_role_and_a_table_on_its_own_device(shm_dir):
     assert "ibdata1" in on[names["d_data"]], on
     for role, device in ROLES.items():
         assert wrote[device] > 0, (role, wrote, on)
-    assert m.result["innodb"]["Innodb_data_written"] > 0
+    # InnoDB's own figures beside them: its counters, its timed waits, its I/O per file
+    status = m.result["innodb_status"]
+    assert status["Handler_write"] >= 33000 and status["Innodb_data_written"] > 0
+    assert status["Sort_merge_passes"] > 0  # the sort spilled (to tmpdir, on the temp device)
+    assert m.result["top_events"][0]["event"] == "CPU time (measured)" or m.result["top_events"][0]["time_s"] > 0
+    assert any(r["event"].startswith("wait/io/file/innodb/") for r in m.result["top_events"]), m.result["top_events"]
+    assert any(r["file"].endswith("big.ibd") and r["write_bytes"] > 0 for r in m.result["file_io"])
+    # and the I/O per object, named from InnoDB's files, on the devices the placement gave them
+    per_object = {(r["object"], r["device"]): r for r in m.result["object_io"]}
+    for obj, dev in (("big", "d_table"), ("small", "d_data"), ("redo log", "d_log"), ("undo tablespaces", "d_undo"),
+                     ("system tablespace", "d_data"), ("temp files", "d_temp")):
+        assert per_object[(obj, dev)]["writes"] > 0, (obj, dev, sorted(per_object))
     assert not claim.exists()  # the lab's tmpfs unmounted, its folders gone
 
 

@@ -7,15 +7,14 @@ persistent memory and writes it with stores nobody sees (engines/mariadb/server.
 lab needs its log device's folder given (`-d log=PROFILE:DIR`) on another file system.
 
     with Lab(devices, placement.parse(["log=ssd"], ["hdd", "ssd"]), LabOptions()) as lab:
-        lab.execute("CREATE TABLE t (...)")
-        with lab.measure("run") as m: ...
-        m.result["devices"]"""
+        lab.create_table("t", "id INT PRIMARY KEY, ...")
+        with lab.measure("load") as m: ...
+        m.result["devices"], m.result["object_io"], m.result["innodb_status"], m.result["top_events"]"""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -26,18 +25,13 @@ from dbtier.devices.session import Device, Session
 from dbtier.devices.spec import DeviceSpec
 from dbtier.engines import osuser
 from dbtier.engines.base import LabLifecycle, Measurement
-from dbtier.engines.mariadb import binaries
+from dbtier.engines.mariadb import binaries, measure
 from dbtier.engines.mariadb.placement import Placement
 from dbtier.engines.mariadb.server import Folders, Server
-from dbtier.errors import UserError
+from dbtier.measure import collectors, interval
 from dbtier.workspace import Claim
 
 DATABASE = "dbtier"
-#: the device counters a measurement reports, as the emulation state names them
-COUNTERS = ("reads", "writes", "flushes", "read_bytes", "write_bytes", "busy_ns")
-#: InnoDB's counters a measurement reports (SHOW GLOBAL STATUS), beside the devices'
-INNODB_COUNTERS = ("Innodb_data_read", "Innodb_data_written", "Innodb_os_log_written", "Innodb_pages_written",
-                   "Innodb_dblwr_pages_written", "Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests")
 TMPFS_SIZE = 4 << 30  # the lab's own tmpfs (pages are taken only as written)
 
 
@@ -47,7 +41,6 @@ class LabOptions:
     cache_bytes: int = 128 << 20   # innodb_buffer_pool_size
     sets: dict[str, str] = field(default_factory=dict)  # server settings (mariadbd's option names)
     mariadb_bin: Path | None = None
-    trace: bool = True
 
 
 class Lab(LabLifecycle):
@@ -84,9 +77,8 @@ class Lab(LabLifecycle):
         user.give(run)
         folders = Folders(data=role_dir("data", "data"), log=role_dir("log", "log"), undo=role_dir("undo", "undo"),
                           temp=role_dir("temp", "temp"), run=run)
-        trace_dir = self.claim.inside("trace", mode=0o700) if opts.trace else None
-        if trace_dir:
-            user.give(trace_dir)
+        trace_dir = self.claim.inside("trace", mode=0o700)  # always: the I/O per object comes from it
+        user.give(trace_dir)
         iotap = self.claim.inside("iotap", mode=0o700)
         user.give(iotap)
         self.session = Session(self.devices, iotap, trace_dir=trace_dir)
@@ -153,27 +145,16 @@ class Lab(LabLifecycle):
             cur.execute(f"CREATE TABLE `{name}` ({definition}) ENGINE = InnoDB{where}")
 
     @contextlib.contextmanager
-    def measure(self, label: str = "measured"):
-        """The emulation on for the block: its elapsed time, each device's I/O, InnoDB's own counters."""
+    def measure(self, label: str = "run"):
+        """The measured interval, as PostgreSQL's (measure/interval.py): elapsed, the server's CPU, each
+        device's figures and the I/O per object from the emulation (refused if the server did I/O it
+        could not see), and InnoDB's own counters, timed waits and I/O per file (measure.py)."""
         m = Measurement()
-        status0, snap0 = self.server.status(), self.session.snapshot()
-        self.session.pause(False)
-        t0 = time.monotonic()
-        try:
+        parts = [collectors.Emulation(self.session, self.devices, name_of=lambda path: measure.name_of(path, DATABASE)),
+                 collectors.ServerCpu(self.server.proc.pid), measure.ServerCounters(self.server.connect)]
+        with interval.measured(parts, label) as measured:
             yield m
-        finally:
-            elapsed = time.monotonic() - t0
-            self.session.pause()
-        status1, snap1 = self.server.status(), self.session.snapshot()
-        devices = {}
-        for before, after in zip(snap0["devices"], snap1["devices"]):
-            devices[after["name"]] = {k: after[k] - before[k] for k in COUNTERS}
-        bypassed = {k: v["count"] for k, v in snap1["bypasses"].items() if v["count"] > snap0["bypasses"][k]["count"]}
-        if bypassed:
-            raise UserError(f"the server did I/O the emulation cannot see ({', '.join(bypassed)}); no figure of this "
-                            "run can be trusted")
-        m.result = {"label": label, "elapsed_s": elapsed, "devices": devices,
-                    "innodb": {k: status1.get(k, 0) - status0.get(k, 0) for k in INNODB_COUNTERS}}
+        m.result = measured.result
 
     def describe(self) -> dict:
         return {"engine": "mariadb", "server": self.server.install.describe() if self.server else None,

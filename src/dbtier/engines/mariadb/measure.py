@@ -1,0 +1,97 @@
+"""What a MariaDB lab measures beside the emulation's figures (measure/collectors.py): InnoDB's own
+counters (SHOW GLOBAL STATUS), performance_schema's timed waits as the top timed events, and its I/O
+per file; and the names of InnoDB's files for the per-object I/O.
+
+performance_schema's timers are in picoseconds. Its snapshots are read outside the measured
+interval (before the clock starts, after it stops), so their queries cost no device time."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from dbtier.measure.collectors import _Base
+
+#: the server's counters a measurement reports: InnoDB's bytes (the interposer's must agree with them), its
+#: cache, its row locks; the rows written and read, the sorts that spilled
+STATUS = ("Innodb_data_read", "Innodb_data_written", "Innodb_data_reads", "Innodb_data_writes", "Innodb_data_fsyncs",
+          "Innodb_os_log_written", "Innodb_log_writes", "Innodb_pages_read", "Innodb_pages_written",
+          "Innodb_dblwr_pages_written", "Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests",
+          "Innodb_buffer_pool_wait_free", "Innodb_row_lock_waits", "Innodb_row_lock_time", "Handler_write",
+          "Handler_update", "Handler_delete", "Handler_read_rnd_next", "Created_tmp_disk_tables", "Sort_merge_passes")
+WAITS = ("SELECT EVENT_NAME, COUNT_STAR, SUM_TIMER_WAIT FROM performance_schema.events_waits_summary_global_by_event_name "
+         "WHERE COUNT_STAR > 0")
+FILES = ("SELECT FILE_NAME, EVENT_NAME, COUNT_READ, SUM_NUMBER_OF_BYTES_READ, COUNT_WRITE, SUM_NUMBER_OF_BYTES_WRITE, "
+         "COUNT_MISC, SUM_TIMER_WAIT FROM performance_schema.file_summary_by_instance")
+PICO = 1e12
+TOP = 8
+
+
+def _snapshot(connect) -> dict:
+    with connect(None) as conn, conn.cursor() as cur:
+        cur.execute("SHOW GLOBAL STATUS")
+        status = {k: int(v) for k, v in cur.fetchall() if k in STATUS}
+        cur.execute(WAITS)
+        waits = {name: (int(n), int(t)) for name, n, t in cur.fetchall()}
+        cur.execute(FILES)
+        files = {(path, event): tuple(int(x) for x in rest) for path, event, *rest in cur.fetchall()}
+    return {"status": status, "waits": waits, "files": files}
+
+
+class ServerCounters(_Base):
+    """InnoDB's status counters, performance_schema's waits and its I/O per file, over the interval."""
+
+    def __init__(self, connect):
+        self.connect = connect
+
+    def prepare(self) -> None:
+        self.before = _snapshot(self.connect)
+
+    def contribute(self, interval, figures: dict) -> None:
+        after = _snapshot(self.connect)
+        b = self.before
+        figures["innodb_status"] = {k: v - b["status"].get(k, 0) for k, v in after["status"].items()}
+        figures["top_events"] = top_events(b["waits"], after["waits"], figures["server_cpu_s"], interval.elapsed_s)
+        rows = []
+        for key, (nr, rb, nw, wb, nm, t) in after["files"].items():
+            r0 = b["files"].get(key, (0, 0, 0, 0, 0, 0))
+            d = (nr - r0[0], rb - r0[1], nw - r0[2], wb - r0[3], nm - r0[4], t - r0[5])
+            if any(d[:5]):
+                rows.append({"file": key[0], "event": key[1], "reads": d[0], "read_bytes": d[1], "writes": d[2],
+                             "write_bytes": d[3], "misc": d[4], "wait_s": d[5] / PICO})
+        figures["file_io"] = sorted(rows, key=lambda r: -r["wait_s"])
+
+
+def top_events(before: dict, after: dict, server_cpu_s: float, elapsed_s: float) -> list[dict]:
+    """STATSPACK's "Top timed events" from performance_schema: the server's measured CPU time, then the
+    timed waits of the interval, with % of elapsed."""
+    rows = [{"event": "CPU time (measured)", "waits": None, "time_s": server_cpu_s}]
+    for name, (n, t) in after.items():
+        n0, t0 = before.get(name, (0, 0))
+        if t > t0:
+            rows.append({"event": name, "waits": n - n0, "time_s": (t - t0) / PICO})
+    rows = sorted(rows, key=lambda e: -e["time_s"])[:TOP]
+    for r in rows:
+        r["elapsed_pct"] = 100.0 * r["time_s"] / elapsed_s if elapsed_s > 0 else 0.0
+    return rows
+
+
+def name_of(path: str, database: str) -> tuple[str, str]:
+    """An InnoDB file's object and kind: a table's tablespace (db/t.ibd: t in the lab's database, db.t
+    elsewhere), the system tablespace, the redo log, the undo tablespaces, temp, the binary log."""
+    p = PurePosixPath(path)
+    name = p.name
+    if name.endswith(".ibd"):
+        table = name[:-4].split("#P#")[0]  # a partition's file belongs to its table
+        db = p.parent.name
+        return (table if db == database else f"{db}.{table}"), "table"
+    if name.startswith("ibdata"):
+        return "system tablespace", "system"
+    if name.startswith("ib_logfile"):
+        return "redo log", "log"
+    if name.startswith("undo") and name[4:].isdigit():
+        return "undo tablespaces", "undo"
+    if name.startswith("ibtmp") or p.parent.name == "temp":  # the temporary tablespace, tmpdir's sort files
+        return "temp files", "temp"
+    if p.parent.name == "binlog":
+        return "binary log", "binlog"
+    return "other files", "other"
