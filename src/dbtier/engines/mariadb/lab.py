@@ -25,7 +25,7 @@ from dbtier.devices.session import Device, Session
 from dbtier.devices.spec import DeviceSpec
 from dbtier.engines import osuser
 from dbtier.engines.base import LabLifecycle, Measurement
-from dbtier.engines.mariadb import binaries, measure
+from dbtier.engines.mariadb import binaries, measure, settings
 from dbtier.engines.mariadb.placement import Placement
 from dbtier.engines.mariadb.server import Folders, Server
 from dbtier.measure import collectors, interval
@@ -47,6 +47,7 @@ class Lab(LabLifecycle):
     def __init__(self, requests: list[DeviceSpec], placement: Placement, options: LabOptions | None = None,
                  say: Callable[[str], None] = print):
         self.requests, self.placement, self.options, self.say = requests, placement, options or LabOptions(), say
+        self.sets = settings.checked(self.options.sets)  # refused before anything is made
         self.claim: Claim | None = None
         self.lease: osuser.Lease | None = None
         self.session: Session | None = None
@@ -90,7 +91,7 @@ class Lab(LabLifecycle):
         env = self.session.env()
         lib = native.iotap_path()
         env["LD_PRELOAD"] = str(osuser.reachable_copy(lib.parent, [lib.name], user, runtime) / lib.name)
-        sets = {"innodb-buffer-pool-size": str(opts.cache_bytes), **opts.sets}
+        sets = {"innodb-buffer-pool-size": str(opts.cache_bytes), **self.sets}
         if self.placement.roles["binlog"] != self.placement.roles["data"] or "log-bin" in sets:
             sets["log-bin"] = str(role_dir("binlog", "binlog") / "binlog")
         self.server = Server(install.moved(osuser.reachable_copy(*install.layout(), user, runtime)), user, folders,
