@@ -66,6 +66,8 @@ def top_events(before: dict, after: dict, server_cpu_s: float, elapsed_s: float)
     timed waits of the interval, with % of elapsed."""
     rows = [{"event": "CPU time (measured)", "waits": None, "time_s": server_cpu_s}]
     for name, (n, t) in after.items():
+        if name == "idle":  # a session waiting for its client's next statement: the client's time
+            continue
         n0, t0 = before.get(name, (0, 0))
         if t > t0:
             rows.append({"event": name, "waits": n - n0, "time_s": (t - t0) / PICO})
