@@ -117,17 +117,19 @@ def test_an_interrupted_verification_keeps_the_advice(recorded, tmp_path, module
     proc = subprocess.Popen([sys.executable, "-m", "dbtier", "advise", str(recorded), "--fast", "ssd=ssd-sata-mlc",
                              "--budget", "64MB", "--verify", "1", "--workspace", str(module_shm_dir), "-o", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    said = []
     try:
         for line in proc.stdout:
+            said.append(line)
             if "verifying it live" in line:
                 break
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=120)
+        said.append(proc.communicate(timeout=120)[0])
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130
+    assert proc.returncode == 130, "".join(said)[-3000:]
     (advice,) = out.glob("advise-*")
     doc = json.loads((advice / "result.json").read_text())
     assert doc["kind"] == "advice" and doc["recommended"]["place"] and "verify" not in doc
