@@ -113,7 +113,7 @@ STEAL_LIMIT_S = 0.02
 OTHERS_LIMIT = 0.5
 
 
-def _machine_cpu_s() -> tuple[float, float]:
+def machine_cpu_s() -> tuple[float, float]:
     """(every CPU's busy time since boot, this test's own CPU time: this process's, its waited-for
     descendants', and the preloaded runner's with the commands it ran for the test and reaped: a
     command's server, clients and workers are its waited-for descendants)."""
@@ -165,10 +165,10 @@ def retry_while_host_steals(attempt, check, tries: int = 4, host_slow=None):
     from dbtier.measure.cpu import host_steal_s
 
     for i in range(tries):
-        before, (busy0, own0), t0 = host_steal_s(), _machine_cpu_s(), time.monotonic()
+        before, (busy0, own0), t0 = host_steal_s(), machine_cpu_s(), time.monotonic()
         result = attempt()
         stolen = host_steal_s() - before
-        (busy1, own1), wall = _machine_cpu_s(), time.monotonic() - t0
+        (busy1, own1), wall = machine_cpu_s(), time.monotonic() - t0
         others = max(0.0, (busy1 - busy0) - (own1 - own0))
         try:
             check(result)

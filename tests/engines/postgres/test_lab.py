@@ -13,6 +13,7 @@ from dbtier.engines.postgres.lab import Lab, LabOptions
 from dbtier.devices.spec import parse_all
 from dbtier.workloads.base import QuietProgress
 from dbtier.workloads.random_index import RandomIndex
+from tests.conftest import OTHERS_LIMIT, machine_cpu_s
 
 ROWS = 600
 
@@ -29,8 +30,10 @@ def two_device_run(tmp_path_factory, module_shm_dir):
     with Lab(reqs, place, LabOptions(workspace=workspace, trace=True), say=lambda _l: None) as lab:
         work.prepare(lab.handle, QuietProgress())
         lab.restart_cold()
+        busy0 = machine_cpu_s()[0]
         with lab.measure() as m:
             facts["metrics"] = work.run(lab.handle, QuietProgress())
+        facts["machine_busy_s"] = machine_cpu_s()[0] - busy0  # every process's CPU while it was measured
         with lab.connect() as conn:
             conn.execute("CREATE EXTENSION amcheck")
             conn.execute("SELECT bt_index_parent_check('t_attribute_idx', true, true)")
@@ -113,10 +116,17 @@ def test_device_time_follows_the_models(two_device_run):
     for h in hits:  # served from the buffer: turnaround plus the transfer over the interface (MB = 10^6 B)
         service = h["latency_us"] - h["queue_us"]
         assert service == pytest.approx(hdd["cache_hit_overhead_us"] + h["len"] / hdd["interface_mb_s"], abs=1), h
-    # The emulation returned on time, unless the hypervisor stole the CPU meanwhile.
-    stolen = two_device_run["result"]["host_steal_s"]
-    for d in devs.values():
-        assert d["lateness"]["p50_us"] < 5 or stolen > 0.02, (d["lateness"], stolen)
+    # The emulation returned on time, unless the hypervisor stole the CPU meanwhile, or other processes
+    # of this machine took it (a waiting backend then wakes late; the suite runs this module alone).
+    r = two_device_run["result"]
+    stolen = r["host_steal_s"]
+    ours = r["server_cpu_s"] + r["client_cpu_s"] + r.get("emulation_spin_s", 0.0)
+    others = max(0.0, two_device_run["machine_busy_s"] - ours)
+    late = [d["lateness"] for d in devs.values() if not d["lateness"]["p50_us"] < 5]
+    if late and stolen <= 0.02 and others > OTHERS_LIMIT * r["elapsed_s"]:
+        pytest.skip(f"other processes used {others:.2f} s of CPU in the {r['elapsed_s']:.2f} s measured; the "
+                    f"emulation's lateness cannot be judged now ({late})")
+    assert not late or stolen > 0.02, (late, stolen, others)
 
 
 def test_cpu_and_wait_account_for_elapsed(two_device_run):
