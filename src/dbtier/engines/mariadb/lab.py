@@ -92,7 +92,7 @@ class Lab(LabLifecycle):
         lib = native.iotap_path()
         env["LD_PRELOAD"] = str(osuser.reachable_copy(lib.parent, [lib.name], user, runtime) / lib.name)
         sets = {"innodb-buffer-pool-size": str(opts.cache_bytes), **self.sets}
-        if self.placement.roles["binlog"] != self.placement.roles["data"] or "log-bin" in sets:
+        if self.placement.roles["binlog"] != self.placement.roles["data"]:  # --set log-bin is refused: --place says
             sets["log-bin"] = str(role_dir("binlog", "binlog") / "binlog")
         self.server = Server(install.moved(osuser.reachable_copy(*install.layout(), user, runtime)), user, folders,
                              env, sets)
