@@ -103,7 +103,7 @@ static const struct field_desc replay_event_fields[] = {
     FIELD(struct dbt_replay_event, stream), FIELD(struct dbt_replay_event, aux),
     FIELD(struct dbt_replay_event, kind), FIELD(struct dbt_replay_event, op),
     FIELD(struct dbt_replay_event, dev), FIELD(struct dbt_replay_event, flags),
-    FIELD(struct dbt_replay_event, pad),
+    FIELD(struct dbt_replay_event, nudge_ns),
 };
 
 /* the request event's fields, flat, then the index of the event that caused it */

@@ -128,9 +128,14 @@ static inline uint64_t lateness_of(const struct dbt_replay_event *e, uint8_t dev
 
 /* When the core hears of an event that starts at `start`: a call, once its host call returned (the
  * interposer asks the core then, for a request that arrived at the call's start), so concurrent
- * processes reach the devices' models in the order they did live. */
+ * processes reach the devices' models in the order they did live; a nudged call, that much later or
+ * earlier (only the order among processes moves: a stream's next event comes once this one is done). */
 static uint64_t asked_at(const struct dbt_replay_event *e, uint64_t start) {
-    return e->kind == DBT_TK_CALL ? start + e->host_ns : start;
+    if (e->kind != DBT_TK_CALL) return start;
+    uint64_t returned = start + e->host_ns;
+    if (e->nudge_ns >= 0) return returned + (uint64_t)e->nudge_ns;
+    uint64_t earlier = (uint64_t)(-(int64_t)e->nudge_ns);
+    return returned > earlier ? returned - earlier : 0;
 }
 
 static inline int is_async(const struct dbt_replay_event *e) {

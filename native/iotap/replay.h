@@ -64,7 +64,10 @@ struct dbt_replay_event {
                           that places the calls itself, in the recorded run: see dbt_replay_options) */
     uint8_t flags;     /* a call: DBT_TF_DIRECT, DBT_TF_DSYNC, DBT_TF_ASYNC (its process went on once
                           its real I/O was done, t1; its completion ends the sleep that depends on it) */
-    uint32_t pad;
+    int32_t nudge_ns;  /* a call: how much later (> 0) or earlier (< 0) the core hears of it than its
+                          host call's return, its own times unchanged: a race a live run could have had
+                          (a process pre-empted between its host call and telling the core), for a
+                          spread of replays. 0 as recorded */
 };
 
 /* The events of trace records (trace.h), as a replay takes them: out[i] from r[i], in stream stream[i]

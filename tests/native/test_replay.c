@@ -510,6 +510,62 @@ static void ncq_reorders(void) {
     }
 }
 
+/* A drive that takes one command at a time serves what it hears of in the order it hears: the far
+ * read (made at T0 + 1,000) and the near one (T0 + 2,000), each from its own process while R0 runs.
+ * Nudged, a call reaches the core later or earlier than its host call's return: the near one heard
+ * first is served first, no process's own times moved. */
+static uint64_t nudged_ends(int32_t far_nudge, int32_t near_nudge, uint64_t end[3]) {
+    const uint64_t T0 = 1000000000ull, FAR = 5000ull << 20, NEAR = 10ull << 20;
+    int64_t file;
+    struct dbt_state *s = ncq_state("nudge", 1, &file);
+    uint64_t at[3] = {T0, T0 + 1000, T0 + 2000}, off[3] = {0, FAR, NEAR};
+    int32_t nudge[3] = {0, far_nudge, near_nudge};
+    struct dbt_replay_event ev[3];
+    memset(ev, 0, sizeof ev);
+    for (int i = 0; i < 3; i++) {
+        ev[i].t0 = ev[i].t1 = at[i];
+        ev[i].host_ns = 100;
+        ev[i].off = off[i], ev[i].len = 8192, ev[i].file_size = UINT64_MAX, ev[i].file = file;
+        ev[i].dep = ev[i].guard = -1;
+        ev[i].stream = (uint32_t)i, ev[i].kind = DBT_TK_CALL, ev[i].op = DBT_TOP_READ;
+        ev[i].flags = DBT_TF_DIRECT, ev[i].nudge_ns = nudge[i];
+    }
+    uint64_t start[3];
+    struct dbt_replay_result res = {start, end, NULL, NULL, 0};
+    char err[256];
+    CHECK(dbt_replay(s, ev, 3, 0, 0, 1.0, NULL, &res, err, sizeof err) == 0, "replayed: %s", err);
+    CHECK(start[1] == at[1] && start[2] == at[2], "a nudge moves no process's start");
+    free(res.requests);
+    munmap(s, s->size);
+    return end[0];
+}
+
+static void nudges_reorder(void) {
+    const uint64_t FAR = 5000ull << 20, NEAR = 10ull << 20;
+    int64_t file;
+    struct dbt_state *s = ncq_state("nudge-model", 1, &file);
+    const struct dbt_hdd_derived d = s->dev[0].model.drive[0].u.hdd.d;
+    munmap(s, s->size);
+    uint64_t end[3];
+    uint64_t done0 = nudged_ends(0, 0, end);
+    CHECK(done0 == media_from(&d, 0, 1000000000ull, 0), "R0 served at once (%llu)", (unsigned long long)done0);
+    uint64_t far_first = media_from(&d, 8192, done0, FAR), then_near = media_from(&d, FAR + 8192, far_first, NEAR);
+    uint64_t near_first = media_from(&d, 8192, done0, NEAR), then_far = media_from(&d, NEAR + 8192, near_first, FAR);
+    CHECK(end[0] == done0 && end[1] == far_first && end[2] == then_near,
+          "as recorded: far %llu (expected %llu), near %llu (expected %llu)", (unsigned long long)end[1],
+          (unsigned long long)far_first, (unsigned long long)end[2], (unsigned long long)then_near);
+    nudged_ends(2000, 0, end); /* the far one heard at T0 + 3,100, after the near one */
+    CHECK(end[2] == near_first && end[1] == then_far, "far heard later: near %llu (expected %llu), far %llu "
+          "(expected %llu)", (unsigned long long)end[2], (unsigned long long)near_first, (unsigned long long)end[1],
+          (unsigned long long)then_far);
+    nudged_ends(0, -1500, end); /* the near one heard at T0 + 600, before the far one */
+    CHECK(end[2] == near_first && end[1] == then_far, "near heard earlier: near %llu, far %llu",
+          (unsigned long long)end[2], (unsigned long long)end[1]);
+    nudged_ends(-900, 0, end); /* the far one heard at T0 + 200: after R0, before the near one, as recorded */
+    CHECK(end[1] == far_first && end[2] == then_near, "far heard earlier, the order kept: far %llu, near %llu",
+          (unsigned long long)end[1], (unsigned long long)end[2]);
+}
+
 /* Two RAM devices, fast and slow; one process's direct read of file 0, recorded on the fast one and
  * returned 700 ns late. Placed by the replay: on the device the state lays the file out on, the late
  * part kept only where the call stays on its device and that device keeps its profile. */
@@ -693,6 +749,7 @@ int main(int argc, char **argv) {
     cancel_stops_a_replay();
     writeback_is_paced();
     ncq_reorders();
+    nudges_reorder();
     places_calls();
     counts_per_object();
     replays_nothing_and_many_processes();

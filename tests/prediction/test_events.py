@@ -28,4 +28,4 @@ def test_a_record_becomes_the_event_the_replay_takes():
     assert list(ev["flags"]) == [trace.FLAGS["direct"], trace.FLAGS["dsync"], 0, trace.SYNC_SEM | events.CLIENT]
     assert list(ev["stream"]) == [0, 0, 1, 1] and list(ev["dep"]) == [-1, -1, -1, 0]
     assert list(ev["file"]) == [3, 4, -1, -1] and list(ev["kind"]) == list(rec["kind"])
-    assert (ev["off"] == 8192).all() and (ev["len"] == 8192).all() and (ev["pad"] == 0).all()
+    assert (ev["off"] == 8192).all() and (ev["len"] == 8192).all() and (ev["nudge_ns"] == 0).all()

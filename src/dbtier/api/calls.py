@@ -133,7 +133,7 @@ def predict(run_dir, device=(), place=(), page_cache: str | None = None, cpu_sca
     """A recorded run predicted on other devices or another placement, as `dbtier predict RUN_DIR`:
     `device` gives a device another profile or adds one (NAME=PROFILE, a list for several), `place` a
     whole placement, `credits` a capped volume's burst credits at the start (empty, full, a fraction;
-    default: as recorded), `spread` N more replays with calls' arrivals moved by the host's own delays (each
+    default: as recorded), `spread` N more replays with calls reaching the core earlier or later by the host's own delays (each
     phase's "spread": min, median, max). Returns the prediction: its runs are "recorded" and "predicted".
 
         predict("results/oltp-20261126-120000", place="data=hdd,wal=ssd")

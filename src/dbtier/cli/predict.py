@@ -23,8 +23,9 @@ from dbtier.report import jsonout, outputs
               help="the burst credits a capped cloud volume (gp2, a bursting Premium SSD) has when the measured part "
                    "begins (default: as the recorded run had them, full unless its --credits said otherwise)")
 @click.option("--spread", type=click.IntRange(0, 1000), default=0, show_default=True, metavar="N",
-              help="also replay N more times, each call reaching its device moved by one of this host's recorded "
-                   "delays, and give the range: concurrent processes on a disk make one recording one sample")
+              help="also replay N more times, each call reaching its device's model earlier or later by one of this "
+                   "host's recorded delays (the processes' own times kept), and give the range: concurrent processes "
+                   "on a disk make one recording one sample of the order they reached it in")
 @click.option("--seed", type=int, default=0, show_default=True, help="the seed of --spread's moves")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="write the prediction as JSON")
 @click.option("--workspace", type=click.Path(path_type=Path),

@@ -216,8 +216,8 @@ class Predictor:
                 latency: bool = False) -> Prediction:
         """figures=False: elapsed and rates only (no per-device, per-object or latency figures; with
         latency=True, the transactions' latencies too).
-        spread=N: also N replays with each call's arrival at its device moved (seeded) by a delay drawn
-        from this recording's own host delays, for the range a live run's races give (see _spread)."""
+        spread=N: also N replays with each call reaching its device's model earlier or later (seeded)
+        by a delay drawn from this recording's own host delays, for the range a live run's races give (see _spread)."""
         if self.workspace is None:
             self.workspace = Workspace.open()
         claim = self.workspace.claim("predict")
@@ -245,8 +245,8 @@ class Predictor:
         """Concurrent processes on a drive that queues and chooses reach it, live, in an order their
         clock readings do not show (a process pre-empted between reading the clock and reaching the
         device arrives later); a few such races change what the drive finds queued and all that follows.
-        One recording is one sample of that spread: replayed again with every call's arrival moved
-        by a delay of this host's (the recorded wake-up delays, either way), the range is measured."""
+        One recording is one sample of that spread: replayed again with every call heard by the core
+        a delay of this host's earlier or later (the recorded wake-up delays), the range is measured."""
         if not len(self.host_delays_ns):
             prediction.notes.append("spread: the recording holds no host delays to move calls by; no spread given")
             return
@@ -399,11 +399,16 @@ def _host_delays_ns(records: np.ndarray) -> np.ndarray:
 
 def _arrivals_moved(streams: event_streams.Streams, rng: np.random.Generator, delays_ns: np.ndarray
                     ) -> event_streams.Streams:
-    """Every call reaching the core a host delay earlier or later (never before its own start)."""
+    """Every call reaching the core a host delay earlier or later (never before its own start; the
+    replay keeps that), its process's own times unchanged: only the order the core hears of concurrent
+    calls moves. (Moving the calls' host time instead lengthened every process: a move later counted
+    whole, one earlier at most the call's few microseconds, so on a busy host, whose delays run to
+    milliseconds, each replay came out longer than the last by half a delay per call.)"""
     ev = streams.events.copy()
     calls = np.flatnonzero(ev["kind"] == trace.CALL)
-    shift = rng.choice(delays_ns, size=len(calls)) * rng.choice(np.array([-1, 1]), size=len(calls))
-    ev["host_ns"][calls] = np.maximum(ev["host_ns"][calls].astype(np.int64) + shift, 0).astype(ev["host_ns"].dtype)
+    limit = np.iinfo(ev["nudge_ns"].dtype).max
+    shift = np.minimum(rng.choice(delays_ns, size=len(calls)), limit) * rng.choice(np.array([-1, 1]), size=len(calls))
+    ev["nudge_ns"][calls] = shift
     return replace(streams, events=ev)
 
 

@@ -37,8 +37,8 @@ def show(doc: dict) -> None:
     spreads = [p["spread"] for p in doc["phases"] if p.get("spread")]
     if spreads and len(spreads) == len(doc["phases"]):
         lo, mid, hi = (sum(sp["elapsed_s"][k] for sp in spreads) for k in ("min", "median", "max"))
-        out.print(f"Over {spreads[0]['replays']} replays with each call reaching its device moved by one of this "
-                  f"host's recorded delays: {fmt(lo)} to {fmt(hi)} s, median {fmt(mid)} s.", soft_wrap=True)
+        out.print(f"Over {spreads[0]['replays']} replays with each call reaching its device's model earlier or later "
+                  f"by one of this host's recorded delays: {fmt(lo)} to {fmt(hi)} s, median {fmt(mid)} s.", soft_wrap=True)
     for ph in doc["phases"]:
         rec, pred = ph["recorded"], ph["predicted"]
         t = Table(title=f"phase {ph['phase']}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
