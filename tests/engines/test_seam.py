@@ -24,8 +24,12 @@ def test_an_engine_by_name_and_a_wrong_one_refused():
     assert {pg.log_role, pg.temp_role, pg.dump_role} <= set(pg.roles) and pg.default_io_mode in pg.io_modes
     placement = pg.parse_placement(["wal=ssd"], ["hdd", "ssd"])
     assert placement.roles == {"data": "hdd", "indexes": "hdd", "wal": "ssd", "temp": "hdd", "dump": "hdd"}
-    with pytest.raises(UserError, match="--engine mariadb: not an engine dbtier runs"):
-        engines.get("mariadb")
+    with pytest.raises(UserError, match=r"--engine mysql: not an engine dbtier runs \(engines: postgres, mariadb\)"):
+        engines.get("mysql")
+    maria = engines.get("mariadb")
+    assert maria.roles == ("data", "log", "undo", "temp", "binlog") and maria.index_role is None
+    assert {maria.log_role, maria.temp_role, maria.dump_role} <= set(maria.roles)
+    assert maria.default_io_mode in maria.io_modes and not maria.keeps_loads
     with pytest.raises(UserError, match="--set listen_addresses"):
         pg.parse_settings(["listen_addresses=*"])
 

@@ -1,5 +1,5 @@
 """Database engines behind one interface (engines/base.py): what an experiment asks of the database
-it runs on. Only PostgreSQL implements it today (engines/postgres/); the experiment layer
+it runs on: PostgreSQL (engines/postgres/) and MariaDB (engines/mariadb/); the experiment layer
 (dbtier.experiments) reaches an engine only through `get(name)`, so adding one is a folder here and a
 line in this table.
 
@@ -15,7 +15,8 @@ import importlib
 from dbtier.errors import UserError
 
 #: name -> (module, the engine object in it)
-ENGINES = {"postgres": ("dbtier.engines.postgres.engine", "POSTGRES")}
+ENGINES = {"postgres": ("dbtier.engines.postgres.engine", "POSTGRES"),
+           "mariadb": ("dbtier.engines.mariadb.engine", "MARIADB")}
 
 
 def names() -> list[str]:

@@ -37,6 +37,8 @@ class Engine(Protocol):
     dump_role: str
     io_modes: tuple[str, ...]
     default_io_mode: str
+    #: whether a user's load can be kept for later runs and shared by several layouts (a seed lab)
+    keeps_loads: bool
 
     def parse_placement(self, texts, devices: list[str]) -> Any:
         """--place texts over the device names: a Placement of this engine's roles."""
@@ -75,6 +77,13 @@ class Engine(Protocol):
 
     def describe(self) -> dict:
         """The engine as a result records it."""
+
+
+@dataclass
+class Sizes:
+    """What a lab's memory takes, as check_lab works it out."""
+    cache: int        # the database cache (shared_buffers, innodb_buffer_pool_size), bytes
+    page_cache: int   # the emulated OS page cache, bytes
 
 
 @dataclass

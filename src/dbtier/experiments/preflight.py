@@ -80,6 +80,7 @@ def check_engine(workload: Workload, engine: str) -> None:
     if engine not in workload.engines:
         raise UserError(f"{workload.name} runs on {', '.join(workload.engines)}, not {engine}: its SQL is "
                         f"{'theirs' if len(workload.engines) > 1 else 'its'}")
+    workload.for_engine(engine)
 
 
 def _options_hint(workload: Workload) -> str:

@@ -72,20 +72,13 @@ def run_workload(workload: Workload, requests: list[DeviceSpec], placement, opti
                                "rates": workload.rates(metrics, m.result["elapsed_s"], phase.name, m.result)})
             progress.phase("checking the result")
             checks = workload.verify(db)
-            # what pg_wal holds at the end (a device given the WAL needs this much, and room up to max_wal_size)
-            wal_bytes = int(db.execute("SELECT coalesce(sum(size), 0) FROM pg_ls_waldir()")[0][0])
-            # the system catalogs (with their indexes and TOAST), which go where `data` goes
-            catalog_bytes = int(db.execute(
-                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname IN ('pg_catalog', 'information_schema') AND c.relkind IN ('r', 'm')")[0][0])
             result = {
                 "kind": "run", "workload": workload.name, "seed": workload.seed, "params": _plain(workload.p),
                 "cache_state": cache_state, "started": started, "lab": lab.describe(),
                 "objects": ([o.describe() for o in db.objects()] if workload.user_objects
                             else lab.object_placement(list(workload.objects))),
-                "checks": checks, "wal_bytes": wal_bytes, "wal_recycled_segments": recycled,
-                "catalog_bytes": catalog_bytes, **({"moved": moved} if moved else {}),
+                "checks": checks, **lab.end_figures(), "wal_recycled_segments": recycled,
+                **({"moved": moved} if moved else {}),
                 **({"notes": workload.notes()} if workload.notes() else {}),
                 **({"files": workload.files()} if workload.files() else {}),
             }
@@ -126,6 +119,12 @@ def check(exp: Experiment, workspace: Path | None = None, keep: bool = False, se
     (compare, verify), kept or used as "kept"; "fresh", in a seed lab, neither kept nor used."""
     workload = exp.make_workload()
     preflight.check_engine(workload, exp.engine)
+    db_engine = engines.get(exp.engine)
+    if seeding in ("shared", "fresh") and not db_engine.keeps_loads:
+        raise UserError(f"several layouts of one load (compare, advise --verify): not with --engine {exp.engine} yet; "
+                        "run each layout with dbtier run")
+    if not db_engine.keeps_loads:
+        seeding = None  # each run loads its own
     check_cache_state(workload, exp.cache_state)
     options, requests, _ = lab_options(exp, workspace, keep)
     seeded = seeding == "fresh" or (seeding in ("shared", "kept") and loaded.loads_a_seed(
@@ -161,6 +160,7 @@ def run(exp: Experiment, output: Path = Path("results"), workspace: Path | None 
     from dbtier.report.rundir import run_dir
     from dbtier.workspace import Workspace, write_private
 
+    reuse = reuse and engines.get(exp.engine).keeps_loads
     workload, options, requests = check(exp, workspace, keep, seeding="kept" if reuse else None)
     outputs.check_dir(output, "--output")
     delta = None

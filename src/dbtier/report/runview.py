@@ -24,7 +24,7 @@ def placement_text(result: dict) -> str:
     """The placement in a line that stays short: the roles, and at most PLACED_SHOWN objects placed
     apart (a title or a verdict is never pushed off the screen by 75 of them)."""
     p = result["lab"]["placement"]
-    parts = [f"{k}={p[k]}" for k in ("data", "indexes", "wal", "temp", "dump") if k in p]
+    parts = [f"{k}={v}" for k, v in p.items() if k != "objects"]  # the engine's roles, in its order
     objects = list(p["objects"].items())
     parts += [f"{k}={v}" for k, v in objects[:PLACED_SHOWN]]
     more = len(objects) - PLACED_SHOWN
@@ -91,8 +91,9 @@ def summary_table(result: dict) -> Table:
 def objects_data(result: dict) -> TableData:
     rows = [[o["object"], o["kind"], str(o["device"]), o["tablespace"], o["path"], fmt(o["bytes"] / 1048576)]
             for o in result["objects"]]
+    source = "InnoDB's tablespaces" if result["lab"].get("engine") == "mariadb" else "pg_relation_filepath"
     return TableData(["object", "kind", "device", "tablespace", "path", "MiB"], rows,
-                     "where the objects are (pg_relation_filepath)", 5)
+                     f"where the objects are ({source})", 5)
 
 
 def events_data(result: dict) -> TableData:
@@ -101,10 +102,11 @@ def events_data(result: dict) -> TableData:
     rows = [[e["event"], ", ".join(e.get("processes", [])), "" if e.get("waits") is None else f"{e['waits']:,}",
              fmt(e["time_s"]), fmt(e["elapsed_pct"] / 100)] for e in result.get("top_events", [])]
     interval = result.get("wait_events", {}).get("interval_s", 0.0)
+    how = ("waits timed by performance_schema" if result["lab"].get("engine") == "mariadb" else
+           f"waits sampled every {1e3 * interval:.0f} ms; I/O waits counted by pg_stat_io")
     return TableData(["event", "processes", "waits", "time s", "avg active"], rows,
                      f"top timed events: time summed over the server's processes; avg active = that time / elapsed, "
-                     f"the processes in it on average (CPU measured; waits sampled every {1e3 * interval:.0f} ms; "
-                     "I/O waits counted by pg_stat_io)", 2)
+                     f"the processes in it on average (CPU measured; {how})", 2)
 
 
 OBJECT_IO_COLUMNS = ["object", "kind", "device", "reads", "read MiB", "writes", "write MiB", "flushes", "cached reads",

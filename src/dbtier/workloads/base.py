@@ -174,6 +174,11 @@ class Workload:
         (a rewrite holds old and new): what a scale model sets beside an article's stated sizes."""
         return self.footprint().objects
 
+    def for_engine(self, engine: str) -> None:
+        """Told the engine it will run on (one of `engines`), before anything is made: what its options
+        cannot mean there is refused now."""
+        self.engine = engine
+
     def prepare(self, lab, progress: Progress) -> None:
         """Builds and loads the data. Runs with the emulation paused: it costs no device time."""
         raise NotImplementedError

@@ -1,5 +1,6 @@
 """`dbtier run client -- COMMAND ARGS...`: a client nobody here wrote (sysbench, BenchBase, an
-application's own load test) against the lab's server, measured as any workload is.
+application's own load test) against the lab's server, measured as any workload is, on PostgreSQL or
+MariaDB (--engine).
 
 The setup (--restore DUMP, then each --setup FILE, then --prepare-command) runs unmeasured, with the
 emulation paused. Then the objects are placed, the server restarts cold, and the measured interval
@@ -9,6 +10,9 @@ PGDATABASE), runs as you with your rights in the folder dbtier was started in, a
 emulation (a client on another machine). A client that takes its connection only from its own
 options (sysbench's --pgsql-host) is given it by `$PGHOST`, `${PGPORT}`, ... in its arguments, which
 dbtier replaces (only these four names; nothing else of the arguments is touched, and no shell runs).
+On MariaDB the connection is MYSQL_UNIX_PORT (the lab's socket, which MariaDB's and MySQL's client
+libraries read), MYSQL_USER (dbtier's own OS user: unix_socket authentication, no password) and
+MYSQL_DATABASE, named in arguments the same way (sysbench's --mysql-socket='$MYSQL_UNIX_PORT').
 Its standard output and error are kept in the run directory (client.stdout, client.stderr)."""
 
 from __future__ import annotations
@@ -28,19 +32,29 @@ from dbtier.errors import UserError
 from dbtier.workloads import restore, sqlfile
 from dbtier.workloads.base import Footprint, Param, Phase
 
-#: the connection's environment variables a client's arguments may name
-CONNECTION_VARS = ("PGHOST", "PGPORT", "PGUSER", "PGDATABASE")
+#: the connection's environment variables a client's arguments may name, per engine
+ENGINE_VARS = {"postgres": ("PGHOST", "PGPORT", "PGUSER", "PGDATABASE"),
+               "mariadb": ("MYSQL_UNIX_PORT", "MYSQL_USER", "MYSQL_DATABASE")}
+CONNECTION_VARS = tuple(v for names in ENGINE_VARS.values() for v in names)
 _REFERENCE = re.compile(r"\$(?:\{(?P<braced>" + "|".join(CONNECTION_VARS) + r")\}|(?P<bare>"
                         + "|".join(CONNECTION_VARS) + r")(?![A-Za-z0-9_]))")
-#: libpq reads these too: any of the user's own would send the client elsewhere than the lab
-_LIBPQ_ENV = re.compile(r"^PG[A-Z]+$")
+#: libpq and MariaDB's client library read these too: any of the user's own would send the client
+#: elsewhere than the lab
+_LIBPQ_ENV = re.compile(r"^(PG[A-Z]+|MYSQL_[A-Z_]+|MARIADB_[A-Z_]+)$")
 OUTPUTS = ("stdout", "stderr")
 MAX_KEPT_OUTPUT = 4 << 20  # of a prepare command's output, the end
 
 
 def expand(args: list[str], connection: dict[str, str]) -> list[str]:
-    """`$PGHOST` and `${PGHOST}` (and PGPORT, PGUSER, PGDATABASE) replaced by the lab's connection."""
-    return [_REFERENCE.sub(lambda m: connection[m.group("braced") or m.group("bare")], a) for a in args]
+    """`$PGHOST` and `${PGHOST}` (and PGPORT, PGUSER, PGDATABASE; MariaDB's MYSQL_UNIX_PORT, ...)
+    replaced by the lab's connection; another engine's name is refused."""
+    def one(m: re.Match) -> str:
+        name = m.group("braced") or m.group("bare")
+        if name not in connection:
+            raise UserError(f"the client's arguments name ${name}, which this engine's lab does not give; it gives "
+                            + ", ".join(f"${k}" for k in connection))
+        return connection[name]
+    return [_REFERENCE.sub(one, a) for a in args]
 
 
 def client_env(connection: dict[str, str]) -> dict[str, str]:
@@ -122,6 +136,7 @@ class Client(restore.UserWorkload):
     name = "client"
     seed = "-"
     summary = "any client program of yours (sysbench, BenchBase, a load test), measured as it runs"
+    engines = ("postgres", "mariadb")
     description = (
         "COMMAND (with its arguments, after '--') is run as you, in this folder, with the lab's connection in libpq's environment "
         "(PGHOST: the lab's private socket folder, PGPORT, PGUSER, PGDATABASE); '$PGHOST' and the like in its "
@@ -131,10 +146,12 @@ class Client(restore.UserWorkload):
         "--prepare-command, such as sysbench's 'prepare') runs unmeasured with the emulation paused; the objects "
         "it made are placed as --place says, the server restarts cold, and the client's run is measured, start "
         "to exit. A status other than 0 ends the run with the last line it wrote. Its output is kept in the run "
-        "directory (client.stdout, client.stderr).")
+        "directory (client.stdout, client.stderr). With --engine mariadb the connection is $MYSQL_UNIX_PORT, "
+        "$MYSQL_USER and $MYSQL_DATABASE (sysbench's --mysql-socket='$MYSQL_UNIX_PORT' --mysql-user='$MYSQL_USER' "
+        "--mysql-db='$MYSQL_DATABASE'), and --setup files are run by the mariadb client (a mariadb-dump file is one).")
     params = (
         Param("setup", Path, (), "a SQL file run before the measurement, unmeasured, as a psql script as you "
-              "(repeatable, in order)", multiple=True, metavar="FILE"),
+              "(MariaDB: by the mariadb client) (repeatable, in order)", multiple=True, metavar="FILE"),
         Param("restore", Path, None, "a pg_dump file or folder (custom, directory, tar or plain) restored first, "
               "unmeasured", metavar="DUMP"),
         Param("restore-jobs", int, 1, "parallel jobs for --restore of a custom or directory dump", maximum=16),
@@ -172,10 +189,18 @@ class Client(restore.UserWorkload):
             raise UserError(f"--timeout {timeout:g}: give seconds from 0 (never) to a week")
         for path in p["setup"]:
             sqlfile.read_text(path, "--setup")  # readable, UTF-8: found now, not after a restore
-        if p["restore"] is not None:
-            restore.dump_format(p["restore"])
         self.cwd = Path.cwd()
         self._outputs: dict[str, Path | bytes] = {}
+
+    def for_engine(self, engine: str) -> None:
+        super().for_engine(engine)
+        given = {n: "" for n in ENGINE_VARS[engine]}
+        expand([*self.p["command"], *(self.prepare_argv or [])], given)  # another engine's names refused now
+        if self.p["restore"] is None:
+            return
+        if engine == "mariadb":
+            raise UserError("--restore takes pg_dump's formats; a mariadb-dump file is SQL: give it as --setup FILE")
+        restore.dump_format(self.p["restore"])  # a PostgreSQL dump, found now, not after the lab is made
 
     def footprint(self, cache_state: str = "cold") -> Footprint:
         """What a client writes cannot be known from its command; a dump restores to about twice its size."""
@@ -190,11 +215,21 @@ class Client(restore.UserWorkload):
         return {**base, "prepare_command": self.p["prepare_command"]}
 
     def prepare(self, db, progress) -> None:
-        self.restored = restore.load_user_setup(self, db, self.p["restore"], self.p["restore_jobs"], self.p["setup"],
-                                                progress)
+        mariadb = getattr(self, "engine", "postgres") == "mariadb"
+        if mariadb:
+            self.fingerprint_files()
+            for path in self.p["setup"]:
+                progress.phase(f"setup: {Path(path).name}")
+                db.run_sql_file(Path(path).resolve(), "--setup")
+        else:
+            self.restored = restore.load_user_setup(self, db, self.p["restore"], self.p["restore_jobs"],
+                                                    self.p["setup"], progress)
         if self.prepare_argv:
             progress.phase(f"prepare: {' '.join(self.prepare_argv)[:60]}")
             self._run(db, self.prepare_argv, "prepare", "--prepare-command")
+        if mariadb:
+            db.analyze()  # as a loaded database is left: its statistics taken
+        elif self.prepare_argv:
             with db.connect() as conn:
                 conn.execute("VACUUM ANALYZE")  # as a loaded database is left: its statistics and visibility map
 

@@ -62,6 +62,9 @@ def dump_format(path: Path) -> str:
         raise UserError(f"--restore {path}: neither a pg_dump archive (custom, directory, tar) nor SQL text") from None
     if "\x00" in text or not text.strip():
         raise UserError(f"--restore {path}: neither a pg_dump archive (custom, directory, tar) nor SQL text")
+    if text.lstrip().startswith(("-- MariaDB dump", "-- MySQL dump")):
+        raise UserError(f"--restore {path}: a mariadb-dump (mysqldump) file, which MariaDB runs: --engine mariadb "
+                        "--setup FILE")
     _check_complete(path, st.st_size)
     return "plain"
 

@@ -28,8 +28,13 @@ def test_what_the_lab_decides_is_refused(text, message):
 
 
 def test_any_other_option_is_the_servers():
-    assert settings.parse_sets(["innodb_io_capacity=2000", "innodb-flush-method=O_DSYNC", "innodb_linux_aio=aio"]) == {
-        "innodb-io-capacity": "2000", "innodb-flush-method": "O_DSYNC", "innodb-linux-aio": "aio"}
+    assert settings.parse_sets(["innodb_io_capacity=2000", "innodb-log-file-size=48M", "innodb_linux_aio=aio"]) == {
+        "innodb-io-capacity": "2000", "innodb-log-file-size": "48M", "innodb-linux-aio": "aio"}
+    # how InnoDB writes and what it caches are the run's options (--io-mode, --cache, --cache-state)
+    for name, said in (("innodb_flush_method=O_DSYNC", "from --io-mode"), ("innodb_buffer_pool_size=1G", "from --cache"),
+                       ("innodb_buffer_pool_load_at_startup=ON", "empty buffer pool")):
+        with pytest.raises(UserError, match=said):
+            settings.parse_sets([name])
 
 
 def test_a_lab_refuses_them_before_anything_is_made(tmp_path):

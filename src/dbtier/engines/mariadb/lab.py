@@ -9,30 +9,43 @@ lab needs its log device's folder given (`-d log=PROFILE:DIR`) on another file s
     with Lab(devices, placement.parse(["log=ssd"], ["hdd", "ssd"]), LabOptions()) as lab:
         lab.create_table("t", "id INT PRIMARY KEY, ...")
         with lab.measure("load") as m: ...
-        m.result["devices"], m.result["object_io"], m.result["innodb_status"], m.result["top_events"]"""
+        m.result["devices"], m.result["object_io"], m.result["innodb_status"], m.result["top_events"]
+
+The runner (experiments/runner.py) uses it as it uses PostgreSQL's: lab.handle for the workload,
+place_objects() after a setup, restart_cold(), warm(), measure(label=...), object_placement(),
+end_figures(), server_log()."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from dbtier import lifecycle
 from dbtier.devices import native
+from dbtier.devices.pagecache import PageCache, check_page_cache
 from dbtier.devices.session import Device, Session
 from dbtier.devices.spec import DeviceSpec
 from dbtier.engines import osuser
 from dbtier.engines.base import LabLifecycle, Measurement
 from dbtier.engines.mariadb import binaries, measure, settings
+from dbtier.engines.mariadb.handle import MariaHandle
 from dbtier.engines.mariadb.placement import Placement
 from dbtier.engines.mariadb.server import Folders, Server
+from dbtier.errors import UserError
 from dbtier.measure import collectors, interval
 from dbtier.workspace import Claim
 
 DATABASE = "dbtier"
 TMPFS_SIZE = 4 << 30  # the lab's own tmpfs (pages are taken only as written)
+
+
+#: --io-mode as innodb_flush_method says it (seed 004's directio against dsync, and buffered writes
+#: flushed by fsync)
+FLUSH_METHODS = {"direct": "O_DIRECT", "dsync": "O_DSYNC", "buffered": "fsync"}
 
 
 @dataclass
@@ -41,6 +54,15 @@ class LabOptions:
     cache_bytes: int = 128 << 20   # innodb_buffer_pool_size
     sets: dict[str, str] = field(default_factory=dict)  # server settings (mariadbd's option names)
     mariadb_bin: Path | None = None
+    io_mode: str = "direct"        # innodb_flush_method (FLUSH_METHODS); MariaDB's own default is O_DIRECT
+    page_cache_bytes: int | None = None  # the emulated OS page cache; default: three times the buffer pool
+    trace: bool = False
+    keep: bool = False
+    seed: None = None              # a loaded copy (compare's): not for MariaDB yet (engine.check_lab refuses)
+    cpu_scale: float = 1.0
+    scale_model: dict | None = None
+    production: dict | None = None
+    credits: float = 1.0           # capped volumes' burst credits when the first measured interval begins
 
 
 class Lab(LabLifecycle):
@@ -53,6 +75,12 @@ class Lab(LabLifecycle):
         self.session: Session | None = None
         self.server: Server | None = None
         self.devices: list[Device] = []
+        self.database = DATABASE
+        self.handle = MariaHandle(self)
+        self._measured_once = False
+        self._log_text: str | None = None
+        pc = self.options.page_cache_bytes or 3 * self.options.cache_bytes
+        self.page_cache = PageCache(check_page_cache(pc), dsync_data=self.options.io_mode == "dsync")
 
     def _open(self) -> None:
         opts = self.options
@@ -82,7 +110,7 @@ class Lab(LabLifecycle):
         user.give(trace_dir)
         iotap = self.claim.inside("iotap", mode=0o700)
         user.give(iotap)
-        self.session = Session(self.devices, iotap, trace_dir=trace_dir)
+        self.session = Session(self.devices, iotap, trace_dir=trace_dir, page_cache=self.page_cache)
         self.session.create()
         self.session.pause()  # the server's creation and start are no measurement
         if user.switches:
@@ -91,15 +119,19 @@ class Lab(LabLifecycle):
         env = self.session.env()
         lib = native.iotap_path()
         env["LD_PRELOAD"] = str(osuser.reachable_copy(lib.parent, [lib.name], user, runtime) / lib.name)
-        sets = {"innodb-buffer-pool-size": str(opts.cache_bytes), **self.sets}
+        sets = {"innodb-buffer-pool-size": str(opts.cache_bytes),
+                "innodb-flush-method": FLUSH_METHODS[opts.io_mode], **self.sets}
         if self.placement.roles["binlog"] != self.placement.roles["data"]:  # --set log-bin is refused: --place says
             sets["log-bin"] = str(role_dir("binlog", "binlog") / "binlog")
         self.server = Server(install.moved(osuser.reachable_copy(*install.layout(), user, runtime)), user, folders,
                              env, sets)
         self.server.install_db()
-        self.server.start()
-        self.claim.watch(self.server.proc.pid, user.uid)
+        self._start()
         self.execute(f"CREATE DATABASE {DATABASE}")
+
+    def _start(self) -> None:
+        self.server.start()
+        self.claim.watch(self.server.proc.pid, self.user.uid)
 
     def close(self) -> None:
         """Stops the server and removes the lab (its tmpfs unmounted). A second Ctrl-C cannot cut it short."""
@@ -110,6 +142,7 @@ class Lab(LabLifecycle):
                         with contextlib.suppress(Exception):
                             self.session.pause()  # the shutdown's writes are no measurement
                     self.server.stop()
+                    self._log_text = self.server_log()
             finally:
                 try:
                     if self.lease is not None:
@@ -123,6 +156,28 @@ class Lab(LabLifecycle):
     def device_dir(self, name: str) -> Path:
         return next(d.directory for d in self.devices if d.name == name)
 
+    def file_path(self, filename: str) -> str:
+        """An InnoDB file name as information_schema gives it (relative to the data directory, or
+        absolute), as a path."""
+        return str(Path(self.server.folders.data, filename).resolve()) if not filename.startswith("/") else filename
+
+    def device_of_path(self, path: str) -> str | None:
+        """The device whose folder holds path."""
+        for d in self.devices:
+            if path == str(d.directory) or path.startswith(str(d.directory) + "/"):
+                return d.name
+        return None
+
+    def client_dir(self, sub: str | None = None) -> Path:
+        """A folder of dbtier's own user (a client program's output), which nobody else may enter."""
+        path = self.claim.path / "client"
+        if not path.exists():
+            self.claim.inside("client", mode=0o700)
+        if sub:
+            path = path / sub
+            path.mkdir(mode=0o700, exist_ok=True)
+        return path
+
     def connect(self, database: str | None = DATABASE):
         return self.server.connect(database)
 
@@ -131,19 +186,106 @@ class Lab(LabLifecycle):
             cur.execute(sql, params)
             return list(cur.fetchall())
 
+    def _data_directory(self, device: str) -> str:
+        """The DATA DIRECTORY clause that puts a table's file on `device` (none: the data directory's)."""
+        if device == self.placement.roles["data"]:
+            return ""
+        folder = self.device_dir(device) / "tables"
+        if not folder.exists():
+            folder.mkdir(mode=0o700)
+            self.user.give(folder)
+        return f" DATA DIRECTORY = '{folder}'"
+
     def create_table(self, name: str, definition: str) -> None:
         """CREATE TABLE name (definition) in the lab's database, in its device's folder: InnoDB sets a
         table's file apart only as it creates it (DATA DIRECTORY)."""
-        device = self.placement.device_for(name, "table")
-        where = ""
-        if device != self.placement.roles["data"]:
-            folder = self.device_dir(device) / "tables"
-            if not folder.exists():
-                folder.mkdir(mode=0o700)
-                self.user.give(folder)
-            where = f" DATA DIRECTORY = '{folder}'"
+        where = self._data_directory(self.placement.device_for(name, "table"))
         with self.connect() as conn, conn.cursor() as cur:
             cur.execute(f"CREATE TABLE `{name}` ({definition}) ENGINE = InnoDB{where}")
+
+    def place_objects(self) -> list[dict]:
+        """Each table on the device the placement gives it, after a setup made them. InnoDB sets a
+        table's file apart only as it creates it (ALTER TABLE ignores DATA DIRECTORY), so a misplaced
+        table is rebuilt: created again where it goes, its rows copied, the two swapped by name, with
+        the emulation paused (moving costs no device time). A name --place gives that the database
+        lacks is refused, with the nearest one it has."""
+        tables = self.handle.objects()
+        indexes = self.execute("SELECT DISTINCT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s "
+                               "AND INDEX_NAME <> 'PRIMARY'", (DATABASE,))
+        known = {**{name.lower(): "index" for (name,) in indexes}, **{t.qualified: t.kind for t in tables}}
+        self.placement.check_objects(known, "the database after the setup")
+        moves = []
+        for t in tables:
+            target = self.placement.device_for(t.qualified, "table")
+            if t.device == target:
+                continue
+            self._rebuild(t.database, t.name, self._data_directory(target))
+            moves.append({"object": t.qualified, "kind": "table", "from": t.device, "to": target, "bytes": t.bytes})
+        return moves
+
+    def _rebuild(self, database: str, name: str, where: str) -> None:
+        with self.connect(database) as conn, conn.cursor() as cur:
+            cur.execute("SELECT count(*) FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = %s "
+                        "AND (TABLE_NAME = %s OR REFERENCED_TABLE_NAME = %s)", (database, name, name))
+            if cur.fetchone()[0]:
+                raise UserError(f"--place {name}=...: {name} has foreign keys, and InnoDB moves a table only by "
+                                "rebuilding it; create it where it goes instead (dbtier's own workloads do), or place "
+                                "it with the rest (data=...)")
+            cur.execute(f"SHOW CREATE TABLE `{name}`")
+            ddl = cur.fetchone()[1]
+            ddl = re.sub(r"\s*DATA DIRECTORY\s*=\s*'[^']*'", "", ddl, flags=re.IGNORECASE)
+            # the old one renamed first: the new file is made under the table's name, the one the
+            # trace's per-object I/O knows it by (a file keeps the name it was first opened under)
+            old = f"{name}__dbtier_moved"
+            cur.execute(f"RENAME TABLE `{name}` TO `{old}`")
+            cur.execute(f"{ddl}{where}")
+            cur.execute(f"INSERT INTO `{name}` SELECT * FROM `{old}`")
+            cur.execute(f"DROP TABLE `{old}`")
+
+    def object_placement(self, names: list[str]) -> list[dict]:
+        """Where each named table is (its file, mapped to its device)."""
+        found = {t.qualified: t for t in self.handle.objects()}
+        return [found[name].describe() for name in names if name in found]
+
+    def recycle_wal(self, nbytes: int) -> int:
+        """Nothing to make ahead: InnoDB's redo log is one file of fixed size, made with the data
+        directory and written round. Returns the files made ready: none."""
+        return 0
+
+    def restart_cold(self) -> None:
+        """Empty caches: the server restarts (its buffer pool empty), and the OS page cache is emptied."""
+        self.session.pause()
+        self.server.stop()
+        self.session.clear_page_cache()
+        self._start()
+
+    @contextlib.contextmanager
+    def warm(self):
+        """An unmeasured interval with the emulation on, so that caches fill as they would."""
+        self.session.pause(False)
+        try:
+            yield
+        finally:
+            self.session.pause()
+
+    def end_figures(self) -> dict:
+        """What a run's result records of the server at its end: the redo log's size (InnoDB's log
+        device holds this much, whatever the run wrote)."""
+        size = self.execute("SELECT @@innodb_log_file_size")[0][0]
+        return {"redo_log_bytes": int(size)}
+
+    def server_log(self) -> str:
+        """The server's error log so far; after close, as it was when the server stopped."""
+        if self._log_text is not None:
+            return self._log_text
+        try:
+            return self.server.error_log.read_text(errors="replace")
+        except (OSError, AttributeError):
+            return ""
+
+    def save_trace(self, out: Path, meta: dict) -> Path | None:
+        """A MariaDB run's trace is not saved yet (engine.check_lab refuses --trace)."""
+        return None
 
     @contextlib.contextmanager
     def measure(self, label: str = "run"):
@@ -151,13 +293,28 @@ class Lab(LabLifecycle):
         device's figures and the I/O per object from the emulation (refused if the server did I/O it
         could not see), and InnoDB's own counters, timed waits and I/O per file (measure.py)."""
         m = Measurement()
-        parts = [collectors.Emulation(self.session, self.devices, name_of=lambda path: measure.name_of(path, DATABASE)),
+        parts = [collectors.Emulation(self.session, self.devices, name_of=lambda path: measure.name_of(path, DATABASE),
+                                      credits=None if self._measured_once else self.options.credits),
                  collectors.ServerCpu(self.server.proc.pid), measure.ServerCounters(self.server.connect)]
+        self._measured_once = True  # the run's first measured interval starts with --credits, the rest as left
         with interval.measured(parts, label) as measured:
             yield m
         m.result = measured.result
 
     def describe(self) -> dict:
-        return {"engine": "mariadb", "server": self.server.install.describe() if self.server else None,
-                "devices": [{"name": d.name, "profile": d.profile.name} for d in self.devices],
-                "placement": self.placement.describe()}
+        return {
+            "engine": "mariadb",
+            "mariadb": self.server.install.describe() if self.server else None,
+            "host": {"cpus": os.cpu_count()},
+            "cache_bytes": self.options.cache_bytes,
+            "io_mode": self.options.io_mode,
+            "innodb_flush_method": FLUSH_METHODS[self.options.io_mode],
+            "cpu_scale": self.options.cpu_scale,
+            "credits": self.options.credits,
+            "scale_model": self.options.scale_model,
+            "page_cache": self.page_cache.describe(),
+            "settings": dict(self.server.settings) if self.server else {},
+            "user_settings": dict(self.sets),
+            "placement": self.placement.describe(),
+            "devices": self.session.describe() if self.session else [],
+        }

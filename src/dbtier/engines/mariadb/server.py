@@ -37,6 +37,9 @@ OWNED = {
     "innodb-linux-aio": "aio",
     "performance-schema": "ON",
     "innodb-file-per-table": "ON",
+    # a cold start is cold: the buffer pool is not dumped at shutdown and loaded again as it starts
+    "innodb-buffer-pool-dump-at-shutdown": "OFF",
+    "innodb-buffer-pool-load-at-startup": "OFF",
 }
 #: what only mariadb-install-db can set (the undo tablespaces are made with the data directory)
 AT_CREATION = ("innodb-undo-tablespaces", "innodb-page-size", "innodb-undo-directory", "innodb-data-home-dir",

@@ -34,6 +34,10 @@ LAB_OWNED = {
     "performance-schema": "the lab's measurements read performance_schema",
     "innodb-use-native-aio": "the lab's InnoDB does its I/O through libaio, which the interposer emulates",
     "innodb-log-file-mmap": "a redo log mapped into memory is written with stores no interposer sees",
+    "innodb-flush-method": "the lab sets it from --io-mode (direct: O_DIRECT, dsync: O_DSYNC, buffered: fsync)",
+    "innodb-buffer-pool-size": "the lab sets it from --cache",
+    "innodb-buffer-pool-dump-at-shutdown": "a cold start begins with an empty buffer pool (--cache-state)",
+    "innodb-buffer-pool-load-at-startup": "a cold start begins with an empty buffer pool (--cache-state)",
 }
 AIO_MODES = ("aio",)  # innodb_linux_aio: libaio; io_uring's rings go around the interposer
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")

@@ -5,7 +5,7 @@ What a whole run needs (room for its data, connections) is dbtier.experiments.pr
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dbtier.engines.base import Sizes
 
 from dbtier import ownership, units
 from dbtier.devices import hostfs, session
@@ -20,12 +20,6 @@ MIB = 1 << 20
 #: PostgreSQL's least shared_buffers (16 buffers)
 MIN_CACHE = 128 << 10
 SOCKET_TAIL = len("/lab-00000000/sock")
-
-
-@dataclass
-class Sizes:
-    cache: int        # shared_buffers, bytes
-    page_cache: int   # the emulated OS page cache, bytes
 
 
 def set_size(sets: dict[str, str], name: str, bare_unit: int) -> int | None:

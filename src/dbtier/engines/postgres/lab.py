@@ -315,6 +315,18 @@ class Lab(LabLifecycle):
                                  "AND name > pg_walfile_name(pg_current_wal_lsn())").fetchone()[0]
         return int(ahead)
 
+    def end_figures(self) -> dict:
+        """What a run's result records of the server at its end: what pg_wal holds (a device given the
+        WAL needs this much, and room up to max_wal_size) and the system catalogs' size (with their
+        indexes and TOAST), which go where `data` goes."""
+        with self.connect() as conn:
+            wal = conn.execute("SELECT coalesce(sum(size), 0) FROM pg_ls_waldir()").fetchone()[0]
+            catalogs = conn.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname IN ('pg_catalog', 'information_schema') AND c.relkind IN ('r', 'm')").fetchone()[0]
+        return {"wal_bytes": int(wal), "catalog_bytes": int(catalogs)}
+
     def restart_cold(self) -> None:
         """Empty caches: the server restarts, and the OS page cache is emptied (as after
         `sync; echo 3 > /proc/sys/vm/drop_caches`)."""

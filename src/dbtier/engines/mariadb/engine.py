@@ -1,0 +1,93 @@
+"""MariaDB (InnoDB) behind the engine interface (engines/base.py): its roles, settings, lab and what
+the preflight needs to know of its redo log. What its lab does not do yet (a loaded copy shared by
+several layouts, a saved trace, a slower CPU, a scale model, production's settings) is refused in
+one line before anything is made."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from dbtier import units
+from dbtier.devices.pagecache import check_page_cache
+from dbtier.devices.spec import DeviceSpec
+from dbtier.engines.mariadb import binaries, placement, settings
+from dbtier.engines.mariadb.lab import FLUSH_METHODS, Lab, LabOptions
+from dbtier.errors import UserError
+from dbtier.engines.base import Sizes
+
+MIB = 1 << 20
+#: InnoDB's redo log in MariaDB 10.11 unless --set innodb_log_file_size says otherwise
+DEFAULT_REDO_LOG = 96 * MIB
+MIN_BUFFER_POOL = 2 * MIB  # MariaDB 10.11's least innodb_buffer_pool_size
+DEFAULT_CONNECTIONS = 151
+
+
+class MariaDB:
+    name = "mariadb"
+    title = "MariaDB"
+    cache_setting = "innodb_buffer_pool_size"
+    min_cache = MIN_BUFFER_POOL
+    scaled_settings: dict[str, tuple[str, int]] = {}
+    roles = placement.ROLES
+    index_role = None  # InnoDB keeps every index in its table's file
+    log_role, temp_role, dump_role = "log", "temp", "data"
+    io_modes = tuple(FLUSH_METHODS)
+    default_io_mode = "direct"
+    keeps_loads = False  # no loaded copies kept or shared between labs yet
+
+    def parse_placement(self, texts, devices: list[str]):
+        return placement.parse(list(texts), list(devices))
+
+    def parse_settings(self, texts) -> dict[str, str]:
+        return settings.parse_sets(list(texts))
+
+    def lab_options(self, pg_bin=None, **options) -> LabOptions:
+        if pg_bin is not None:
+            raise UserError("--pg-bin is PostgreSQL's install; MariaDB's comes from dbtier's cache")
+        return LabOptions(**options)
+
+    def check_lab(self, options: LabOptions, devices: list[DeviceSpec]) -> Sizes:
+        if options.io_mode not in FLUSH_METHODS:
+            raise UserError(f"--io-mode {options.io_mode}: choose one of {', '.join(FLUSH_METHODS)}")
+        for given, what in ((options.trace, "--trace (a replayable trace of a MariaDB run)"),
+                            (options.cpu_scale != 1.0, "--cpu-scale"),
+                            (options.scale_model, "--scale-model"),
+                            (options.production, "--settings-from (production's settings are PostgreSQL's)"),
+                            (options.seed is not None, "a load shared by several layouts (compare, advise --verify)")):
+            if given:
+                raise UserError(f"{what}: not with --engine mariadb yet; run it on PostgreSQL (the default engine)")
+        if options.cache_bytes < MIN_BUFFER_POOL:
+            raise UserError(f"--cache {units.size_text(options.cache_bytes)}: InnoDB needs at least 2MB of buffer pool")
+        page_cache = check_page_cache(options.page_cache_bytes or 3 * options.cache_bytes)
+        settings.checked(options.sets)
+        return Sizes(options.cache_bytes, page_cache)
+
+    def connection_limit(self, sets: dict[str, str]) -> int:
+        given = sets.get("max-connections")
+        return int(given) if given and given.isdigit() else DEFAULT_CONNECTIONS
+
+    def log_kept(self, sets: dict[str, str], generated: int) -> int:
+        """The redo log is one file of fixed size, whatever a run writes."""
+        given = sets.get("innodb-log-file-size")
+        return units.parse_size(given, "--set innodb_log_file_size") if given else DEFAULT_REDO_LOG
+
+    def lab(self, devices: list[DeviceSpec], where, options: LabOptions, say: Callable[[str], None]) -> Lab:
+        return Lab(devices, where, options, say)
+
+    def seed_lab(self, options: LabOptions, say: Callable[[str], None]):
+        raise UserError("a load shared by several layouts (compare, advise --verify): not with --engine mariadb yet")
+
+    def settings_from(self, path) -> dict:
+        raise UserError("--settings-from reads PostgreSQL's settings; not with --engine mariadb")
+
+    def version(self, options: LabOptions) -> str:
+        return binaries.SERIES
+
+    def kept_clusters(self, workspace_root):
+        return None
+
+    def describe(self) -> dict:
+        return {"name": self.name}
+
+
+MARIADB = MariaDB()
