@@ -58,6 +58,22 @@ def test_a_broken_file_is_refused_with_its_line(text, message):
         sqlfile.split(text, "t.sql")
 
 
+def test_mariadb_sql_splits_as_mariadb_reads_it():
+    """Backticks quote identifiers, strings take backslash escapes, # comments a line, $ is nothing
+    special; DELIMITER and the client's backslash commands are its client's, not SQL."""
+    text = ("# it's a comment; with a quote\nSELECT 'it\\'s;', `a;b`, \"c\\\";d\" FROM t;\n"
+            "-- phase: two\nSELECT $x$;\nSELECT 3")
+    parts = sqlfile.split(text, "m.sql", dialect="mariadb")
+    assert [line for line, _ in parts] == [2, 3, 4, 5]
+    assert parts[0][1] == "SELECT 'it\\'s;', `a;b`, \"c\\\";d\" FROM t" and parts[1][1] == "\x00phase:two"
+    assert parts[2][1] == "SELECT $x$"
+    for text, message in (("DELIMITER //\nSELECT 1//", "m.sql:1: DELIMITER is the mariadb client's command"),
+                          ("SELECT `open", "m.sql:1: a quoted identifier opened here is not closed"),
+                          ("\\G", "m.sql:1: \\G is the mariadb client's command")):
+        with pytest.raises(UserError, match=re.escape(message)):
+            sqlfile.split(text, "m.sql", dialect="mariadb")
+
+
 # -- on a server -------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ commit) and dirty pages the cache cannot keep."""
 
 from __future__ import annotations
 
-from dbtier.workloads import seed003
+from dbtier.workloads import seed003, seed003_innodb
 from dbtier.workloads.base import Footprint, Param, Workload
 
 
@@ -16,10 +16,15 @@ class InsertLoop(Workload):
     description = (
         "Seed 003 inserted 1,000,000 rows one by one into a_perf (a primary key, b varchar) in a PL/SQL "
         "loop with one commit: 119 s on a RAM SAN, 130 s on a SCSI disk. Here: ROWS inserts by a "
-        "PL/pgSQL procedure into an empty a_perf, one transaction, measured from a cold cache.")
+        "PL/pgSQL procedure (MariaDB: a stored procedure) into an empty a_perf, one transaction, measured from a "
+        "cold cache.")
     params = (Param("rows", int, 1_000_000, "rows inserted, one INSERT each, one commit at the end"),)
     objects = seed003.OBJECTS
     size_options = ("rows",)
+    engines = ("postgres", "mariadb")
+
+    def _mariadb(self) -> bool:
+        return getattr(self, "engine", "postgres") == "mariadb"
 
     def footprint(self, cache_state: str = "cold") -> Footprint:
         """Every insert logs its row and its key; each page gets a full-page image after a checkpoint."""
@@ -28,17 +33,25 @@ class InsertLoop(Workload):
 
     def prepare(self, lab, progress) -> None:
         progress.phase("creating a_perf")
+        if self._mariadb():
+            seed003_innodb.create_table(lab)
+            return
         with lab.connect() as conn:
             seed003.create_table(lab, conn)
             conn.execute("CHECKPOINT")
 
     def run(self, lab, progress) -> dict:
         progress.phase(f"{self.p['rows']:,} single-row inserts, one commit")
+        if self._mariadb():
+            seed003_innodb.insert_loop(lab, 1, self.p["rows"])
+            return {"inserts": self.p["rows"]}
         with lab.connect() as conn:
             conn.execute("CALL dbtier_insert_loop(1, %s)", (self.p["rows"],))
         return {"inserts": self.p["rows"]}
 
     def verify(self, lab) -> dict:
+        if self._mariadb():
+            return seed003_innodb.check_table(lab, self.p["rows"])
         with lab.connect() as conn:
             checks = seed003.check_table(conn, self.p["rows"])
             low, high = conn.execute("SELECT min(a), max(a) FROM a_perf").fetchone()

@@ -12,7 +12,7 @@ TABLE = "t"
 INDEX = "t_attribute_idx"
 PAGE = 8192
 
-_COLUMNS = """
+COLUMNS = """
     owner          varchar(30)   NOT NULL,
     object_name    varchar(30)   NOT NULL,
     subobject_name varchar(30),
@@ -57,7 +57,7 @@ _BATCH = 2000
 def create_table(lab, conn, rows: int, seed: int, progress: Progress) -> None:
     """Creates and fills t (on its placed device), vacuumed and frozen, so that reading it later sets
     no hint bits and writes nothing."""
-    conn.execute(sql.SQL("CREATE TABLE t (" + _COLUMNS + ") {}").format(lab.tablespace(TABLE, "table")))
+    conn.execute(sql.SQL("CREATE TABLE t (" + COLUMNS + ") {}").format(lab.tablespace(TABLE, "table")))
     conn.execute("ALTER TABLE t ALTER padding1 SET STORAGE PLAIN, ALTER padding2 SET STORAGE PLAIN")
     conn.execute("SELECT setseed(%s)", (((seed % 2000) - 1000) / 1000.0,))
     progress.phase(f"loading table t ({rows:,} rows of ~8 KiB)", total=rows)

@@ -3,7 +3,11 @@ them (not those inside quotes, quoted identifiers, dollar quotes or comments), e
 starts on, and `-- phase: NAME` lines that start a new measured phase.
 
 psql's own commands (lines starting with a backslash) are psql's, not SQL: a file to be measured
-statement by statement may not have them (a setup file may: it is run by psql itself)."""
+statement by statement may not have them (a setup file may: it is run by psql itself).
+
+MariaDB's SQL (dialect "mariadb") quotes identifiers with backticks, takes backslash escapes in its
+strings, and comments to the end of a line with `#` too; it has no dollar quotes, and DELIMITER is its
+client's command, not SQL."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from dbtier.errors import UserError
 
 PHASE = re.compile(r"^\s*--\s*phase:\s*(?P<name>\S.*?)\s*$", re.IGNORECASE)
 _DOLLAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$")
+_DELIMITER = re.compile(r"DELIMITER\s", re.IGNORECASE)
 MAX_FILE_BYTES = 256 << 20
 
 
@@ -54,11 +59,14 @@ def read_text(path: Path, what: str) -> str:
         raise UserError(f"{what} {path}: not UTF-8 text (byte {exc.start})") from None
 
 
-def split(text: str, path: str = "<sql>", meta_commands: bool = False) -> list[tuple[int, str]]:
+def split(text: str, path: str = "<sql>", meta_commands: bool = False,
+          dialect: str = "postgres") -> list[tuple[int, str]]:
     """(line, statement) for each statement, and ('phase', name) markers in order, as
     (line, '\\x00phase:NAME'). Raises UserError for an unterminated quote or comment or a psql command;
     with meta_commands (a pgbench script), a backslash command is one of its own, to the end of its
-    line (and the lines a trailing backslash continues it on)."""
+    line (and the lines a trailing backslash continues it on). dialect: postgres or mariadb."""
+    mariadb = dialect == "mariadb"
+    quotes = ("'", '"', "`") if mariadb else ("'", '"')
     out: list[tuple[int, str]] = []
     i, n, line = 0, len(text), 1
     start, start_line = 0, 1
@@ -80,7 +88,7 @@ def split(text: str, path: str = "<sql>", meta_commands: bool = False) -> list[t
         if c.isspace():
             i += 1
             continue
-        if c == "-" and text.startswith("--", i):
+        if (c == "-" and text.startswith("--", i)) or (c == "#" and mariadb):
             end = text.find("\n", i)
             end = n if end < 0 else end
             if empty:
@@ -118,8 +126,12 @@ def split(text: str, path: str = "<sql>", meta_commands: bool = False) -> list[t
                 continue
             if c == "\\":
                 cmd = text[i:].split(None, 1)[0]
-                raise UserError(f"{path}:{line}: {cmd} is a psql command, not SQL; a measured file holds SQL "
-                                "statements only (psql commands may go in a --setup file)")
+                client = "the mariadb client's" if mariadb else "a psql"
+                raise UserError(f"{path}:{line}: {cmd} is {client} command, not SQL; a measured file holds SQL "
+                                f"statements only ({'they' if mariadb else 'psql commands'} may go in a --setup file)")
+            if mariadb and _DELIMITER.match(text, i):
+                raise UserError(f"{path}:{line}: DELIMITER is the mariadb client's command, not SQL; a measured file's "
+                                "statements end with ';' (create procedures in a --setup file)")
             if c == ";":
                 i += 1
                 start = i
@@ -129,14 +141,14 @@ def split(text: str, path: str = "<sql>", meta_commands: bool = False) -> list[t
             flush(i)
             i += 1
             continue
-        if c in ("'", '"'):
+        if c in quotes:
             quote = c
-            escapes = c == "'" and i > 0 and text[i - 1] in "eE" and (i < 2 or not (text[i - 2].isalnum()
-                                                                                    or text[i - 2] == "_"))
+            escapes = (mariadb and c != "`") or (c == "'" and i > 0 and text[i - 1] in "eE" and (
+                i < 2 or not (text[i - 2].isalnum() or text[i - 2] == "_")))
             j = i + 1
             while True:
                 if j >= n:
-                    what = "string" if quote == "'" else "quoted identifier"
+                    what = "string" if quote == "'" or (mariadb and quote == '"') else "quoted identifier"
                     raise UserError(f"{path}:{line}: a {what} opened here is not closed")
                 if escapes and text[j] == "\\":
                     j += 2
@@ -150,7 +162,7 @@ def split(text: str, path: str = "<sql>", meta_commands: bool = False) -> list[t
             line += text.count("\n", i, j)
             i = j + 1
             continue
-        if c == "$":
+        if c == "$" and not mariadb:
             m = _DOLLAR.match(text, i)
             if m and not (i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_")):
                 tag = m.group(0)
@@ -166,11 +178,11 @@ def split(text: str, path: str = "<sql>", meta_commands: bool = False) -> list[t
     return out
 
 
-def phases(path: Path, default_name: str) -> list[Phase]:
+def phases(path: Path, default_name: str, dialect: str = "postgres") -> list[Phase]:
     """A measured file's phases: one named after the file unless `-- phase: NAME` lines divide it."""
     text = read_text(path, "--run")
     out: list[Phase] = []
-    for line, body in split(text, str(path)):
+    for line, body in split(text, str(path), dialect=dialect):
         if body.startswith("\x00phase:"):
             out.append(Phase(body[len("\x00phase:"):]))
             continue

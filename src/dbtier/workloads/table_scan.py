@@ -2,12 +2,14 @@
 scan; the article ran a cursor over the first 100 keys (in the table's physical order), each one a
 scan of all 1.73 million rows (SSD 2,574 s, HDD 5,572 s: 2.17x). PostgreSQL 18 reads the scan through
 read streams: up to 128 KiB per read (io_combine_limit), issued ahead by its I/O workers, as ASE's
-asynchronous prefetch did with 64 KiB reads."""
+asynchronous prefetch did with 64 KiB reads. InnoDB reads a scan a page at a time, and its linear
+read-ahead asks for the next extent (64 pages, 1 MiB) with asynchronous reads once a scan has read
+most of one."""
 
 from __future__ import annotations
 
 from dbtier.errors import UserError
-from dbtier.workloads import seed000
+from dbtier.workloads import seed000, seed000_innodb
 from dbtier.workloads.base import Param, Workload, WorkloadError
 
 
@@ -27,6 +29,7 @@ class TableScan(Workload):
     cache_states = ("cold", "hot", "cross")
     objects = {seed000.TABLE: "table"}
     size_options = ("rows",)
+    engines = ("postgres", "mariadb")
 
     def __init__(self, **values):
         super().__init__(**values)
@@ -37,7 +40,18 @@ class TableScan(Workload):
     def footprint(self, cache_state: str = "cold"):
         return seed000.footprint(self.p["rows"], index=False)
 
+    def _mariadb(self) -> bool:
+        return getattr(self, "engine", "postgres") == "mariadb"
+
     def prepare(self, lab, progress) -> None:
+        if self._mariadb():
+            seed000_innodb.create_table(lab, self.p["rows"], self.p["data_seed"], progress)
+            self.pages = seed000_innodb.finish(lab, self.p["rows"], progress)
+            all_keys = seed000_innodb.keys(lab)
+            self.keys, self.other_key = all_keys[: self.p["scans"]], all_keys[-1]
+            if seed000_innodb.plan_type(lab) != "ALL":
+                raise WorkloadError(f"expected a full scan, the plan's access is {seed000_innodb.plan_type(lab)}")
+            return
         with lab.connect() as conn:
             seed000.create_table(lab, conn, self.p["rows"], self.p["data_seed"], progress)
             self.pages = seed000.finish(conn, self.p["rows"], progress)
@@ -49,6 +63,9 @@ class TableScan(Workload):
     def warm_cross(self, lab, progress) -> None:
         """A scan for another key (the table's last row): it reads the same pages."""
         progress.phase("a scan for another key (cross warm-up)")
+        if self._mariadb():
+            lab.execute("SELECT * FROM t WHERE attribute = %s", (self.other_key,))
+            return
         with lab.connect() as conn:
             conn.execute("SELECT * FROM t WHERE attribute = %s", (self.other_key,)).fetchall()
 
@@ -64,7 +81,12 @@ class TableScan(Workload):
         rows = 0
         with lab.connect() as conn:
             for key in self.keys:
-                got = conn.execute("SELECT * FROM t WHERE attribute = %s", (key,)).fetchall()
+                if self._mariadb():
+                    with conn.cursor() as cur:
+                        cur.execute("SELECT * FROM t WHERE attribute = %s", (key,))
+                        got = cur.fetchall()
+                else:
+                    got = conn.execute("SELECT * FROM t WHERE attribute = %s", (key,)).fetchall()
                 if len(got) != 1:
                     raise WorkloadError(f"a scan for key {key} returned {len(got)} rows, not 1")
                 rows += len(got)
@@ -72,5 +94,6 @@ class TableScan(Workload):
         return {"scans": len(self.keys), "rows_returned": rows, "table_pages": self.pages}
 
     def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
-        mb = metrics["scans"] * metrics["table_pages"] * seed000.PAGE / 1048576
+        page = seed000_innodb.PAGE if self._mariadb() else seed000.PAGE
+        mb = metrics["scans"] * metrics["table_pages"] * page / 1048576
         return {"s_per_scan": elapsed_s / metrics["scans"], "scan_mb_per_s": mb / elapsed_s}

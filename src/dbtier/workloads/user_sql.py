@@ -4,7 +4,8 @@ Setup (unmeasured, the emulation paused): --restore DUMP, then each --setup FILE
 objects are placed as --place says, the server restarts cold, and each --run FILE is measured, one
 phase per file or per `-- phase: NAME` section, statement by statement on one connection (so BEGIN
 ... COMMIT in a file works as in psql). Each phase reports what every run reports, and each
-statement's elapsed time and rows."""
+statement's elapsed time and rows. On MariaDB (--engine mariadb) the setup files are run by the
+mariadb client (a mariadb-dump file is one) and the measured ones are read as MariaDB's SQL."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 
 import psycopg
+import pymysql
 from psycopg import errors as pgerrors
 
 from dbtier.errors import UserError
@@ -28,9 +30,40 @@ def _sql_error(stmt: sqlfile.Statement, exc: psycopg.Error, timeout_s: float) ->
     return UserError(f"{stmt.where}: {message}")
 
 
-def run_statements(db, statements: list[sqlfile.Statement], timeout_s: float, progress) -> dict:
+#: MariaDB's error when max_statement_time stopped a statement
+_MARIADB_TIMEOUT = 1969
+
+
+def run_mariadb_statements(db, statements: list[sqlfile.Statement], timeout_s: float, progress) -> list[dict]:
+    """run_statements on MariaDB (max_statement_time for --timeout)."""
+    out = []
+    with db.connect() as conn, conn.cursor() as cur:
+        if timeout_s:
+            cur.execute("SET SESSION max_statement_time = %s", (timeout_s,))
+        for stmt in statements:
+            t0 = time.monotonic()
+            try:
+                cur.execute(stmt.text)  # as written: no client-side parameters
+                rows = len(cur.fetchall()) if cur.description else max(cur.rowcount, 0)
+            except pymysql.err.MySQLError as exc:
+                code, message = (exc.args + (None, str(exc)))[:2] if exc.args else (None, type(exc).__name__)
+                if code == _MARIADB_TIMEOUT and timeout_s:
+                    raise UserError(f"{stmt.where}: the statement ran past --timeout {timeout_s:g} s and was "
+                                    f"cancelled ({stmt.summary(60)})") from None
+                raise UserError(f"{stmt.where}: {message}") from None
+            out.append({"where": stmt.where, "statement": stmt.summary(), "elapsed_s": time.monotonic() - t0,
+                        "rows": rows})
+            progress.advance()
+    return out
+
+
+def run_statements(db, statements: list[sqlfile.Statement], timeout_s: float, progress,
+                   engine: str = "postgres") -> dict:
     """Runs the statements in order on one connection; per statement its elapsed time and rows (rows a
     query returned, fetched as a client would; rows a command changed)."""
+    if engine == "mariadb":
+        out = run_mariadb_statements(db, statements, timeout_s, progress)
+        return {"statement_times": out, "rows": sum(s["rows"] for s in out)}
     out = []
     with db.connect() as conn:
         if timeout_s:
@@ -52,6 +85,7 @@ class UserSql(restore.UserWorkload):
     name = "sql"
     seed = "-"
     summary = "your own SQL files, on your own schema or a restored dump"
+    engines = ("postgres", "mariadb")
     description = (
         "The setup (--restore DUMP, then each --setup FILE, run by psql) is loaded with the emulation paused. "
         "Then objects are placed as --place says (any table, index or materialized view the setup made), the "
@@ -84,15 +118,34 @@ class UserSql(restore.UserWorkload):
             raise UserError(f"--timeout {timeout}: seconds from 0 (never) to 86400")
         for path in self.p["setup"]:
             sqlfile.read_text(path, "--setup")  # readable, UTF-8: found now, not after a restore
-        if self.p["restore"] is not None:
-            self.restore_format = restore.dump_format(self.p["restore"])
-        self.measured: list[sqlfile.Phase] = []
         for path in self.p["run"]:
-            self.measured += sqlfile.phases(Path(path), Path(path).stem)
-        names = [ph.name for ph in self.measured]
+            sqlfile.read_text(path, "--run")  # readable, UTF-8; read as the engine's SQL once it is known
+        self._measured: list[sqlfile.Phase] | None = None
+
+    def for_engine(self, engine: str) -> None:
+        super().for_engine(engine)
+        if self.p["restore"] is not None:
+            if engine == "mariadb":
+                raise UserError("--restore takes pg_dump's formats; a mariadb-dump file is SQL: give it as --setup FILE")
+            self.restore_format = restore.dump_format(self.p["restore"])
+        self._measured = self._read_runs(engine)
+
+    def _read_runs(self, engine: str) -> list[sqlfile.Phase]:
+        measured: list[sqlfile.Phase] = []
+        for path in self.p["run"]:
+            measured += sqlfile.phases(Path(path), Path(path).stem, dialect=engine)
+        names = [ph.name for ph in measured]
         if len(set(names)) != len(names):
             twice = sorted({n for n in names if names.count(n) > 1})
             raise UserError(f"--run: phase name {twice[0]!r} is used twice; name each phase once")
+        return measured
+
+    @property
+    def measured(self) -> list[sqlfile.Phase]:
+        """The measured files' phases, read as the engine's SQL (PostgreSQL's unless told another)."""
+        if self._measured is None:
+            self._measured = self._read_runs(getattr(self, "engine", "postgres"))
+        return self._measured
 
     def footprint(self, cache_state: str = "cold") -> Footprint:
         """What a setup makes cannot be known from its files; a dump restores to about its own size again
@@ -101,6 +154,13 @@ class UserSql(restore.UserWorkload):
         return Footprint({"the restored database": 2 * size} if size else {}, wal=2 * size, scratch=size)
 
     def prepare(self, db, progress) -> None:
+        if getattr(self, "engine", "postgres") == "mariadb":
+            self.fingerprint_files()
+            for path in self.p["setup"]:
+                progress.phase(f"setup: {Path(path).name}")
+                db.run_sql_file(Path(path).resolve(), "--setup")
+            db.analyze()  # as a loaded database is left: its statistics taken
+            return
         self.restored = restore.load_user_setup(self, db, self.p["restore"], self.p["jobs"], self.p["setup"],
                                                 progress)
 
@@ -116,7 +176,7 @@ class UserSql(restore.UserWorkload):
     def _runner(self, ph: sqlfile.Phase):
         def run(db, progress) -> dict:
             progress.phase(f"{ph.name}: {len(ph.statements)} statement(s)", total=len(ph.statements))
-            return run_statements(db, ph.statements, self.p["timeout"], progress)
+            return run_statements(db, ph.statements, self.p["timeout"], progress, getattr(self, "engine", "postgres"))
         return run
 
 

@@ -93,3 +93,42 @@ def test_an_index_or_a_missing_table_placed_is_refused_after_the_setup(module_sh
     broken = run(bad)
     assert broken.returncode == 2 and f"--setup {bad}, line 2:" in broken.stderr, broken.stderr
     assert not list(tmp_path.glob("client-*"))
+
+
+def test_your_own_sql_on_mariadb_phase_by_phase(module_shm_dir, tmp_path):
+    """run sql --engine mariadb: the setup by the mariadb client, the measured file read as MariaDB's SQL
+    (backticks, # comments, backslash escapes), a phase per section, each statement timed; the table
+    the setup made rebuilt on the disk, and a statement past --timeout stopped in one line."""
+    setup = tmp_path / "setup.sql"
+    setup.write_text("CREATE TABLE `orders` (id INT PRIMARY KEY, note VARCHAR(200), pad CHAR(200));\n"
+                     "INSERT INTO orders SELECT seq, concat('note ', seq), repeat('p', 200) FROM seq_1_to_20000;\n")
+    work = tmp_path / "work.sql"
+    work.write_text("-- phase: scan\n# a MariaDB comment; with a ' quote\n"
+                    "SELECT count(*), sum(length(`note`)) FROM orders WHERE note <> 'it\\'s;';\n"
+                    "-- phase: update\nUPDATE orders SET note = 'x' WHERE id <= 500;\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = dbtier("run", "sql", "--engine", "mariadb", *DEVICES, "--place", "orders=disk", "--setup", str(setup),
+                  "--run", str(work), "--workspace", str(module_shm_dir), "--output", str(out), "--json",
+                  str(out / "r.json"), "-q")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((out / "r.json").read_text())
+    scan, update = doc["phases"]
+    assert (scan["phase"], update["phase"]) == ("scan", "update")
+    assert [s["rows"] for s in scan["metrics"]["statement_times"]] == [1]
+    assert [s["rows"] for s in update["metrics"]["statement_times"]] == [500]
+    where = {o["object"]: o["device"] for o in doc["objects"]}
+    assert where["orders"] == "disk" and [m["object"] for m in doc["moved"]] == ["orders"]  # rebuilt there
+    reads = {(r["object"], r["device"]): r["reads"] for r in scan["object_io"]}
+    assert reads.get(("orders", "disk"), 0) > 0  # read cold from the disk
+    slow = tmp_path / "slow.sql"
+    slow.write_text("SELECT count(*) FROM seq_1_to_100000 a, seq_1_to_100000 b WHERE a.seq + b.seq = 3;\n")
+    timed_out = dbtier("run", "sql", "--engine", "mariadb", *DEVICES, "--run", str(slow), "--timeout", "0.5",
+                       "--workspace", str(module_shm_dir), "--output", str(out))
+    assert timed_out.returncode == 2 and "ran past --timeout 0.5 s and was cancelled" in timed_out.stderr, \
+        timed_out.stderr
+    delimiter = tmp_path / "proc.sql"
+    delimiter.write_text("DELIMITER //\nSELECT 1//\n")
+    refused = dbtier("run", "sql", "--engine", "mariadb", *DEVICES, "--run", str(delimiter), "--workspace",
+                     str(module_shm_dir), "--output", str(out))
+    assert refused.returncode == 2 and "DELIMITER is the mariadb client's command" in refused.stderr, refused.stderr

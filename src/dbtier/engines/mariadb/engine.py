@@ -18,7 +18,7 @@ from dbtier.engines.base import Sizes
 MIB = 1 << 20
 #: InnoDB's redo log in MariaDB 10.11 unless --set innodb_log_file_size says otherwise
 DEFAULT_REDO_LOG = 96 * MIB
-MIN_BUFFER_POOL = 2 * MIB  # MariaDB 10.11's least innodb_buffer_pool_size
+MIN_BUFFER_POOL = 6 * MIB  # MariaDB 10.11's least innodb_buffer_pool_size with 16 KiB pages (its own message)
 DEFAULT_CONNECTIONS = 151
 
 
@@ -57,7 +57,7 @@ class MariaDB:
             if given:
                 raise UserError(f"{what}: not with --engine mariadb yet; run it on PostgreSQL (the default engine)")
         if options.cache_bytes < MIN_BUFFER_POOL:
-            raise UserError(f"--cache {units.size_text(options.cache_bytes)}: InnoDB needs at least 2MB of buffer pool")
+            raise UserError(f"--cache {units.size_text(options.cache_bytes)}: InnoDB needs at least 6MB of buffer pool")
         page_cache = check_page_cache(options.page_cache_bytes or 3 * options.cache_bytes)
         settings.checked(options.sets)
         return Sizes(options.cache_bytes, page_cache)

@@ -54,6 +54,11 @@ class MariaHandle:
             cur.execute(statement, params)
             return list(cur.fetchall())
 
+    def create_table(self, name: str, definition: str, options: str = "") -> None:
+        """CREATE TABLE on the device the placement gives it (InnoDB sets a table's file apart only as it
+        creates it)."""
+        self._lab.create_table(name, definition, options)
+
     def client_dir(self, sub: str | None = None) -> Path:
         """A folder for client programs run as dbtier's own user, which only that user may enter."""
         return self._lab.client_dir(sub)

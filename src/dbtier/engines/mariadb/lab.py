@@ -196,12 +196,12 @@ class Lab(LabLifecycle):
             self.user.give(folder)
         return f" DATA DIRECTORY = '{folder}'"
 
-    def create_table(self, name: str, definition: str) -> None:
-        """CREATE TABLE name (definition) in the lab's database, in its device's folder: InnoDB sets a
-        table's file apart only as it creates it (DATA DIRECTORY)."""
+    def create_table(self, name: str, definition: str, options: str = "") -> None:
+        """CREATE TABLE name (definition) [options] in the lab's database, in its device's folder: InnoDB
+        sets a table's file apart only as it creates it (DATA DIRECTORY)."""
         where = self._data_directory(self.placement.device_for(name, "table"))
         with self.connect() as conn, conn.cursor() as cur:
-            cur.execute(f"CREATE TABLE `{name}` ({definition}) ENGINE = InnoDB{where}")
+            cur.execute(f"CREATE TABLE `{name}` ({definition}) ENGINE = InnoDB {options}{where}")
 
     def place_objects(self) -> list[dict]:
         """Each table on the device the placement gives it, after a setup made them. InnoDB sets a
