@@ -58,6 +58,7 @@ bench: setup
 	$(PY) bench/replay_fidelity.py
 	$(PY) bench/predict_speed.py
 	$(PY) bench/cloud_advice.py
+	$(PY) bench/engines.py
 
 clean:
 	rm -rf $(VENV) build
