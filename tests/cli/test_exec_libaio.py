@@ -86,7 +86,8 @@ def replayed_iops(trace_dir, recs, streams, profile_path, scratch) -> float:
     from dbtier.devices.session import Device, Session
     from dbtier.measure import trace
 
-    session = Session([Device("d", scratch, load(str(profile_path)))], scratch.parent / f"state-{profile_path.stem}")
+    # its state in the test's own folder, which goes with it (not beside it, in /dev/shm)
+    session = Session([Device("d", scratch, load(str(profile_path)))], scratch / f"state-{profile_path.stem}")
     session.create()
     replay = native.Replay(session.state_path)
     try:

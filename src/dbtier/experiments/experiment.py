@@ -8,7 +8,7 @@
 
 Sizes are bytes and factors are numbers once read: the option text (`"32MB"`) is parsed here, once.
 A TOML file's keys are the options' names (`device`, `place`, `cache`, `io-mode`, `page-cache`,
-`cache-state`, `cpu-scale`, `scale-model`, `credits`, `set`, `settings-from`, `pg-bin`, `trace`, and the workload's own, as
+`cache-state`, `cpu-scale`, `scale-model`, `credits`, `set`, `settings-from`, `pg-bin`, `mariadb-bin`, `trace`, and the workload's own, as
 `rows`); `set` is a table of settings. Relative paths in a file are read from the file's folder."""
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ class Experiment:
     credits: float = 1.0                                  # --credits: a capped volume's burst bucket, 0..1, at start
     settings: dict[str, str] = field(default_factory=dict)  # --set NAME=VALUE, checked
     pg_bin: Path | None = None
+    mariadb_bin: Path | None = None                       # --engine mariadb: another install
     trace: bool = False
     engine: str = "postgres"
     settings_from: Path | None = None                     # production's snapshot (--settings-from)
@@ -99,14 +100,15 @@ class Experiment:
         cache_state = given.get("cache_state", "cold")
         if cache_state not in CACHE_STATES:
             raise UserError(f"--cache-state {cache_state}: choose one of {', '.join(CACHE_STATES)}")
-        pg_bin = given.get("pg_bin")
+        pg_bin, mariadb_bin = given.get("pg_bin"), given.get("mariadb_bin")
         return cls(workload=workload, devices=tuple(devices), placement=placement,
                    params={k: _param(known[k], v, base) for k, v in own.items()},
                    cache_bytes=cache, page_cache_bytes=page_cache, io_mode=io_mode, cache_state=cache_state,
                    cpu_scale=_number(given.get("cpu_scale", 1.0), "--cpu-scale"),
                    scale_factor=_number(given.get("scale_model", 1.0), "--scale-model"),
                    credits=burst_credits.parse(given.get("credits", "full")),
-                   settings=sets, pg_bin=_path(pg_bin, base) if pg_bin else None, trace=bool(given.get("trace")),
+                   settings=sets, pg_bin=_path(pg_bin, base) if pg_bin else None,
+                   mariadb_bin=_path(mariadb_bin, base) if mariadb_bin else None, trace=bool(given.get("trace")),
                    engine=engine.name, settings_from=settings_from, production=production)
 
     @classmethod
@@ -170,6 +172,8 @@ class Experiment:
                   f"credits = {_toml(burst_credits.text(self.credits))}", f"trace = {_toml(self.trace)}"]
         if self.pg_bin is not None:
             lines.append(f"pg-bin = {_toml(str(self.pg_bin))}")
+        if self.mariadb_bin is not None:
+            lines.append(f"mariadb-bin = {_toml(str(self.mariadb_bin))}")
         if self.settings_from is not None:
             lines.append(f"settings-from = {_toml(str(self.settings_from))}")
         workload = self.make_workload()

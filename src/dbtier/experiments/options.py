@@ -42,19 +42,25 @@ OPTIONS = (
            "(repeatable; the first is the default for everything)", multiple=True, short="-d",
            metavar="NAME=PROFILE[:DIR]"),
     Option("place", "Devices and placement", "where things go: data, indexes, wal, temp, dump, or a table or index "
-           "name (e.g. data=hdd,wal=ssd,t_attribute_idx=ssd)", multiple=True, short="-p", metavar="KEY=DEVICE[,...]"),
-    Option("cache", "Server", "the database cache (shared_buffers); the seeds' tables were several times larger",
+           "name (e.g. data=hdd,wal=ssd,t_attribute_idx=ssd); MariaDB's: data, log, undo, temp, binlog, or a table", multiple=True, short="-p", metavar="KEY=DEVICE[,...]"),
+    Option("cache", "Server", "the database cache (shared_buffers; MariaDB: innodb_buffer_pool_size); the seeds' "
+           "tables were several times larger",
            default="32MB", metavar="SIZE"),
     Option("io-mode", "Server", "direct: data and WAL bypass the OS page cache; buffered: through the (emulated) "
-           "page cache; dsync: cached reads, every write synchronous to the device",
+           "page cache; dsync: cached reads, every write synchronous to the device (MariaDB: innodb_flush_method "
+           "O_DIRECT, fsync, O_DSYNC)",
            type=("direct", "buffered", "dsync"), default="direct"),
-    Option("set", "Server", "any PostgreSQL setting, on top of dbtier's preset (repeatable)", multiple=True,
+    Option("set", "Server", "any PostgreSQL setting, on top of dbtier's preset (MariaDB: any mariadbd option) "
+           "(repeatable)", multiple=True,
            metavar="NAME=VALUE"),
     Option("settings-from", "Server", "production's settings: a snapshot 'dbtier stats snapshot' wrote; those that "
            "shape I/O and plans are applied (work_mem, WAL and checkpoints, autovacuum, parallel query, JIT, the "
            "planner's costs; shared_buffers as --cache unless that is given), within --scale-model; --set wins",
            type=Path, metavar="SNAPSHOT"),
     Option("pg-bin", "Server", "another PostgreSQL 18 install's bin folder (default: the embedded one)", type=Path),
+    Option("mariadb-bin", "Server", "with --engine mariadb, another MariaDB 10.11 install's folder, holding its bin/ "
+           "and sbin/ (/usr for the distribution's own; default: fetched from the distribution into dbtier's cache)",
+           type=Path, metavar="DIR"),
     Option("cache-state", "Emulation", "cold: restarted, caches empty; hot: the workload run once first; cross: a "
            "different query over the same data run first (seed 001)", type=("cold", "hot", "cross"), default="cold"),
     Option("page-cache", "Emulation", "the emulated OS page cache (default: three times --cache, as with "

@@ -132,3 +132,15 @@ def test_your_own_sql_on_mariadb_phase_by_phase(module_shm_dir, tmp_path):
     refused = dbtier("run", "sql", "--engine", "mariadb", *DEVICES, "--run", str(delimiter), "--workspace",
                      str(module_shm_dir), "--output", str(out))
     assert refused.returncode == 2 and "DELIMITER is the mariadb client's command" in refused.stderr, refused.stderr
+
+
+def test_another_install_is_named_and_checked_before_anything_is_made(module_shm_dir, tmp_path):
+    common = ["run", "insert-loop", "--rows", "10", "-d", "d=ram-san", "--workspace", str(module_shm_dir),
+              "--output", str(tmp_path)]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = dbtier(*common, "--engine", "mariadb", "--mariadb-bin", str(empty))
+    assert proc.returncode == 2 and f"--mariadb-bin {empty}: no " in proc.stderr, proc.stderr
+    wrong = dbtier(*common, "--mariadb-bin", str(empty))  # PostgreSQL, the default engine
+    assert wrong.returncode == 2 and "--mariadb-bin is MariaDB's install (--engine mariadb)" in wrong.stderr
+    assert not list(tmp_path.glob("insert-loop-*"))

@@ -60,6 +60,8 @@ class MariaDB:
             raise UserError(f"--cache {units.size_text(options.cache_bytes)}: InnoDB needs at least 6MB of buffer pool")
         page_cache = check_page_cache(options.page_cache_bytes or 3 * options.cache_bytes)
         settings.checked(options.sets)
+        if options.mariadb_bin is not None:
+            binaries.find(options.mariadb_bin)  # an install given is checked now (the cache's is fetched at start)
         return Sizes(options.cache_bytes, page_cache)
 
     def connection_limit(self, sets: dict[str, str]) -> int:
@@ -81,7 +83,7 @@ class MariaDB:
         raise UserError("--settings-from reads PostgreSQL's settings; not with --engine mariadb")
 
     def version(self, options: LabOptions) -> str:
-        return binaries.SERIES
+        return binaries.find(options.mariadb_bin).version if options.mariadb_bin else binaries.SERIES
 
     def kept_clusters(self, workspace_root):
         return None

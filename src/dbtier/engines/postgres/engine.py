@@ -12,6 +12,7 @@ from dbtier.devices.spec import DeviceSpec
 from dbtier.engines.base import SEED_DEVICE
 from dbtier.engines.postgres import capacity, placement, settings
 from dbtier.engines.postgres.lab import Lab, LabOptions
+from dbtier.errors import UserError
 
 MIB = 1 << 20
 
@@ -40,7 +41,9 @@ class Postgres:
     def parse_settings(self, texts) -> dict[str, str]:
         return settings.parse_sets(list(texts))
 
-    def lab_options(self, **options) -> LabOptions:
+    def lab_options(self, mariadb_bin=None, **options) -> LabOptions:
+        if mariadb_bin is not None:
+            raise UserError("--mariadb-bin is MariaDB's install (--engine mariadb); PostgreSQL's is --pg-bin")
         return LabOptions(**options)
 
     def check_lab(self, options, devices: list[DeviceSpec]):
