@@ -107,8 +107,8 @@ def lab_options(exp: Experiment, workspace: Path | None = None, keep: bool = Fal
     options = engines.get(exp.engine).lab_options(
         cache_bytes=exp.cache_bytes, io_mode=exp.io_mode, page_cache_bytes=exp.page_cache_bytes,
         sets={**(exp.production["applied"] if exp.production else {}), **exp.settings},  # --set wins
-        pg_bin=exp.pg_bin, mariadb_bin=exp.mariadb_bin, workspace=workspace, trace=exp.trace, keep=keep, cpu_scale=exp.cpu_scale,
-        credits=exp.credits, production=exp.production)
+        pg_bin=exp.pg_bin, mariadb_bin=exp.mariadb_bin, workspace=workspace, trace=exp.trace, keep=keep,
+        cpu_scale=exp.cpu_scale, credits=exp.credits, production=exp.production)
     return scale_model.apply(exp.scale_factor, options, list(exp.devices), exp.engine)
 
 

@@ -64,6 +64,7 @@ def test_what_the_mariadb_lab_cannot_do_is_one_line(module_shm_dir, tmp_path):
     cases = [
         (["--restore", str(dump), "--", "true"], "a mariadb-dump file is SQL: give it as --setup FILE"),
         (["--trace", "--", "true"], "--trace (a replayable trace of a MariaDB run): not with --engine mariadb yet"),
+        (["--keep", "--", "true"], "--keep (the lab left for inspection): not with --engine mariadb yet"),
         (["--io-mode", "sideways", "--", "true"], "--io-mode"),
         (["--set", "innodb_flush_method=O_DSYNC", "--", "true"], "the lab sets it from --io-mode"),
         (["--", "sysbench", "--pgsql-host=$PGHOST"], "name $PGHOST, which this engine's lab does not give; it gives $MYSQL_UNIX_PORT"),

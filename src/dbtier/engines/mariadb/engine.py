@@ -50,6 +50,7 @@ class MariaDB:
         if options.io_mode not in FLUSH_METHODS:
             raise UserError(f"--io-mode {options.io_mode}: choose one of {', '.join(FLUSH_METHODS)}")
         for given, what in ((options.trace, "--trace (a replayable trace of a MariaDB run)"),
+                            (options.keep, "--keep (the lab left for inspection)"),
                             (options.cpu_scale != 1.0, "--cpu-scale"),
                             (options.scale_model, "--scale-model"),
                             (options.production, "--settings-from (production's settings are PostgreSQL's)"),
