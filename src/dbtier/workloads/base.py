@@ -145,6 +145,8 @@ class Workload:
     user_objects: ClassVar[bool] = False
     #: the database engines it runs on (dbtier.engines): its SQL and its client programs are theirs
     engines: ClassVar[tuple[str, ...]] = ("postgres",)
+    #: the engine it is told it runs on (for_engine); PostgreSQL until told another
+    engine: str = "postgres"
 
     def __init__(self, **values: Any):
         self.p = {p.key: values.get(p.key, p.default) for p in self.params}

@@ -215,20 +215,17 @@ class Client(restore.UserWorkload):
         return {**base, "prepare_command": self.p["prepare_command"]}
 
     def prepare(self, db, progress) -> None:
-        mariadb = getattr(self, "engine", "postgres") == "mariadb"
+        mariadb = self.engine == "mariadb"
         if mariadb:
-            self.fingerprint_files()
-            for path in self.p["setup"]:
-                progress.phase(f"setup: {Path(path).name}")
-                db.run_sql_file(Path(path).resolve(), "--setup")
+            restore.load_mariadb_setup(self, db, self.p["setup"], progress)
         else:
             self.restored = restore.load_user_setup(self, db, self.p["restore"], self.p["restore_jobs"],
                                                     self.p["setup"], progress)
         if self.prepare_argv:
             progress.phase(f"prepare: {' '.join(self.prepare_argv)[:60]}")
             self._run(db, self.prepare_argv, "prepare", "--prepare-command")
-        if mariadb:
-            db.analyze()  # as a loaded database is left: its statistics taken
+        if mariadb and self.prepare_argv:
+            db.analyze()  # as a loaded database is left: its statistics taken, the prepared tables' too
         elif self.prepare_argv:
             with db.connect() as conn:
                 conn.execute("VACUUM ANALYZE")  # as a loaded database is left: its statistics and visibility map

@@ -24,7 +24,7 @@ class InsertLoop(Workload):
     engines = ("postgres", "mariadb")
 
     def _mariadb(self) -> bool:
-        return getattr(self, "engine", "postgres") == "mariadb"
+        return self.engine == "mariadb"
 
     def footprint(self, cache_state: str = "cold") -> Footprint:
         """Every insert logs its row and its key; each page gets a full-page image after a checkpoint."""

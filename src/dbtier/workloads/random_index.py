@@ -51,7 +51,7 @@ class RandomIndex(Workload):
         return seed000.footprint(self.p["rows"], index=True)
 
     def prepare(self, lab, progress) -> None:
-        if getattr(self, "engine", "postgres") == "mariadb":
+        if self.engine == "mariadb":
             seed000_innodb.create_table(lab, self.p["rows"], self.p["data_seed"], progress)
             progress.phase("creating the unique index on attribute")
             lab.execute("CREATE UNIQUE INDEX t_attribute_idx ON t (attribute)")
@@ -73,7 +73,7 @@ class RandomIndex(Workload):
     def _lookup(self, lab, keys: list[str], progress, what: str) -> int:
         progress.phase(f"{len(keys):,} {what}", total=len(keys))
         found = 0
-        mariadb = getattr(self, "engine", "postgres") == "mariadb"
+        mariadb = self.engine == "mariadb"
         with lab.connect() as conn:
             for lo in range(0, len(keys), _BATCH):
                 batch = keys[lo:lo + _BATCH]

@@ -290,6 +290,16 @@ def load_user_setup(workload: "UserWorkload", db, dump: Path | None, jobs: int, 
     return restored
 
 
+def load_mariadb_setup(workload: "UserWorkload", db, setup_files, progress) -> None:
+    """A user workload's setup on MariaDB: each setup file by the mariadb client (a mariadb-dump file is
+    one), then ANALYZE TABLE of every table, as a loaded database is left."""
+    workload.fingerprint_files()
+    for path in setup_files:
+        progress.phase(f"setup: {Path(path).name}")
+        db.run_sql_file(Path(path).resolve(), "--setup")
+    db.analyze()
+
+
 _UNREAD = object()
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 
+from dbtier.engines.mariadb import PAGE_BYTES
 from dbtier.workloads import seed000
 from dbtier.workloads.base import Progress, WorkloadError
 
-PAGE = 16384  # InnoDB's page
+PAGE = PAGE_BYTES  # InnoDB's page
 ROWS_PER_PAGE = 2
 
 # PostgreSQL's columns in MariaDB's words: the timestamps are DATETIME, an identifier is quoted with

@@ -41,7 +41,7 @@ class TableScan(Workload):
         return seed000.footprint(self.p["rows"], index=False)
 
     def _mariadb(self) -> bool:
-        return getattr(self, "engine", "postgres") == "mariadb"
+        return self.engine == "mariadb"
 
     def prepare(self, lab, progress) -> None:
         if self._mariadb():

@@ -144,7 +144,7 @@ class UserSql(restore.UserWorkload):
     def measured(self) -> list[sqlfile.Phase]:
         """The measured files' phases, read as the engine's SQL (PostgreSQL's unless told another)."""
         if self._measured is None:
-            self._measured = self._read_runs(getattr(self, "engine", "postgres"))
+            self._measured = self._read_runs(self.engine)
         return self._measured
 
     def footprint(self, cache_state: str = "cold") -> Footprint:
@@ -154,12 +154,8 @@ class UserSql(restore.UserWorkload):
         return Footprint({"the restored database": 2 * size} if size else {}, wal=2 * size, scratch=size)
 
     def prepare(self, db, progress) -> None:
-        if getattr(self, "engine", "postgres") == "mariadb":
-            self.fingerprint_files()
-            for path in self.p["setup"]:
-                progress.phase(f"setup: {Path(path).name}")
-                db.run_sql_file(Path(path).resolve(), "--setup")
-            db.analyze()  # as a loaded database is left: its statistics taken
+        if self.engine == "mariadb":
+            restore.load_mariadb_setup(self, db, self.p["setup"], progress)
             return
         self.restored = restore.load_user_setup(self, db, self.p["restore"], self.p["jobs"], self.p["setup"],
                                                 progress)
@@ -176,7 +172,7 @@ class UserSql(restore.UserWorkload):
     def _runner(self, ph: sqlfile.Phase):
         def run(db, progress) -> dict:
             progress.phase(f"{ph.name}: {len(ph.statements)} statement(s)", total=len(ph.statements))
-            return run_statements(db, ph.statements, self.p["timeout"], progress, getattr(self, "engine", "postgres"))
+            return run_statements(db, ph.statements, self.p["timeout"], progress, self.engine)
         return run
 
 

@@ -10,10 +10,10 @@ from typing import Callable
 from dbtier import units
 from dbtier.devices.pagecache import check_page_cache
 from dbtier.devices.spec import DeviceSpec
+from dbtier.engines.base import Sizes
 from dbtier.engines.mariadb import binaries, placement, settings
 from dbtier.engines.mariadb.lab import FLUSH_METHODS, Lab, LabOptions
 from dbtier.errors import UserError
-from dbtier.engines.base import Sizes
 
 MIB = 1 << 20
 #: InnoDB's redo log in MariaDB 10.11 unless --set innodb_log_file_size says otherwise

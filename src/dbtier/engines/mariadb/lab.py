@@ -31,7 +31,7 @@ from dbtier.devices.session import Device, Session
 from dbtier.devices.spec import DeviceSpec
 from dbtier.engines import osuser
 from dbtier.engines.base import LabLifecycle, Measurement
-from dbtier.engines.mariadb import binaries, measure, settings
+from dbtier.engines.mariadb import PAGE_BYTES, binaries, measure, settings
 from dbtier.engines.mariadb.handle import MariaHandle
 from dbtier.engines.mariadb.placement import Placement
 from dbtier.engines.mariadb.server import Folders, Server
@@ -46,6 +46,14 @@ TMPFS_SIZE = 4 << 30  # the lab's own tmpfs (pages are taken only as written)
 #: --io-mode as innodb_flush_method says it (seed 004's directio against dsync, and buffered writes
 #: flushed by fsync)
 FLUSH_METHODS = {"direct": "O_DIRECT", "dsync": "O_DSYNC", "buffered": "fsync"}
+
+
+def lru_scan_depth(pool_bytes: int) -> int:
+    """innodb_lru_scan_depth for a buffer pool of this size. InnoDB's page cleaner keeps about this many
+    pages free, whatever the pool's size: 1,024 by default, 1.6% of a 1 GiB pool but half of a lab's
+    32 MiB one (measured: 2,000 lookups on a cold 32 MiB pool read 1,371 pages for 1,011 distinct ones).
+    A lab's pool keeps the share a production pool of 1 GiB or more keeps: a 64th, at least InnoDB's 100."""
+    return max(100, min(1024, pool_bytes // PAGE_BYTES // 64))
 
 
 @dataclass
@@ -120,6 +128,7 @@ class Lab(LabLifecycle):
         lib = native.iotap_path()
         env["LD_PRELOAD"] = str(osuser.reachable_copy(lib.parent, [lib.name], user, runtime) / lib.name)
         sets = {"innodb-buffer-pool-size": str(opts.cache_bytes),
+                "innodb-lru-scan-depth": str(lru_scan_depth(opts.cache_bytes)),
                 "innodb-flush-method": FLUSH_METHODS[opts.io_mode], **self.sets}
         if self.placement.roles["binlog"] != self.placement.roles["data"]:  # --set log-bin is refused: --place says
             sets["log-bin"] = str(role_dir("binlog", "binlog") / "binlog")
