@@ -224,7 +224,7 @@ def for_workload(workload, ledger_table: str | None = None) -> PgbenchLedger | T
                             "transaction; give it with pgbench -f FILE only")
         return UserLedger(ledger_table)
     if workload.name == "oltp":
-        if workload.p["driver"] != "pgbench":
+        if workload.driver != "pgbench":
             raise UserError("dbtier crash checks oltp with its pgbench terminals (--driver pgbench), whose log says "
                             "which transactions were acknowledged")
         return TpccLedger()

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 
-from dbtier.workloads import tpcc_driver, tpcc_pgbench, tpcc_procs, tpcc_schema
+from dbtier.errors import UserError
+from dbtier.workloads import tpcc_driver, tpcc_innodb, tpcc_pgbench, tpcc_procs, tpcc_schema
 from dbtier.workloads.base import Footprint, Param, Phase, Workload, WorkloadError
 from dbtier.workloads.tpcc_schema import Scale
 
@@ -71,17 +72,21 @@ class Oltp(Workload):
         "all flash (1.81x), and with reduced caches (13x). Here: TPC-C's schema with WAREHOUSES warehouses "
         "(about 100 MB each), CLIENTS connections without think time, a WARMUP unmeasured but on the devices, "
         "then DURATION seconds measured. Transactions are server-side functions (one round trip each). "
-        "After the run the consistency conditions 1-4 and amcheck must hold.")
+        "After the run the consistency conditions 1-4 and amcheck must hold. With --engine mariadb: the same "
+        "tables clustered by their primary keys, the transactions as stored procedures, dbtier's own terminals "
+        "(pymysql), CHECK TABLE for amcheck.")
     params = (
         *tpcc_schema.SCALE_PARAMS,
         Param("clients", int, 4, "client connections (terminals), each on a home warehouse"),
         Param("duration", int, 60, "measured seconds"),
         Param("warmup", int, 10, "seconds run before the measurement, with the devices emulated", minimum=0),
-        Param("driver", str, "pgbench", "pgbench: the terminals are pgbench clients (C, little client CPU); "
-                                         "python: dbtier's own threads", choices=("pgbench", "python")),
+        Param("driver", str, None, "pgbench: the terminals are pgbench clients (C, little client CPU; "
+                                    "PostgreSQL's default); python: dbtier's own threads (MariaDB's)",
+              choices=("pgbench", "python")),
         Param("data-seed", int, 1, "seed of the transaction inputs"),
     )
     objects = tpcc_schema.OBJECTS
+    engines = ("postgres", "mariadb")
     size_options = ("warehouses", "items", "customers", "duration")
     #: (type, pgbench script) -> the script the terminals run: a crash test's ledger row (crash/ledger.py)
     transform = None
@@ -89,6 +94,16 @@ class Oltp(Workload):
     @property
     def scale(self) -> Scale:
         return Scale.of(self.p)
+
+    @property
+    def driver(self) -> str:
+        return self.p["driver"] or ("python" if self.engine == "mariadb" else "pgbench")
+
+    def for_engine(self, engine: str) -> None:
+        super().for_engine(engine)
+        if engine == "mariadb" and self.p["driver"] == "pgbench":
+            raise UserError("--driver pgbench is PostgreSQL's client; with --engine mariadb the terminals are "
+                            "dbtier's own (--driver python)")
 
     def footprint(self, cache_state: str = "cold") -> Footprint:
         """The loaded database (logged as it is loaded, and again as VACUUM FREEZE's full-page images),
@@ -103,19 +118,25 @@ class Oltp(Workload):
                          connections_option="clients")
 
     def prepare(self, lab, progress) -> None:
+        if self.engine == "mariadb":
+            tpcc_innodb.load(lab, self.scale, self.p["data_seed"], progress)
+            return
         with lab.connect() as conn:
             load(lab, conn, self.scale, progress)
 
     def _drive(self, lab, seconds: int, progress, what: str) -> dict:
         progress.phase(f"{what}: {self.p['clients']} clients, {seconds} s", total=seconds)
-        if self.p["driver"] == "pgbench":
+        if self.driver == "pgbench":
             return tpcc_pgbench.drive(lab, self.p["clients"], seconds, self.p["warehouses"], self.p["items"],
                                       self.p["customers"], self.p["data_seed"], progress, self.transform)
+        mariadb = self.engine == "mariadb"
         tally = tpcc_driver.drive(lab.connect, self.p["clients"], seconds, self.p["warehouses"], self.p["items"],
-                                  self.p["customers"], self.p["data_seed"], progress)
+                                  self.p["customers"], self.p["data_seed"], progress,
+                                  tpcc_innodb.Calls if mariadb else tpcc_driver.PostgresCalls)
         if tally.errors:
             raise WorkloadError(f"{len(tally.errors)} terminal(s) failed: {tally.errors[0]}")
-        tpcc_driver.note_transactions(lab, tally)
+        if not mariadb:  # a MariaDB lab keeps no trace to set them beside
+            tpcc_driver.note_transactions(lab, tally)
         return tpcc_driver.summary(tally, seconds)
 
     def run(self, lab, progress) -> dict:
@@ -127,7 +148,7 @@ class Oltp(Workload):
         return [Phase("steady state", self.run, warm=warm)]
 
     def verify(self, lab) -> dict:
-        return verify_tpcc(lab)
+        return tpcc_innodb.verify(lab) if self.engine == "mariadb" else verify_tpcc(lab)
 
     def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
         # NOPM and tpm over the driver's own run (the measured interval adds its start and end);

@@ -20,7 +20,38 @@ MIX = (("new_order", 45), ("payment", 43), ("order_status", 4), ("delivery", 4),
 TYPES = tuple(name for name, _ in MIX)
 C_RUN = {"last": 223, "id": 259, "item": 7911}  # |223 - 157| = 66: inside the specification's 65..119
 SYLLABLES = ("BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING")
-RETRYABLE = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
+
+
+class Retry(Exception):
+    """A deadlock or a lock the transaction could not have: rolled back, tried again."""
+
+
+class RolledBack(Exception):
+    """The specified 1% of New-Orders, with an unknown item: rolled back, as specified."""
+
+
+class PostgresCalls:
+    """The five transactions on one PostgreSQL connection: a function call each (tpcc_procs.py), in
+    autocommit, prepared (little client work)."""
+    QUERIES = {
+        "new_order": "SELECT tpcc_new_order(%s::int, %s::int, %s::int, %s::int[], %s::int[], %s::int[])",
+        "payment": "SELECT tpcc_payment(%s::int, %s::int, %s::int, %s::int, %s::int, %s::text, %s::numeric)",
+        "order_status": "SELECT tpcc_order_status(%s::int, %s::int, %s::int, %s::text)",
+        "delivery": "SELECT tpcc_delivery(%s::int, %s::int)",
+        "stock_level": "SELECT tpcc_stock_level(%s::int, %s::int, %s::int)",
+    }
+    RETRYABLE = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
+
+    def __init__(self, conn):
+        self.cur = conn.cursor()
+
+    def __call__(self, kind: str, args: tuple) -> None:
+        try:
+            self.cur.execute(self.QUERIES[kind], args, prepare=True)
+        except psycopg.errors.RaiseException as exc:
+            raise RolledBack from exc
+        except self.RETRYABLE as exc:
+            raise Retry from exc
 
 
 def last_name(n: int) -> str:
@@ -50,8 +81,10 @@ class Tally:
 
 
 class Terminal:
-    def __init__(self, connect, number: int, warehouses: int, items: int, customers: int, seed: int):
+    def __init__(self, connect, number: int, warehouses: int, items: int, customers: int, seed: int,
+                 calls=PostgresCalls):
         self.connect = connect
+        self.calls = calls  # the engine's transactions on a connection (PostgresCalls, tpcc_innodb.Calls)
         self.number = number
         self.rng = random.Random(seed * 1000003 + number)
         self.w = number % warehouses + 1
@@ -68,7 +101,8 @@ class Terminal:
     def _name(self) -> str:
         return last_name(nurand(self.rng, 255, 0, 999, C_RUN["last"]) % min(1000, self.customers))
 
-    def inputs(self, kind: str) -> tuple[str, tuple]:
+    def inputs(self, kind: str) -> tuple:
+        """The transaction's inputs, drawn as the specification draws them."""
         r, w = self.rng, self.w
         if kind == "new_order":
             n = r.randint(5, 15)
@@ -78,52 +112,51 @@ class Terminal:
             if r.random() < 0.01:
                 items[-1] = self.items + 1  # unknown: the transaction rolls back
             qty = [r.randint(1, 10) for _ in range(n)]
-            return "SELECT tpcc_new_order(%s::int, %s::int, %s::int, %s::int[], %s::int[], %s::int[])", (w, r.randint(1, 10), self._customer(), items,
-                                                                     supply, qty)
+            return (w, r.randint(1, 10), self._customer(), items, supply, qty)
         if kind == "payment":
             d = r.randint(1, 10)
             cw, cd = (w, d) if self.warehouses == 1 or r.random() < 0.85 else (
                 r.choice([x for x in range(1, self.warehouses + 1) if x != w]), r.randint(1, 10))
             by_name = r.random() < 0.6
-            return "SELECT tpcc_payment(%s::int, %s::int, %s::int, %s::int, %s::int, %s::text, %s::numeric)", (
-                w, d, cw, cd, None if by_name else self._customer(), self._name() if by_name else None,
-                round(r.uniform(1, 5000), 2))
+            return (w, d, cw, cd, None if by_name else self._customer(), self._name() if by_name else None,
+                    round(r.uniform(1, 5000), 2))
         if kind == "order_status":
             by_name = r.random() < 0.6
-            return "SELECT tpcc_order_status(%s::int, %s::int, %s::int, %s::text)", (w, r.randint(1, 10), None if by_name else
-                                                                self._customer(), self._name() if by_name else None)
+            return (w, r.randint(1, 10), None if by_name else self._customer(), self._name() if by_name else None)
         if kind == "delivery":
-            return "SELECT tpcc_delivery(%s::int, %s::int)", (w, r.randint(1, 10))
-        return "SELECT tpcc_stock_level(%s::int, %s::int, %s::int)", (w, self.d, r.randint(10, 20))
+            return (w, r.randint(1, 10))
+        return (w, self.d, r.randint(10, 20))
 
     def run(self, stop: threading.Event) -> None:
         block_signals()
         try:
-            with self.connect() as conn, conn.cursor() as cur:  # one cursor, prepared statements: little client work
+            with self.connect() as conn:
+                call = self.calls(conn)
                 while not stop.is_set():
                     kind = self.rng.choices(TYPES, self.weights)[0]
-                    query, args = self.inputs(kind)
+                    args = self.inputs(kind)
                     t0 = time.perf_counter()
                     while True:
                         try:
-                            cur.execute(query, args, prepare=True)
+                            call(kind, args)
                             latency_ms = 1e3 * (time.perf_counter() - t0)
                             self.tally.latencies_ms[kind].append(latency_ms)
                             self.tally.transactions.append((kind, self.number, time.time_ns() // 1000, latency_ms))
                             break
-                        except psycopg.errors.RaiseException:
+                        except RolledBack:
                             self.tally.rolled_back += 1
                             break
-                        except RETRYABLE:
+                        except Retry:
                             self.tally.retried += 1
         except Exception as exc:  # reported by the caller: a terminal that died invalidates the run
             self.tally.errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
 
 
 def drive(connect, clients: int, seconds: float, warehouses: int, items: int, customers: int, seed: int,
-          progress=None) -> Tally:
-    """Runs `clients` terminals for `seconds`; returns their merged tally."""
-    terminals = [Terminal(connect, i, warehouses, items, customers, seed) for i in range(clients)]
+          progress=None, calls=PostgresCalls) -> Tally:
+    """Runs `clients` terminals for `seconds`, each calling the transactions by `calls` on a connection
+    of its own; returns their merged tally."""
+    terminals = [Terminal(connect, i, warehouses, items, customers, seed, calls) for i in range(clients)]
     stop = threading.Event()
     threads = [threading.Thread(target=t.run, args=(stop,), name=f"tpcc-terminal-{i}", daemon=True)
                for i, t in enumerate(terminals)]

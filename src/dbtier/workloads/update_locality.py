@@ -9,7 +9,7 @@ one; every test's count of updated rows is checked against the same arithmetic d
 
 from __future__ import annotations
 
-from dbtier.workloads import seed003
+from dbtier.workloads import seed003, seed003_innodb
 from dbtier.errors import UserError
 from dbtier.workloads.base import Footprint, Param, Phase, Workload, WorkloadError
 
@@ -71,6 +71,7 @@ class UpdateLocality(Workload):
     )
     objects = seed003.OBJECTS
     size_options = ("rows", "updates")
+    engines = ("postgres", "mariadb")
 
     def __init__(self, **values):
         super().__init__(**values)
@@ -94,6 +95,10 @@ class UpdateLocality(Workload):
 
     def prepare(self, lab, progress) -> None:
         rows = self.p["rows"]
+        self.expected = expected_updates(rows, self.n)
+        if self.engine == "mariadb":
+            seed003_innodb.load(lab, rows, progress)
+            return
         with lab.connect() as conn:
             seed003.create_table(lab, conn)
             conn.execute(_UPDATE_FN)
@@ -105,13 +110,15 @@ class UpdateLocality(Workload):
             progress.phase("vacuum, analyze, checkpoint")
             conn.execute("VACUUM (FREEZE, ANALYZE) a_perf")
             conn.execute("CHECKPOINT")
-        self.expected = expected_updates(rows, self.n)
 
     def _test(self, test: int):
         def run(lab, progress) -> dict:
             progress.phase(f"test {test}: {TESTS[test]}, {self.n * (10 if test == 3 else 1):,} updates, one commit")
-            with lab.connect() as conn:
-                updated = conn.execute("SELECT dbtier_update(%s, %s)", (test, self.n)).fetchone()[0]
+            if self.engine == "mariadb":
+                updated = seed003_innodb.update(lab, test, self.n)
+            else:
+                with lab.connect() as conn:
+                    updated = conn.execute("SELECT dbtier_update(%s, %s)", (test, self.n)).fetchone()[0]
             if updated != self.expected[test]:
                 raise WorkloadError(f"test {test} ({TESTS[test]}) updated {updated} rows, {self.expected[test]} expected")
             return {"statements": self.n * (10 if test == 3 else 1), "rows_updated": updated}
@@ -121,9 +128,13 @@ class UpdateLocality(Workload):
         return [Phase(TESTS[t], self._test(t)) for t in (1, 2, 3)]
 
     def verify(self, lab) -> dict:
-        with lab.connect() as conn:
-            checks = seed003.check_table(conn, self.p["rows"])
-            negative = conn.execute("SELECT count(*) FROM a_perf WHERE a < 0").fetchone()[0]
+        if self.engine == "mariadb":
+            checks = seed003_innodb.check_table(lab, self.p["rows"], keys_moved=True)
+            negative = lab.execute("SELECT count(*) FROM a_perf WHERE a < 0")[0][0]
+        else:
+            with lab.connect() as conn:
+                checks = seed003.check_table(conn, self.p["rows"])
+                negative = conn.execute("SELECT count(*) FROM a_perf WHERE a < 0").fetchone()[0]
         if negative != sum(self.expected.values()):
             raise WorkloadError(f"{negative} keys are negated, {sum(self.expected.values())} expected")
         return {**checks, "negated": negative}

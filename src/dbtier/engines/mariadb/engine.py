@@ -1,7 +1,6 @@
 """MariaDB (InnoDB) behind the engine interface (engines/base.py): its roles, settings, lab and what
 the preflight needs to know of its redo log. What its lab does not do yet (a loaded copy shared by
-several layouts, a saved trace, a slower CPU, a scale model, production's settings) is refused in
-one line before anything is made."""
+several layouts, a saved trace, production's settings) is refused in one line before anything is made."""
 
 from __future__ import annotations
 
@@ -9,6 +8,7 @@ from typing import Callable
 
 from dbtier import units
 from dbtier.devices.pagecache import check_page_cache
+from dbtier.devices.session import check_cpu_scale
 from dbtier.devices.spec import DeviceSpec
 from dbtier.engines.base import Sizes
 from dbtier.engines.mariadb import binaries, placement, settings
@@ -27,7 +27,11 @@ class MariaDB:
     title = "MariaDB"
     cache_setting = "innodb_buffer_pool_size"
     min_cache = MIN_BUFFER_POOL
-    scaled_settings: dict[str, tuple[str, int]] = {}
+    #: the memory a scale model divides (experiments/scale_model.py) besides the buffer pool: a sort's
+    #: buffer and an in-memory temporary table's limits, each with MariaDB 10.11's default and least
+    #: (sort_buffer_size: 32 KiB, above the least any version takes)
+    scaled_settings = {"sort-buffer-size": ("2MB", 32 * 1024), "tmp-table-size": ("16MB", 1024),
+                       "max-heap-table-size": ("16MB", 16 * 1024)}
     roles = placement.ROLES
     index_role = None  # InnoDB keeps every index in its table's file
     log_role, temp_role, dump_role = "log", "temp", "data"
@@ -51,12 +55,11 @@ class MariaDB:
             raise UserError(f"--io-mode {options.io_mode}: choose one of {', '.join(FLUSH_METHODS)}")
         for given, what in ((options.trace, "--trace (a replayable trace of a MariaDB run)"),
                             (options.keep, "--keep (the lab left for inspection)"),
-                            (options.cpu_scale != 1.0, "--cpu-scale"),
-                            (options.scale_model, "--scale-model"),
                             (options.production, "--settings-from (production's settings are PostgreSQL's)"),
                             (options.seed is not None, "a load shared by several layouts (compare, advise --verify)")):
             if given:
                 raise UserError(f"{what}: not with --engine mariadb yet; run it on PostgreSQL (the default engine)")
+        check_cpu_scale(options.cpu_scale)
         if options.cache_bytes < MIN_BUFFER_POOL:
             raise UserError(f"--cache {units.size_text(options.cache_bytes)}: InnoDB needs at least 6MB of buffer pool")
         page_cache = check_page_cache(options.page_cache_bytes or 3 * options.cache_bytes)

@@ -133,7 +133,7 @@ class Lab(LabLifecycle):
         if self.placement.roles["binlog"] != self.placement.roles["data"]:  # --set log-bin is refused: --place says
             sets["log-bin"] = str(role_dir("binlog", "binlog") / "binlog")
         self.server = Server(install.moved(osuser.reachable_copy(*install.layout(), user, runtime)), user, folders,
-                             env, sets)
+                             env, sets, cpu_scale=opts.cpu_scale)
         self.server.install_db()
         self._start()
         self.execute(f"CREATE DATABASE {DATABASE}")
@@ -303,6 +303,7 @@ class Lab(LabLifecycle):
         could not see), and InnoDB's own counters, timed waits and I/O per file (measure.py)."""
         m = Measurement()
         parts = [collectors.Emulation(self.session, self.devices, name_of=lambda path: measure.name_of(path, DATABASE),
+                                      dilated=self.options.cpu_scale != 1.0,
                                       credits=None if self._measured_once else self.options.credits),
                  collectors.ServerCpu(self.server.proc.pid), measure.ServerCounters(self.server.connect)]
         self._measured_once = True  # the run's first measured interval starts with --credits, the rest as left

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pymysql
 
+from dbtier.devices.session import CPU_SCALE_ENV
 from dbtier.engines.mariadb.binaries import MariaInstall
 from dbtier.engines.osuser import ServerUser
 from dbtier.errors import UserError
@@ -60,9 +61,10 @@ class Folders:
 
 class Server:
     def __init__(self, install: MariaInstall, user: ServerUser, folders: Folders, env: dict[str, str],
-                 settings: dict[str, str] | None = None):
+                 settings: dict[str, str] | None = None, cpu_scale: float = 1.0):
         self.install, self.user, self.folders = install, user, folders
         self.env = user.env(install.env(env))
+        self.cpu_scale = cpu_scale  # the server's CPU K times slower once started (not its install)
         self.settings = dict(settings or {})
         self.proc: subprocess.Popen | None = None
         self.socket = folders.run / "mysqld.sock"
@@ -105,7 +107,10 @@ class Server:
         cmd = [str(self.install.exe("mariadbd")), "--no-defaults", *self._files_options(),
                f"--socket={self.socket}", f"--pid-file={self.folders.run / 'mysqld.pid'}",
                f"--log-error={self.error_log}", *self._setting_options(creation=False)]
-        self.proc = subprocess.Popen(cmd, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        env = dict(self.env)
+        if self.cpu_scale != 1.0:
+            env[CPU_SCALE_ENV] = repr(float(self.cpu_scale))
+        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True, **self.user.popen_kwargs())
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
