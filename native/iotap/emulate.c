@@ -93,7 +93,10 @@ static inline __attribute__((always_inline)) uint64_t
 issue(struct core *k, int devno, int64_t file, int op, uint64_t off, uint64_t len, uint64_t arrival,
       uint64_t host_end, uint8_t flags, int locked) {
     struct dbt_device_slot *d = &k->s->dev[devno];
-    uint64_t addr = ((d->caps & DBT_CAP_ADDRESSED) && op != DBT_OP_FLUSH) ? dbt_state_addr(k->s, devno, file, off) : off;
+    /* a chunk first seen here (writeback of pages the program's call did not start in) gets its
+     * space under the lock the caller may hold already */
+    uint64_t addr = !((d->caps & DBT_CAP_ADDRESSED) && op != DBT_OP_FLUSH) ? off
+                    : locked ? dbt_state_addr_locked(k->s, devno, file, off) : dbt_state_addr(k->s, devno, file, off);
     struct dbt_result res;
     if (!locked) dbt_dev_lock(d);
     model_request_locked(d, op, addr, len, arrival, host_end, &res);

@@ -302,17 +302,25 @@ int64_t dbt_state_file_index(struct dbt_state *s, int dev, uint64_t st_dev, uint
     return found; /* -1 only when the table is full: the file is then counted but not traced by name */
 }
 
-uint64_t dbt_state_addr(struct dbt_state *s, int dev, int64_t file, uint64_t off) {
+static uint64_t state_addr(struct dbt_state *s, int dev, int64_t file, uint64_t off, int locked) {
     uint64_t chunk = off / DBT_CHUNK_BYTES, within = off % DBT_CHUNK_BYTES;
     if (file < 0) return dbt_mix64(chunk) % (1ull << 40) / DBT_CHUNK_BYTES * DBT_CHUNK_BYTES + within;
     uint64_t key = ((uint64_t)(file + 1) << 32) | (chunk & 0xffffffffu);
     int64_t empty, found = chunk_probe(s, dev, key, &empty);
     if (found >= 0) return dbt_chunks(s)[found].addr + within;
     struct dbt_device_slot *d = &s->dev[dev];
-    dbt_dev_lock(d);
+    if (!locked) dbt_dev_lock(d);
     uint64_t addr = chunk_insert_locked(s, dev, key);
-    dbt_dev_unlock(d);
+    if (!locked) dbt_dev_unlock(d);
     return addr + within;
+}
+
+uint64_t dbt_state_addr(struct dbt_state *s, int dev, int64_t file, uint64_t off) {
+    return state_addr(s, dev, file, off, 0);
+}
+
+uint64_t dbt_state_addr_locked(struct dbt_state *s, int dev, int64_t file, uint64_t off) {
+    return state_addr(s, dev, file, off, 1);
 }
 
 /* Latency histogram: exact below 16 ns, then 8 buckets per power of two (~9% wide). */

@@ -232,6 +232,8 @@ int64_t dbt_state_file_index(struct dbt_state *s, int dev, uint64_t st_dev, uint
 
 /* Byte address on the device of a file offset, allocating a chunk on first touch. */
 uint64_t dbt_state_addr(struct dbt_state *s, int dev, int64_t file, uint64_t off);
+/* The same, the device's lock held by the caller (the lock is not recursive). */
+uint64_t dbt_state_addr_locked(struct dbt_state *s, int dev, int64_t file, uint64_t off);
 
 void dbt_dev_lock(struct dbt_device_slot *d);
 void dbt_dev_unlock(struct dbt_device_slot *d);

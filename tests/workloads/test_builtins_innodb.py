@@ -173,3 +173,30 @@ def test_a_slower_cpu_and_a_scale_model_on_innodb(module_shm_dir, tmp_path):
     assert sizes["sort-buffer-size"]["run"] == pytest.approx(2 * MIB / 10)
     assert lab["settings"]["sort-buffer-size"] == "204kB"
     assert sizes["disk: seek span (cylinders crossed beyond a segment's reach)"]["run"] == 10.0
+
+
+def test_seed_004s_commands_on_innodb(module_shm_dir, tmp_path):
+    """Seed 004's commands on lineitem as InnoDB does them, in the seed's order, each phase timed: the
+    rows loaded from dbtier's file (LOAD DATA LOCAL) and inserted by the server are the same rows as
+    PostgreSQL's generator makes; CHECK TABLE reads every page at the end. --io-mode buffered is
+    innodb_flush_method=fsync: the table's pages read through the OS page cache."""
+    from dbtier.workloads.io_modes import IoModes
+    orders = 3000
+    doc = run(module_shm_dir, tmp_path, "io-modes", "--orders", str(orders), "--io-mode", "buffered", "--cache", "6MB",
+              "-d", "disk=hdd-sas-15k")
+    assert doc["lab"]["innodb_flush_method"] == "fsync"
+    names = [ph["phase"] for ph in doc["phases"]]
+    assert names == ["create database", "bulk load", "insert", "update", "create clustered index",
+                     "create non-clustered index", "update statistics", "alter table", "reorg rebuild",
+                     "tablealloc check"], names
+    extra = IoModes(orders=orders).inserted_orders()
+    lines = sum(1 + o % 7 for o in range(1, orders + extra + 1))
+    phase = {ph["phase"]: ph for ph in doc["phases"]}
+    assert phase["bulk load"]["metrics"]["rows"] == sum(1 + o % 7 for o in range(1, orders + 1))
+    assert doc["checks"] == {"rows": lines, "check_table": "OK"}
+    assert phase["update"]["metrics"]["rows"] == sum(1 + o % 7 for o in range(1, orders // 60 + 1))
+    # the rebuilds write the table again: more than its loaded size each
+    table = next(o for o in doc["objects"] if o["object"] == "lineitem")
+    for name in ("create clustered index", "alter table", "reorg rebuild"):
+        written = sum(d["counters"]["write_bytes"] for d in phase[name]["devices"])
+        assert written >= 0.5 * table["bytes"], (name, written, table["bytes"])

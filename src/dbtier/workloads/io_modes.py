@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
+from dbtier.workloads import io_modes_innodb
 from dbtier.workloads.base import Footprint, Param, Phase, Workload, WorkloadError, btree_bytes, heap_bytes
 
 DB = "tpcd"
@@ -56,6 +57,7 @@ class IoModes(Workload):
     )
     objects = {"lineitem": "table", "cl": "index", "nl": "index"}
     size_options = ("orders",)
+    engines = ("postgres", "mariadb")
 
     def inserted_orders(self) -> int:
         """The insert's orders: a sixtieth more (the seed: 100,000 rows on bcp's 6 million)."""
@@ -77,10 +79,14 @@ class IoModes(Workload):
         return Footprint(objects, wal=3 * sum(objects.values()), scratch=130 * 4 * self.p["orders"], databases=1)
 
     def prepare(self, lab, progress) -> None:
-        self.staging = lab.scratch_dir()
         n = self.p["orders"]
         self.extra = self.inserted_orders()
         progress.phase("writing the load file")
+        if self.engine == "mariadb":  # written by dbtier, sent by its LOAD DATA LOCAL
+            self.staging = lab.client_dir("io-modes")
+            io_modes_innodb.write_load_file(self.staging / "lineitem.tbl", 1, n)
+            return
+        self.staging = lab.scratch_dir()
         # The extensions the check and verify() call, in the template the database is copied from:
         # creating them is set-up, not part of any command the seed timed.
         with lab.connect("template1") as conn:
@@ -92,6 +98,9 @@ class IoModes(Workload):
 
     def _create_database(self, lab, progress) -> dict:
         progress.phase("create database")
+        if self.engine == "mariadb":  # a database is a folder; its table's file grows as rows arrive
+            lab.create_table("lineitem", io_modes_innodb.COLUMNS, io_modes_innodb.OPTIONS)
+            return {}
         lab.create_database(DB)
         with lab.connect(DB) as conn:
             conn.execute(sql.SQL(LINEITEM).format(lab.tablespace("lineitem", "table")))
@@ -101,6 +110,10 @@ class IoModes(Workload):
         return conn.execute("SELECT count(*) FROM lineitem").fetchone()[0]
 
     def _load(self, lab, progress) -> dict:
+        if self.engine == "mariadb":
+            progress.phase("bulk load (LOAD DATA, as bcp in)")
+            self.rows = io_modes_innodb.load(lab, self.staging / "lineitem.tbl")
+            return {"rows": self.rows}
         progress.phase("bulk load (COPY, as bcp in)")
         # Frozen as loaded (COPY FREEZE, which needs the table emptied in the same transaction): bcp's
         # pages are final as written, where PostgreSQL's next reader would set every row's hint bits and
@@ -115,6 +128,11 @@ class IoModes(Workload):
     def _insert(self, lab, progress) -> dict:
         progress.phase("insert")
         n = self.p["orders"]
+        if self.engine == "mariadb":
+            with lab.connect() as conn, conn.cursor() as cur:
+                rows = cur.execute(io_modes_innodb.insert_sql(n + 1, n + self.extra))
+            self.rows += rows
+            return {"rows": rows}
         with lab.connect(DB) as conn:
             rows = conn.execute(sql.SQL("INSERT INTO lineitem " + ROWS % {"first": n + 1, "last": n + self.extra})).rowcount
         self.rows += rows
@@ -122,6 +140,11 @@ class IoModes(Workload):
 
     def _update(self, lab, progress) -> dict:
         progress.phase("update")
+        if self.engine == "mariadb":
+            with lab.connect() as conn, conn.cursor() as cur:
+                rows = cur.execute("UPDATE lineitem SET l_comment = repeat('x', 30) WHERE l_orderkey <= %s",
+                                   (max(1, self.p["orders"] // 60),))
+            return {"rows": rows}
         with lab.connect(DB) as conn:
             rows = conn.execute("UPDATE lineitem SET l_comment = repeat('x', 30) WHERE l_orderkey <= %s",
                                 (max(1, self.p["orders"] // 60),)).rowcount
@@ -142,6 +165,9 @@ class IoModes(Workload):
     def _statements(self, name: str, what: str, statements: tuple[str, ...]):
         def run(lab, progress) -> dict:
             progress.phase(f"{name} ({what})")
+            if self.engine == "mariadb":
+                io_modes_innodb.statements(lab, statements)
+                return {"rows": self.rows}
             with lab.connect(DB) as conn:
                 for text in statements:
                     conn.execute(sql.SQL(text).format(ts_cl=lab.tablespace("cl", "index"),
@@ -151,6 +177,8 @@ class IoModes(Workload):
 
     def _check(self, lab, progress) -> dict:
         progress.phase("allocation check (every page read and verified)")
+        if self.engine == "mariadb":  # CHECK TABLE reads and checks every page of the table and its indexes
+            return {"rows": io_modes_innodb.check_table(lab)}
         # dbcc tablealloc checks pages, not rows: reading each page into shared buffers verifies its
         # header and checksum (PageIsVerified), and a damaged page fails the statement.
         with lab.connect(DB) as conn:
@@ -160,12 +188,18 @@ class IoModes(Workload):
     def phases(self, cache_state: str = "cold") -> list[Phase]:
         steps = [("create database", self._create_database), ("bulk load", self._load), ("insert", self._insert),
                  ("update", self._update)]
-        steps += [(name, self._statements(name, what, stmts)) for name, what, stmts in self.STATEMENTS]
+        commands = io_modes_innodb.STATEMENTS if self.engine == "mariadb" else self.STATEMENTS
+        steps += [(name, self._statements(name, what, stmts)) for name, what, stmts in commands]
         out = [Phase(name, fn, cold=i == 0) for i, (name, fn) in enumerate(steps)]
         # The read-only check last and straight after, as in the seed: what the caches kept is what it finds.
         return out + [Phase("tablealloc check", self._check, cold=False)]
 
     def verify(self, lab) -> dict:
+        if self.engine == "mariadb":
+            count = io_modes_innodb.check_table(lab)
+            if count != self.rows:
+                raise WorkloadError(f"lineitem holds {count} rows, {self.rows} were loaded and inserted")
+            return {"rows": count, "check_table": "OK"}
         with lab.connect(DB) as conn:
             count = self._count(conn)
             problems = conn.execute("SELECT count(*) FROM verify_heapam('lineitem')").fetchone()[0]

@@ -46,8 +46,8 @@ class MariaHandle:
     def database(self) -> str:
         return self._lab.database
 
-    def connect(self, dbname: str | None = None):
-        return self._lab.connect(dbname or self.database)
+    def connect(self, dbname: str | None = None, local_infile: bool = False):
+        return self._lab.connect(dbname or self.database, local_infile=local_infile)
 
     def execute(self, statement: str, params=None, dbname: str | None = None) -> list[tuple]:
         with self.connect(dbname) as conn, conn.cursor() as cur:

@@ -187,8 +187,8 @@ class Lab(LabLifecycle):
             path.mkdir(mode=0o700, exist_ok=True)
         return path
 
-    def connect(self, database: str | None = DATABASE):
-        return self.server.connect(database)
+    def connect(self, database: str | None = DATABASE, local_infile: bool = False):
+        return self.server.connect(database, local_infile=local_infile)
 
     def execute(self, sql: str, params=None) -> list[tuple]:
         with self.connect(None) as conn, conn.cursor() as cur:

@@ -127,9 +127,11 @@ class Server:
                                     f"{self._last_error()}") from None
                 time.sleep(0.05)
 
-    def connect(self, database: str | None = None, autocommit: bool = True) -> pymysql.connections.Connection:
+    def connect(self, database: str | None = None, autocommit: bool = True,
+                local_infile: bool = False) -> pymysql.connections.Connection:
+        """A connection as dbtier's own OS user; local_infile lets its LOAD DATA LOCAL send a file."""
         return pymysql.connect(unix_socket=str(self.socket), user=_my_name(), database=database,
-                               autocommit=autocommit, connect_timeout=10)
+                               autocommit=autocommit, connect_timeout=10, local_infile=local_infile)
 
     def status(self) -> dict[str, int]:
         """SHOW GLOBAL STATUS, the numeric ones."""
