@@ -200,3 +200,17 @@ def test_seed_004s_commands_on_innodb(module_shm_dir, tmp_path):
     for name in ("create clustered index", "alter table", "reorg rebuild"):
         written = sum(d["counters"]["write_bytes"] for d in phase[name]["devices"])
         assert written >= 0.5 * table["bytes"], (name, written, table["bytes"])
+
+
+def test_the_join_sorts_to_the_temp_device_on_innodb(module_shm_dir, tmp_path):
+    """MariaDB has no merge join: the pairs are joined by hash and put in the employees' order, the
+    sort's runs merged in tmpdir, the temp role's device (Sort_merge_passes > 0)."""
+    doc = run(module_shm_dir, tmp_path, "merge-join", "--departments", "200", "--employees", "100", "--work-mem",
+              "64kB", "--page-cache", "256kB", "-d", "data=ram-san", "-d", "tmp=ram-san", "--place", "temp=tmp")
+    m = doc["metrics"]
+    assert m["pairs"] == 20000 and m["sort_merge_passes"] > 0, m
+    io = {(o["object"], o["device"]): o for o in doc["object_io"]}
+    temp = io[("temp files", "tmp")]
+    assert temp["writes"] > 0 and temp["reads"] > 0, temp
+    assert not [k for k in io if k[0] == "temp files" and k[1] != "tmp"]
+    assert io[("employee", "data")]["reads"] > 0
