@@ -103,3 +103,16 @@ def test_an_oltp_run_gives_its_rate():
     assert f"took {fmt(30.0)} s at {fmt(1234.5)} transactions per second and was bound by both" in first
     doc["metrics"] = {"tpm": 5000.0, "tps": None}
     assert f"at {fmt(5000.0)} transactions per minute" in verdict.run(doc)[0]
+
+
+def test_a_reproduction_on_two_engines_counts_each_and_either():
+    """A figure within 2x on one engine counts once for "one or the other"."""
+    def fig(claim, ours):
+        return {"claim": claim, "article_value": 2.0, "our_value": ours, "agrees": abs(ours / 2.0 - 1) < 0.35}
+    doc = {"engines": ["postgres", "mariadb"],
+           "articles": [{"seed": "003", "engine": "postgres", "figures": [fig("x", 2.1), fig("y", 8.0), fig("z", 9.0)]},
+                        {"seed": "003", "engine": "mariadb", "figures": [fig("x", 5.0), fig("y", 1.2), fig("z", 0.1)]}]}
+    lines = verdict.reproduce(doc)
+    assert lines[0].startswith("PostgreSQL: 1 of 3 headline figures agree") and "1 of the 3 numeric" in lines[0]
+    assert lines[1].startswith("MariaDB: 0 of 3 headline figures agree") and "1 of the 3 numeric" in lines[1]
+    assert lines[2] == "On one engine or the other: 2 of the 3 figures with a number are within a factor of 2."

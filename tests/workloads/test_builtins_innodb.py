@@ -214,3 +214,31 @@ def test_the_join_sorts_to_the_temp_device_on_innodb(module_shm_dir, tmp_path):
     assert temp["writes"] > 0 and temp["reads"] > 0, temp
     assert not [k for k in io if k[0] == "temp files" and k[1] != "tmp"]
     assert io[("employee", "data")]["reads"] > 0
+
+
+def test_seed_002s_build_dump_and_restore_on_innodb(module_shm_dir, tmp_path):
+    """Seed 002's build as InnoDB does it: the tables made with their primary keys, LOAD DATA of the
+    files dbtier wrote, the two secondary indexes; two mariadb-dumps at once, whose rows the server
+    writes to the dump folder on the data's disk, and the restore, whose LOAD DATA the server reads
+    from there; the same rows after, consistent, every table checked."""
+    doc = run(module_shm_dir, tmp_path, "build", "--items", "2000", "--customers", "300", "--jobs", "2",
+              "-d", "disk=hdd-sas-15k", "-d", "flash=ssd-sata-mlc", "--place", "data=disk,log=flash")
+    phases = {p["phase"]: p for p in doc["phases"]}
+    assert list(phases) == ["create database", "load", "create indexes", "dump", "restore"]
+    loaded = phases["load"]["metrics"]["rows_per_table"]
+    assert loaded["stock"] == loaded["item"] == 2000 and loaded["customer"] == 10 * 300
+    assert phases["restore"]["metrics"]["rows"] == phases["load"]["metrics"]["rows"] == doc["checks"]["rows"]
+    assert doc["checks"]["check_table"] == "OK" and not any(doc["checks"]["consistency"].values())
+    assert phases["create indexes"]["metrics"]["indexes"] == 2
+
+    def dump_files(phase: str) -> dict:
+        return next(o for o in phases[phase]["object_io"] if o["object"] == "dump files")
+    written, read = dump_files("dump"), dump_files("restore")
+    size = phases["dump"]["metrics"]["dump_bytes"]  # the rows' files and the client's small definitions
+    slack = 18 * 4096  # each of the nine tables' two files written to the device in whole 4 KiB pages
+    assert written["device"] == read["device"] == "disk"
+    assert 0.9 * size <= written["write_bytes"] <= size + slack, (written, size)  # synced in the dump's time
+    assert 0.9 * size <= read["read_bytes"] <= size + slack, (read, size)
+    # the load's rows go to the tables on the disk, its redo to the flash
+    redo = next(o for o in phases["load"]["object_io"] if o["object"] == "redo log")
+    assert redo["device"] == "flash" and redo["write_bytes"] > 0

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
+from dbtier import engines
 from dbtier.cli.progress import progress_for
 from dbtier.errors import UserError
-from dbtier.engines.postgres.lab import LabOptions
 from dbtier.report import html, jsonout, outputs
 from dbtier.report.rundir import run_dir
 from dbtier.report.terminal import console
@@ -22,15 +22,20 @@ from dbtier.workspace import Workspace
 @click.option("--only", metavar="SEEDS", help="some articles only, comma-separated (e.g. 000,003)")
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
               help="where the run directory is written")
+@click.option("--engine", default="postgres", show_default=True, metavar="ENGINES",
+              help="the database the articles' runs use: postgres, mariadb, or both (postgres,mariadb: each "
+                   "article on one then the other, its figures with a column per engine)")
 @click.option("--pg-bin", type=click.Path(path_type=Path), help="another PostgreSQL 18 install's bin folder")
+@click.option("--mariadb-bin", type=click.Path(path_type=Path),
+              help="with --engine mariadb, another MariaDB 10.11 install's folder, holding its bin/")
 @click.option("--workspace", type=click.Path(path_type=Path),
               help="a folder in which dbtier makes its own for clusters (default: /dev/shm, in RAM)")
 @click.option("--cluster", metavar="ADDRESS",
               help="each article on a node of a Ray cluster, its CPU calibration and runs on that node "
                    "(docs/cluster.md)")
 @click.option("--quiet", "-q", is_flag=True, help="print only the figure tables")
-def reproduce(quick: bool, only: str | None, output: Path, pg_bin: Path | None, workspace: Path | None,
-              cluster: str | None, quiet: bool) -> None:
+def reproduce(quick: bool, only: str | None, output: Path, engine: str, pg_bin: Path | None,
+              mariadb_bin: Path | None, workspace: Path | None, cluster: str | None, quiet: bool) -> None:
     """Run every seed article's experiments on device profiles modelled on its hardware, and print
     each headline figure of the article beside ours, with the measured reason where they differ
     (CPU share, where the device time went, cache hits, flushes).
@@ -51,6 +56,10 @@ def reproduce(quick: bool, only: str | None, output: Path, pg_bin: Path | None, 
     the same data of ours): its caches at the article's sizes divided by F, its disks' seeks as long
     as over the article's data.
 
+    On MariaDB (--engine mariadb) the same runs on InnoDB, where they mean the same thing: a run
+    InnoDB cannot make (seed 001's index alone on an SSD: InnoDB keeps an index in its table's file)
+    is not run, and its figures say why.
+
     Writes OUTPUT/reproduce-<time>/ with result.json (every figure and run summary), report.html (one
     section per article) and each run's own result.json and server log."""
     chosen_seeds = None
@@ -61,18 +70,25 @@ def reproduce(quick: bool, only: str | None, output: Path, pg_bin: Path | None, 
         unknown = [s for s in chosen_seeds if s not in runner.ARTICLES]
         if unknown:
             raise UserError(f"--only {only}: no seed article {', '.join(unknown)} (articles: {', '.join(runner.ARTICLES)})")
+    chosen_engines = _engines(engine)
+    if mariadb_bin is not None and "mariadb" not in chosen_engines:
+        raise UserError("--mariadb-bin is for --engine mariadb")
+    if cluster and chosen_engines != ("postgres",):
+        raise UserError(f"--cluster with --engine {engine}: a cluster's nodes reproduce on PostgreSQL only yet; "
+                        "run it here without --cluster")
     out = console()
     say = (lambda _line: None) if quiet else (lambda line: out.print(line, markup=False))
-    base = LabOptions(pg_bin=pg_bin, workspace=workspace)
-    chosen = runner.articles(quick, chosen_seeds)
+    base = runner.Base(pg_bin=pg_bin, mariadb_bin=mariadb_bin, workspace=workspace)
+    chosen = runner.articles(quick, chosen_seeds, chosen_engines)
     runner.check(chosen, base)  # every run's options and room, before the first thing is made
     outputs.check_dir(output, "--output")
     if cluster:
         from dbtier.cluster.pool import check_address
 
         check_address(cluster)  # before anything is made
-    total = sum(len(a.runs) for a in chosen)
-    say(f"{total} runs over {len(chosen)} article(s){' (quick)' if quick else ''}")
+    total = sum(len(a.runs) - len(a.not_run) for a in chosen)
+    on = f" on {' and '.join(engines.get(e).title for e in chosen_engines)}"
+    say(f"{total} runs over {len(chosen_seeds or runner.ARTICLES)} article(s){on}{' (quick)' if quick else ''}")
     with run_dir(output, "reproduce", Workspace.open(workspace)) as folder:
         if cluster:
             from dbtier.reproduce import on_cluster
@@ -107,3 +123,14 @@ def reproduce(quick: bool, only: str | None, output: Path, pg_bin: Path | None, 
     out.print(f"{doc['elapsed_s'] / 60:.1f} minutes; run directory: {folder.final} (result.json, report.html)",
               markup=False)
     folder.check()
+
+
+def _engines(text: str) -> tuple[str, ...]:
+    """--engine's engines, each checked, in the order given, once."""
+    names = tuple(dict.fromkeys(e.strip() for e in text.split(",") if e.strip()))
+    if not names:
+        raise UserError(f"--engine {text!r}: give an engine, or several comma-separated (engines: "
+                        f"{', '.join(engines.names())})")
+    for name in names:
+        engines.get(name)  # a one-line refusal of an unknown one
+    return names

@@ -69,11 +69,10 @@ def reproduce_article(seed: str, quick: bool, pg_bin: str | None, node_id: str,
     """One seed article reproduced here, as `dbtier reproduce --only SEED` would: its CPU calibration
     on this node (its --cpu-scale is this node's), then its runs. Ships its seedNNN folder, with
     article.json (the article's part of result.json) in it."""
-    from dbtier.engines.postgres.lab import LabOptions
     from dbtier.reproduce import run as reproduce_run
 
     base, node_facts = _ready(node_id)
-    options = LabOptions(pg_bin=Path(pg_bin) if pg_bin else None, workspace=base)
+    options = reproduce_run.Base(pg_bin=Path(pg_bin) if pg_bin else None, workspace=base)
     chosen = reproduce_run.articles(quick, [seed])
     reproduce_run.check(chosen, options)
     with tempfile.TemporaryDirectory(prefix="out-", dir=base) as out:

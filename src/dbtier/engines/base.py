@@ -25,8 +25,9 @@ class Engine(Protocol):
     title: str                    # as people write it: "PostgreSQL"
     cache_setting: str            # the database cache --cache sets ("shared_buffers")
     min_cache: int                # its least, in bytes
-    #: the memory settings a scale model divides: name -> (its default text, its least in bytes)
-    scaled_settings: dict[str, tuple[str, int]]
+    #: the memory settings a scale model divides: name -> (its default text, its least in bytes, and
+    #: why a run's is no less, when that is not the engine's own minimum)
+    scaled_settings: dict[str, tuple]
     #: the placement roles, the first being where everything not placed goes
     roles: tuple[str, ...]
     #: where an index goes unless placed by name (None: with its table, in its table's file)

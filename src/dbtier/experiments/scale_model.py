@@ -107,12 +107,13 @@ def apply(factor: float, options, requests: list[DeviceSpec], engine: str = "pos
                                   f"{db.title}'s minimum"))
     page_cache = _kib_floor(model.page_cache(options.page_cache_bytes)) if options.page_cache_bytes else None
     sets = dict(options.sets)
-    for name, (default, minimum) in db.scaled_settings.items():
+    for name, (default, minimum, *why) in db.scaled_settings.items():
         given = sets.get(name, default).strip().strip("'\"")
         if given.isdigit():
             raise UserError(f"--set {name}={given}: with --scale-model give it with a unit (e.g. 64MB), so it can be "
                             "scaled")
-        nbytes = model.size(name, units.parse_size(given, f"--set {name}"), "bytes", minimum, f"{db.title}'s minimum")
+        nbytes = model.size(name, units.parse_size(given, f"--set {name}"), "bytes", minimum,
+                            why[0] if why else f"{db.title}'s minimum")
         sets[name] = units.kib(_kib_floor(nbytes))
     devices = [replace(r, profile=model.profile(r.name, r.profile)) for r in requests]
     return (replace(options, cache_bytes=cache, page_cache_bytes=page_cache, sets=sets, scale_model=model.describe()),

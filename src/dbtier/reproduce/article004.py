@@ -1,6 +1,6 @@
 """Seed 004: ASE 15.0 commands with direct I/O against dsync devices (and raw partitions)."""
 
-from dbtier.reproduce.plan import Article, CpuReference, Figure, RunSpec, ScaleReference, cpu_both, phase, ratio, x
+from dbtier.reproduce.plan import Article, Claim, CpuReference, RunSpec, ScaleReference, cpu_both, phase, ratio, x
 
 DISK = ("disk", "hdd-sas-15k")
 # The seed's dsync and direct I/O seconds per command (section 9.1).
@@ -29,28 +29,30 @@ CPU = CpuReference(RunSpec("cpu-calibration", "io-modes", {"orders": 40_000}, ((
                    "25 GB in 440 s for create database")
 
 
-def article(quick: bool) -> Article:
+def article(quick: bool, engine: str = "postgres") -> Article:
     params = {"orders": 15_000 if quick else 100_000}
     runs = [RunSpec(f"io-{mode}", "io-modes", params, (DISK,), io_mode=mode, cache=CACHE, page_cache=PAGE_CACHE,
                     label=mode) for mode in ("direct", "dsync", "buffered")]
     return Article("004", "ASE 15.0: direct I/O against dsync", "one 15K SAS disk (hdd-sas-15k); 3 GB of ASE cache on a "
-                   "16 GB Sun Fire V490 (UltraSPARC IV at 1,050 MHz), scaled with the data", runs, figures, CPU,
-                   scale=SCALE)
+                   "16 GB Sun Fire V490 (UltraSPARC IV at 1,050 MHz), scaled with the data", runs, claims(), CPU,
+                   scale=SCALE, engine=engine)
 
 
-def figures(r: dict) -> list[Figure]:
-    out = []
-    for name, (dsync_s, direct_s) in SEED.items():
-        d, s = phase(r["io-direct"], name), phase(r["io-dsync"], name)
-        v = ratio(s["elapsed_s"], d["elapsed_s"])
-        sd = s["devices"][0]
-        out.append(Figure(f"{name}: dsync time / direct time", f"{dsync_s / direct_s:.2f} ({dsync_s} s / {direct_s} s)",
-                          x(v), dsync_s / direct_s, v,
-                          f"{cpu_both(s, d, 'dsync', 'direct')}; "
-                          f"dsync: {sd['counters']['writes']:,} writes with {sd['counters']['flushes']:,} flushes "
-                          f"(w_await {sd['iostat']['w_await']:.1f} ms, f_await {sd['iostat']['f_await']:.1f} ms), "
-                          f"{sd['page_cache']['hit_pct']:.0f}% of page reads from the page cache; direct: "
-                          f"{d['devices'][0]['counters']['writes']:,} writes, "
-                          f"{d['devices'][0]['counters']['reads']:,} reads; the rest stays in the database cache "
-                          "until a checkpoint"))
-    return out
+def claims() -> list[Claim]:
+    return [Claim(f"{name}: dsync time / direct time", f"{dsync_s / direct_s:.2f} ({dsync_s} s / {direct_s} s)",
+                  ("io-direct", "io-dsync"), lambda r, name=name: _command(r, name), dsync_s / direct_s)
+            for name, (dsync_s, direct_s) in SEED.items()]
+
+
+def _command(r: dict, name: str) -> dict:
+    d, s = phase(r["io-direct"], name), phase(r["io-dsync"], name)
+    v = ratio(s["elapsed_s"], d["elapsed_s"])
+    sd = s["devices"][0]
+    return {"ours": x(v), "our_value": v,
+            "reason": f"{cpu_both(s, d, 'dsync', 'direct')}; "
+                      f"dsync: {sd['counters']['writes']:,} writes with {sd['counters']['flushes']:,} flushes "
+                      f"(w_await {sd['iostat']['w_await']:.1f} ms, f_await {sd['iostat']['f_await']:.1f} ms), "
+                      f"{sd['page_cache']['hit_pct']:.0f}% of page reads from the page cache; direct: "
+                      f"{d['devices'][0]['counters']['writes']:,} writes, "
+                      f"{d['devices'][0]['counters']['reads']:,} reads; the rest stays in the database cache "
+                      "until a checkpoint"}

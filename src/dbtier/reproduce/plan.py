@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,33 @@ class ScaleReference:
     objects: tuple[str, ...] = ()  # the tables and indexes the size is of (none: all the run's data)
 
 
+@dataclass(frozen=True)
+class Claim:
+    """One of an article's figures before anything runs: what the article measured and its figure,
+    the runs ours needs, and how ours is computed from their results (`measure(results)` gives the
+    Figure's ours, our_value, reason and verdict). A figure whose runs did not all give a result says
+    which and why, and the article's other figures stand."""
+    claim: str
+    article: str
+    needs: tuple[str, ...]
+    measure: Callable[[dict], dict]
+    article_value: float | None = None
+
+    def figure(self, results: dict, why_missing: dict[str, str]) -> "Figure":
+        lacking = [key for key in self.needs if key not in results]
+        if lacking:
+            whys: dict[str, list[str]] = {}  # runs missing for one reason are named together
+            for key in lacking:
+                whys.setdefault(why_missing.get(key, "not run"), []).append(key)
+            return Figure(self.claim, self.article, "-", self.article_value,
+                          reason="; ".join(f"{', '.join(keys)}: {why}" for why, keys in whys.items()))
+        try:
+            return Figure(self.claim, self.article, article_value=self.article_value, **self.measure(results))
+        except (KeyError, StopIteration, ZeroDivisionError) as exc:  # a run that lacks what the figure reads
+            return Figure(self.claim, self.article, "-", self.article_value,
+                          reason=f"could not compute the figure: {type(exc).__name__} {exc}")
+
+
 @dataclass
 class Figure:
     claim: str             # what the article measured
@@ -84,9 +112,11 @@ class Article:
     title: str
     hardware: str          # what the article ran on, and the profiles standing in for it
     runs: list[RunSpec]
-    figures: object        # callable(results: dict[key, result]) -> list[Figure]
+    claims: list[Claim]
     cpu: CpuReference | None = None  # None: run at this machine's CPU speed (the article gives no CPU figure)
     scale: ScaleReference | None = None  # None: caches as given (the article states no database size to scale to)
+    engine: str = "postgres"
+    not_run: dict[str, str] = field(default_factory=dict)  # runs the engine cannot make (key -> why): skipped
 
 
 def ratio(a: float, b: float) -> float:
@@ -131,9 +161,16 @@ def object_share(result: dict, names: tuple[str, ...]) -> float:
     return pct(sum(o["device_s"] for o in rows if o["object"] in names), total)
 
 
+def is_wait(event: str) -> bool:
+    """A timed event that is waiting, not the server's own work: not CPU, and not MariaDB's table
+    handler calls (wait/io/table/...: the storage engine's row calls, its CPU with the file waits
+    nested in them, which would count those twice)."""
+    return not event.startswith(("CPU", "wait/io/table/"))
+
+
 def where_time_went(result: dict, objects: int = 2) -> str:
     """The measured account of a run: CPU share, its top waits, and the objects with the most device time."""
-    waits = [e for e in result.get("top_events", []) if not e["event"].startswith("CPU")][:2]
+    waits = [e for e in result.get("top_events", []) if is_wait(e["event"])][:2]
     rows = sorted(result.get("object_io", []), key=lambda o: -o["device_s"])[:objects]
     parts = [f"server CPU {cpu_share(result):.0f}% of elapsed"]
     if waits:

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from dbtier import engines
 from dbtier.errors import UserError
 from dbtier.experiments import preflight, runner
 from dbtier.experiments.experiment import Experiment
 from dbtier.experiments.runner import run_workload
-from dbtier.engines.postgres.lab import LabOptions
 from dbtier.report import jsonout
 from dbtier.reproduce import article000, article001, article002, article003, article004
-from dbtier.reproduce.plan import SOURCES, Article, CpuReference, RunSpec, phase
+from dbtier.reproduce.plan import SOURCES, Article, CpuReference, RunSpec, is_wait, phase
 from dbtier.workloads import registry
 from dbtier.workloads.base import WorkloadError
 
@@ -33,24 +34,39 @@ def stolen(result: dict) -> bool:
     return result.get("host_steal_s", 0.0) > STEAL_SHARE * result["elapsed_s"]
 
 
-def articles(quick: bool, only: list[str] | None = None) -> list[Article]:
-    return [ARTICLES[s].article(quick) for s in ARTICLES if not only or s in only]
+@dataclass(frozen=True)
+class Base:
+    """What every run of a reproduction shares: the engines' installs and the workspace."""
+    pg_bin: Path | None = None
+    mariadb_bin: Path | None = None
+    workspace: Path | None = None
 
 
-def experiment(spec: RunSpec, base: LabOptions, cpu_scale: float = 1.0, scale: float = 1.0) -> Experiment:
+def articles(quick: bool, only: list[str] | None = None,
+             engine_names: tuple[str, ...] = ("postgres",)) -> list[Article]:
+    """The chosen articles, each once per engine (an article's runs on one engine, then the next)."""
+    return [ARTICLES[s].article(quick, engine) for s in ARTICLES if not only or s in only for engine in engine_names]
+
+
+def experiment(spec: RunSpec, base: Base, cpu_scale: float = 1.0, scale: float = 1.0,
+               engine: str = "postgres") -> Experiment:
     """A reproduction's run as an experiment: its workload and parameters, devices, placement and
-    caches, at the article's CPU and scale."""
+    caches, at the article's CPU and scale, on the engine."""
+    binary = {"pg_bin": base.pg_bin} if engine == "postgres" else {"mariadb_bin": base.mariadb_bin}
     return Experiment.from_options(spec.workload, device=[f"{name}={profile}" for name, profile in spec.devices],
                                    place=spec.places, cache=spec.cache, page_cache=spec.page_cache,
-                                   io_mode=spec.io_mode, cpu_scale=cpu_scale, scale_model=scale, pg_bin=base.pg_bin,
-                                   **spec.params)
+                                   io_mode=spec.io_mode, cpu_scale=cpu_scale, scale_model=scale, engine=engine,
+                                   **binary, **spec.params)
 
 
-def _lab(spec: RunSpec, base: LabOptions, cpu_scale: float = 1.0, scale: float = 1.0):
-    """(workload, devices, placement, lab options) of a reproduction's run, checked as `run` checks one."""
-    exp = experiment(spec, base, cpu_scale, scale)
+def _lab(spec: RunSpec, base: Base, cpu_scale: float = 1.0, scale: float = 1.0, engine: str = "postgres"):
+    """(workload, devices, placement, lab options, engine) of a reproduction's run, checked as `run`
+    checks one."""
+    exp = experiment(spec, base, cpu_scale, scale, engine)
     options, requests, _ = runner.lab_options(exp, base.workspace)
-    return exp.make_workload(), requests, exp.placement, options
+    workload = exp.make_workload()
+    preflight.check_engine(workload, engine)
+    return workload, requests, exp.placement, options, engine
 
 
 def scale_factor(art: Article) -> dict | None:
@@ -69,21 +85,24 @@ def scaled_data(objects: tuple[str, ...]) -> str:
     return " and ".join(objects) if objects else "database"
 
 
-def check(chosen: list[Article], base: LabOptions) -> None:
+def check(chosen: list[Article], base: Base) -> None:
     """Every run's options, and room for its data, before the first one starts: a reproduction takes
     long, and a run that cannot fit should not be found out an hour into it."""
     for art in chosen:
         scale = scale_factor(art)
-        for spec in art.runs:
-            preflight.check_run(*_lab(spec, base, scale=scale["factor"] if scale else 1.0))
-        if art.cpu:
-            preflight.check_run(*_lab(art.cpu.run, base))
+        for spec, factor in [(spec, scale["factor"] if scale else 1.0) for spec in art.runs
+                             if spec.key not in art.not_run] + ([(art.cpu.run, 1.0)] if art.cpu else []):
+            try:
+                work, requests, place, options, engine = _lab(spec, base, scale=factor, engine=art.engine)
+                preflight.check_run(work, requests, place, options, engine=engine)
+            except UserError as exc:  # which run of which article
+                raise UserError(f"{name(art)} {spec.key}: {exc}") from None
 
 
-def run_spec(spec: RunSpec, base: LabOptions, progress, artifacts: Path, say: Callable[[str], None],
-             cpu_scale: float = 1.0, scale: float = 1.0) -> dict:
-    work, requests, place, options = _lab(spec, base, cpu_scale, scale)
-    return run_workload(work, requests, place, options, progress, artifacts, say)
+def run_spec(spec: RunSpec, base: Base, progress, artifacts: Path, say: Callable[[str], None],
+             cpu_scale: float = 1.0, scale: float = 1.0, engine: str = "postgres") -> dict:
+    work, requests, place, options, engine = _lab(spec, base, cpu_scale, scale, engine)
+    return run_workload(work, requests, place, options, progress, artifacts, say, engine=engine)
 
 
 def cpu_scale(ref: CpuReference, result: dict) -> dict:
@@ -103,15 +122,15 @@ def folder_name(key: str) -> str:
     return "-".join(key.split())
 
 
-def calibrate(art: Article, base: LabOptions, folder: Path, progress_for, say: Callable[[str], None]) -> dict | None:
+def calibrate(art: Article, base: Base, folder: Path, progress_for, say: Callable[[str], None]) -> dict | None:
     """Runs the article's CPU reference statement at this machine's speed; returns its CPU scale."""
     if art.cpu is None:
         return None
-    artifacts = folder / f"seed{art.seed}" / folder_name(art.cpu.run.key)
+    artifacts = article_folder(folder, art) / folder_name(art.cpu.run.key)
     artifacts.mkdir(parents=True)
-    prefix = f"seed {art.seed} CPU calibration: "
+    prefix = f"{name(art)} CPU calibration: "
     with progress_for(prefix) as progress:
-        result = run_spec(art.cpu.run, base, progress, artifacts, say)
+        result = run_spec(art.cpu.run, base, progress, artifacts, say, engine=art.engine)
     jsonout.write(artifacts / "result.json", result)
     cpu = cpu_scale(art.cpu, result)
     say(f"{prefix}{cpu['ours_us']:.1f} us of server CPU per {cpu['unit']} here, {cpu['article_us']:g} us in the "
@@ -119,8 +138,18 @@ def calibrate(art: Article, base: LabOptions, folder: Path, progress_for, say: C
     return cpu
 
 
-def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_for, say: Callable[[str], None]) -> dict:
-    doc = {"kind": "reproduce", "articles": []}
+def name(art: Article) -> str:
+    """How progress names an article's runs: its seed, and its engine but for PostgreSQL."""
+    return f"seed {art.seed}" + ("" if art.engine == "postgres" else f" on {engines.get(art.engine).title}")
+
+
+def article_folder(folder: Path, art: Article) -> Path:
+    """An article's runs' folder: seedNNN, or seedNNN-ENGINE but for PostgreSQL."""
+    return folder / (f"seed{art.seed}" + ("" if art.engine == "postgres" else f"-{art.engine}"))
+
+
+def reproduce(chosen: list[Article], base: Base, folder: Path, progress_for, say: Callable[[str], None]) -> dict:
+    doc = {"kind": "reproduce", "engines": list(dict.fromkeys(art.engine for art in chosen)), "articles": []}
     t0 = time.monotonic()
     for art in chosen:
         results, failures = {}, {}
@@ -128,19 +157,25 @@ def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_fo
             cpu = calibrate(art, base, folder, progress_for, say)
         except Exception as exc:  # noqa: BLE001  the article's runs need K: they cannot go on without it
             why = _why(exc)
-            say(f"seed {art.seed} CPU calibration failed: {why}")
-            doc["articles"].append(_article_doc(art, [], {"cpu calibration": why}, {}, None, None))
+            say(f"{name(art)} CPU calibration failed: {why}")
+            missing = {spec.key: art.not_run.get(spec.key, f"not run: the CPU calibration failed: {why}")
+                       for spec in art.runs}
+            doc["articles"].append(_article_doc(art, _figures(art, {}, missing), {"cpu calibration": why}, {}, None,
+                                                None))
             continue
         k = cpu["k"] if cpu else 1.0
         scale = scale_factor(art)
         if scale:
-            say(f"seed {art.seed}: the article's {scale['article_bytes'] / 1e9:.3g} GB {scale['what']} stands "
+            say(f"{name(art)}: the article's {scale['article_bytes'] / 1e9:.3g} GB {scale['what']} stands "
                 f"as {scale['ours_bytes'] / 1e6:.0f} MB here: every cache at 1/{scale['factor']:g}, seeks as long as there "
                 "(--scale-model)")
-        for i, spec in enumerate(art.runs, 1):
-            artifacts = folder / f"seed{art.seed}" / folder_name(spec.key)
+        for key, why in art.not_run.items():
+            say(f"{name(art)} {key}: not run: {why}")
+        runs = [spec for spec in art.runs if spec.key not in art.not_run]
+        for i, spec in enumerate(runs, 1):
+            artifacts = article_folder(folder, art) / folder_name(spec.key)
             artifacts.mkdir(parents=True)
-            prefix = f"seed {art.seed} [{i}/{len(art.runs)}] {spec.key}: "
+            prefix = f"{name(art)} [{i}/{len(runs)}] {spec.key}: "
             started = time.monotonic()
             try:
                 result = None
@@ -151,7 +186,8 @@ def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_fo
                         shutil.rmtree(artifacts)
                         artifacts.mkdir()
                     with progress_for(prefix) as progress:
-                        result = run_spec(spec, base, progress, artifacts, say, k, scale["factor"] if scale else 1.0)
+                        result = run_spec(spec, base, progress, artifacts, say, k, scale["factor"] if scale else 1.0,
+                                          art.engine)
                     result["attempts"] = attempt + 1
                     if not stolen(result):
                         break
@@ -163,13 +199,15 @@ def reproduce(chosen: list[Article], base: LabOptions, folder: Path, progress_fo
             jsonout.write(artifacts / "result.json", result)
             results[spec.key] = result
             say(f"{prefix}{result['elapsed_s']:.1f} s measured ({time.monotonic() - started:.0f} s in all)")
-        try:
-            figures = [vars(f) | {"agrees": f.agrees} for f in art.figures(results)] if not failures else []
-        except (KeyError, StopIteration, ZeroDivisionError) as exc:  # a figure needs a run that gave no result
-            figures, failures["figures"] = [], f"could not compute the figures: {type(exc).__name__} {exc}"
-        doc["articles"].append(_article_doc(art, figures, failures, results, cpu, scale))
+        missing = {**art.not_run, **{key: f"failed: {why}" for key, why in failures.items()}}
+        doc["articles"].append(_article_doc(art, _figures(art, results, missing), failures, results, cpu, scale))
     doc["elapsed_s"] = time.monotonic() - t0
     return doc
+
+
+def _figures(art: Article, results: dict, missing: dict[str, str]) -> list[dict]:
+    """Each of the article's figures from the runs it needs, or, where one gave no result, why."""
+    return [vars(f) | {"agrees": f.agrees} for f in (claim.figure(results, missing) for claim in art.claims)]
 
 
 def _why(exc: Exception) -> str:
@@ -179,8 +217,8 @@ def _why(exc: Exception) -> str:
 
 def _article_doc(art: Article, figures: list, failures: dict, results: dict, cpu: dict | None,
                  scale: dict | None) -> dict:
-    return {"seed": art.seed, "title": art.title, "source": SOURCES.get(art.seed, ""), "hardware": art.hardware,
-            "figures": figures, "failures": failures,
+    return {"seed": art.seed, "engine": art.engine, "title": art.title, "source": SOURCES.get(art.seed, ""),
+            "hardware": art.hardware, "figures": figures, "failures": failures, "not_run": dict(art.not_run),
             "cpu_scale": cpu or {"k": 1.0, "source": "the article gives no CPU figure for a statement run here"},
             "scale_model": scale or {"factor": 1.0, "source": "the article does not state both its database size and its memory, to scale them together"},
             "runs": [{"key": s.key, "label": s.label or s.key, "workload": s.workload, "params": s.params,
@@ -192,7 +230,7 @@ def _summary(result: dict | None) -> dict | None:
     if result is None:
         return None
     top = next((e for e in result.get("top_events") or
-                [e for ph in result.get("phases", []) for e in ph["top_events"]] if not e["event"].startswith("CPU")),
+                [e for ph in result.get("phases", []) for e in ph["top_events"]] if is_wait(e["event"])),
                None)
     return {"elapsed_s": result["elapsed_s"], "server_cpu_s": result["server_cpu_s"], "io_wait_s": result["io_wait_s"],
             "host_steal_s": result.get("host_steal_s", 0.0), "attempts": result.get("attempts", 1),

@@ -26,15 +26,16 @@ SECONDARY = {name: (table, cols) for name, (table, cols, _u) in tpcc_schema.INDE
              if not name.endswith("_pkey")}
 
 
-def _columns(table: str) -> str:
-    """PostgreSQL's column list in MariaDB's types: numeric is DECIMAL, timestamp DATETIME."""
+def table_columns(table: str, secondary: bool = True) -> str:
+    """PostgreSQL's column list in MariaDB's types (numeric is DECIMAL, timestamp DATETIME), with the
+    primary key and, unless told otherwise, the secondary indexes."""
     cols = tpcc_schema._DDL[table].replace("numeric(", "decimal(").replace(" timestamp", " datetime")
     keys = [f"PRIMARY KEY ({PRIMARY_KEYS[table]})"] if table in PRIMARY_KEYS else []
-    keys += [f"KEY {name} ({cols})" for name, (t, cols) in SECONDARY.items() if t == table]
+    keys += [f"KEY {name} ({cols})" for name, (t, cols) in SECONDARY.items() if t == table and secondary]
     return ", ".join([cols, *keys])
 
 
-_OPTIONS = "CHARACTER SET ascii"
+OPTIONS = "CHARACTER SET ascii"
 
 
 def _str(lo: int, hi: int) -> str:
@@ -216,7 +217,7 @@ def load(lab, scale: Scale, seed: int, progress) -> None:
     """The nine tables made on their placed devices and filled by the server, the functions and the
     transactions' procedures; analyzed."""
     for table in TABLES:
-        lab.create_table(table, _columns(table), _OPTIONS)
+        lab.create_table(table, table_columns(table), OPTIONS)
     progress.phase(f"loading TPC-C on InnoDB, {scale.warehouses} warehouse(s)", total=len(LOAD_ORDER))
     with lab.connect() as conn, conn.cursor() as cur:
         for statement in FUNCTIONS + PROCEDURES:

@@ -107,7 +107,7 @@ _DATA = {
 
 from dataclasses import dataclass
 
-from dbtier.workloads.base import Param, btree_bytes, heap_bytes
+from dbtier.workloads.base import Param, WorkloadError, btree_bytes, heap_bytes
 
 #: the scale parameters of every TPC-C workload (oltp, build)
 SCALE_PARAMS = (
@@ -139,6 +139,14 @@ class Scale:
         return {"item": self.items, "warehouse": w, "district": 10 * w, "customer": 10 * c * w,
                 "history": 10 * c * w, "orders": 10 * c * w, "new_order": 10 * (c - self.delivered) * w,
                 "order_line": None, "stock": self.items * w}
+
+    def check_loaded(self, rows: dict[str, int]) -> dict:
+        """A load's rows per table against the exact cardinalities (WorkloadError if one differs);
+        returns the load's figures."""
+        for table, want in self.rows().items():
+            if want is not None and rows[table] != want:
+                raise WorkloadError(f"{table}: {rows[table]} rows loaded, {want} expected")
+        return {"rows": sum(rows.values()), "rows_per_table": rows}
 
 
 #: bytes a row (header and data, as generated here) and the key bytes of each index

@@ -86,6 +86,30 @@ class MariaHandle:
                              name if db == self.database else f"{db}.{name}"))
         return out
 
+    def dump_dir(self) -> Path:
+        """A folder for dumps on the device the engine's dumps go to (the data's: MariaDB has no dump
+        role), the server's user's: `mariadb-dump --tab` has the server write the rows there."""
+        return self._lab.dump_dir()
+
+    def sync_files(self, paths: list[Path]) -> None:
+        """Files the server wrote and did not sync, written to their device and waited for."""
+        self._lab.sync_files(paths)
+
+    #: the client programs of the lab's install that client() runs
+    CLIENTS = ("mariadb", "mariadb-dump", "mariadb-import")
+
+    def client(self, program: str, *args: str) -> subprocess.Popen:
+        """A MariaDB client program of the lab's install, started as dbtier's own user against the
+        lab's server, its output piped. The client's own I/O is not emulated: the programs run here
+        (mariadb-dump --tab, mariadb-import) have the server write and read the rows."""
+        if program not in self.CLIENTS:
+            raise ValueError(f"{program} is not one of the client programs the lab runs ({', '.join(self.CLIENTS)})")
+        argv = [str(self._lab.server.install.exe(program)), "--no-defaults", f"--socket={self._lab.server.socket}",
+                f"--user={pwd.getpwuid(os.geteuid()).pw_name}", *args]
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=self.client_dir(),
+                                env=self._lab.server.install.env({"PATH": os.environ.get("PATH", "/usr/bin")}))
+
     def run_sql_file(self, path: Path, what: str) -> None:
         """A SQL file (a mariadb-dump file is one) run by the lab's mariadb client as dbtier's own user,
         into the lab's database; its first error ends it, in one line with the file's line."""

@@ -20,6 +20,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -187,6 +189,24 @@ class Lab(LabLifecycle):
             path = path / sub
             path.mkdir(mode=0o700, exist_ok=True)
         return path
+
+    def dump_dir(self) -> Path:
+        """A folder for dumps on the data's device (MariaDB has no dump role), the server's user's."""
+        path = self.device_dir(self.placement.roles["data"]) / "dump"
+        if not path.exists():
+            path.mkdir(mode=0o700)
+            self.user.give(path)
+        return path
+
+    def sync_files(self, paths: list[Path]) -> None:
+        """Each file's dirty pages written to its device, waited for, as its writer's fsync would (the
+        server writes some files and never syncs them: mariadb-dump --tab's rows): coreutils' `sync
+        --data` under the interposer, as the server's user, so that the emulated devices do the work."""
+        sync = shutil.which("sync") or "/bin/sync"
+        run = subprocess.run([sync, "--data", *map(str, paths)], env=self.server.env, capture_output=True, text=True,
+                             timeout=600, **self.user.popen_kwargs())
+        if run.returncode != 0:
+            raise UserError(f"sync of {len(paths)} file(s) failed: {run.stderr.strip()[-200:]}")
 
     def connect(self, database: str | None = DATABASE, local_infile: bool = False):
         return self.server.connect(database, local_infile=local_infile)

@@ -79,7 +79,7 @@ def top_events(before: dict, after: dict, server_cpu_s: float, elapsed_s: float)
 
 def name_of(path: str, database: str) -> tuple[str, str]:
     """An InnoDB file's object and kind: a table's tablespace (db/t.ibd: t in the lab's database, db.t
-    elsewhere), the system tablespace, the redo log, the undo tablespaces, temp, the binary log."""
+    elsewhere), the system tablespace, the redo log, the undo tablespaces, temp, the binary log, dumps."""
     p = PurePosixPath(path)
     name = p.name
     if name.endswith(".ibd"):
@@ -96,4 +96,6 @@ def name_of(path: str, database: str) -> tuple[str, str]:
         return "temp files", "temp"
     if p.parent.name == "binlog":
         return "binary log", "binlog"
+    if p.parent.name == "dump":  # the lab's dump folder (mariadb-dump --tab: the rows the server wrote)
+        return "dump files", "dump"
     return "other files", "other"
