@@ -60,13 +60,13 @@ def experiment(spec: RunSpec, base: Base, cpu_scale: float = 1.0, scale: float =
 
 
 def _lab(spec: RunSpec, base: Base, cpu_scale: float = 1.0, scale: float = 1.0, engine: str = "postgres"):
-    """(workload, devices, placement, lab options, engine) of a reproduction's run, checked as `run`
-    checks one."""
+    """(workload, devices, placement, lab options) of a reproduction's run on the engine, checked as
+    `run` checks one."""
     exp = experiment(spec, base, cpu_scale, scale, engine)
     options, requests, _ = runner.lab_options(exp, base.workspace)
     workload = exp.make_workload()
     preflight.check_engine(workload, engine)
-    return workload, requests, exp.placement, options, engine
+    return workload, requests, exp.placement, options
 
 
 def scale_factor(art: Article) -> dict | None:
@@ -93,16 +93,14 @@ def check(chosen: list[Article], base: Base) -> None:
         for spec, factor in [(spec, scale["factor"] if scale else 1.0) for spec in art.runs
                              if spec.key not in art.not_run] + ([(art.cpu.run, 1.0)] if art.cpu else []):
             try:
-                work, requests, place, options, engine = _lab(spec, base, scale=factor, engine=art.engine)
-                preflight.check_run(work, requests, place, options, engine=engine)
+                preflight.check_run(*_lab(spec, base, scale=factor, engine=art.engine), engine=art.engine)
             except UserError as exc:  # which run of which article
                 raise UserError(f"{name(art)} {spec.key}: {exc}") from None
 
 
 def run_spec(spec: RunSpec, base: Base, progress, artifacts: Path, say: Callable[[str], None],
              cpu_scale: float = 1.0, scale: float = 1.0, engine: str = "postgres") -> dict:
-    work, requests, place, options, engine = _lab(spec, base, cpu_scale, scale, engine)
-    return run_workload(work, requests, place, options, progress, artifacts, say, engine=engine)
+    return run_workload(*_lab(spec, base, cpu_scale, scale, engine), progress, artifacts, say, engine=engine)
 
 
 def cpu_scale(ref: CpuReference, result: dict) -> dict:
