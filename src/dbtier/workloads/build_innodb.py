@@ -5,13 +5,16 @@ disks). InnoDB keeps each table's rows in its primary key, so a table is made wi
 loaded in its order; the create-indexes step builds the two secondary indexes. The dump is
 `mariadb-dump --tab` (the server writes each table's rows to the dump device, the client its
 definition), JOBS dumps at once over the tables (the seed's stripes), the files synced to the device
-after; the restore runs the definitions
-and `mariadb-import --use-threads JOBS`, whose LOAD DATA the server reads from the dump device."""
+after; the restore runs the definitions and `mariadb-import --use-threads JOBS`, whose LOAD DATA the
+server reads from the dump device."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pymysql
+
+from dbtier.engines.mariadb import SEEDED_RAND
 from dbtier.workloads import tpcc_innodb
 from dbtier.workloads.base import Phase, WorkloadError
 from dbtier.workloads.tpcc_schema import Scale
@@ -36,7 +39,7 @@ class InnoDBBuild:
             cur.execute(f"USE {SOURCE}")
             for statement in tpcc_innodb.FUNCTIONS:
                 cur.execute(statement)
-            cur.execute(tpcc_innodb._SEEDED, (self.data_seed, self.data_seed + 1))
+            cur.execute(SEEDED_RAND, (self.data_seed, self.data_seed + 1))
             for table in tpcc_innodb.LOAD_ORDER:
                 cur.execute(f"CREATE TABLE {table} ({tpcc_innodb.table_columns(table, secondary=False)}) "
                             f"{tpcc_innodb.OPTIONS}")
@@ -106,10 +109,11 @@ class InnoDBBuild:
 
 
 def _write_tsv(conn, table: str, path: Path) -> None:
-    """A table's rows as LOAD DATA reads them by default: tab-separated, NULL as \\N."""
-    with conn.cursor() as cur, open(path, "w", encoding="ascii") as f:
+    """A table's rows as LOAD DATA reads them by default: tab-separated, NULL as \\N; streamed from the
+    server, not held whole in memory."""
+    with conn.cursor(pymysql.cursors.SSCursor) as cur, open(path, "w", encoding="ascii") as f:
         cur.execute(f"SELECT * FROM {table}")
-        for row in cur.fetchall():
+        for row in cur:
             f.write("\t".join("\\N" if v is None else str(v) for v in row) + "\n")
 
 

@@ -7,11 +7,12 @@ written to tmpdir: the temp role's device). The same count and checksum of the p
 
 from __future__ import annotations
 
+from dbtier.engines.mariadb import SEEDED_RAND
+
 DEPARTMENT = "deptno INT, dname VARCHAR(30), loc VARCHAR(50)"
 EMPLOYEE = ("empno INT, ename VARCHAR(30), job VARCHAR(20), mgr INT, hiredate DATE, sal DECIMAL(9,2), "
             "comm DECIMAL(9,2), deptno INT, address VARCHAR(80)")
 OPTIONS = "CHARACTER SET ascii"
-_SEEDED = "SET SESSION rand_seed1 = %s, rand_seed2 = %s"
 
 # The sort is over every pair: the employees' order (their department, then number), as the seed's
 # merge join sorted its inputs; count and checksum in the server, as PostgreSQL's query does.
@@ -27,7 +28,7 @@ def load(lab, departments: int, employees: int, seed: int) -> None:
     lab.create_table("department", DEPARTMENT, OPTIONS)
     lab.create_table("employee", EMPLOYEE, OPTIONS)
     with lab.connect() as conn, conn.cursor() as cur:
-        cur.execute(_SEEDED, (seed, seed + 1))
+        cur.execute(SEEDED_RAND, (seed, seed + 1))
         cur.execute(f"INSERT INTO department SELECT seq, concat('DEPT_', seq), concat('LOCATION ', md5(seq)) "
                     f"FROM seq_1_to_{int(departments)} ORDER BY rand()")
         cur.execute(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from dbtier.engines.mariadb import PAGE_BYTES
+from dbtier.engines.mariadb import PAGE_BYTES, SEEDED_RAND
 from dbtier.workloads import seed000
 from dbtier.workloads.base import Progress, WorkloadError
 
@@ -39,7 +39,6 @@ FROM (SELECT seq AS g, rand() AS r1, rand() AS r2, rand() AS r3, rand() AS r4, r
              TIMESTAMP '2011-01-01 00:00:00' + INTERVAL floor(rand() * 30000000) SECOND AS ts
       FROM seq_{lo}_to_{hi}) AS s
 """
-_SEEDED = "SET SESSION rand_seed1 = %s, rand_seed2 = %s"  # the session's RAND() sequence
 _BATCH = 2000
 
 LOOKUP_PROCEDURE = """
@@ -66,7 +65,7 @@ def create_table(lab, rows: int, seed: int, progress: Progress) -> None:
     lab.create_table("t", _COLUMNS, _OPTIONS)
     progress.phase(f"loading table t ({rows:,} rows of ~8 KiB)", total=rows)
     with lab.connect() as conn, conn.cursor() as cur:
-        cur.execute(_SEEDED, (seed, seed + 1))
+        cur.execute(SEEDED_RAND, (seed, seed + 1))
         for lo in range(1, rows + 1, _BATCH):
             hi = min(rows, lo + _BATCH - 1)
             cur.execute(_FILL.format(lo=lo, hi=hi))

@@ -13,6 +13,7 @@ import json
 
 import pymysql
 
+from dbtier.engines.mariadb import SEEDED_RAND
 from dbtier.workloads import tpcc_driver, tpcc_schema
 from dbtier.workloads.base import WorkloadError
 from dbtier.workloads.tpcc_schema import Scale
@@ -90,7 +91,6 @@ _DATA = {
 }
 #: order_line is made from the orders' line counts: after them
 LOAD_ORDER = ("item", "warehouse", "district", "customer", "history", "orders", "new_order", "order_line", "stock")
-_SEEDED = "SET SESSION rand_seed1 = %s, rand_seed2 = %s"
 
 
 def data_query(table: str, scale: Scale) -> str:
@@ -222,7 +222,7 @@ def load(lab, scale: Scale, seed: int, progress) -> None:
     with lab.connect() as conn, conn.cursor() as cur:
         for statement in FUNCTIONS + PROCEDURES:
             cur.execute(statement)
-        cur.execute(_SEEDED, (seed, seed + 1))
+        cur.execute(SEEDED_RAND, (seed, seed + 1))
         for table in LOAD_ORDER:
             cur.execute(f"INSERT INTO {table} {data_query(table, scale)}")
             progress.advance()

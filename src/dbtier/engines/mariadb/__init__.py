@@ -3,3 +3,5 @@
 
 #: innodb_page_size: the lab keeps MariaDB's default
 PAGE_BYTES = 16384
+#: seeds a session's RAND() sequence (two seeds): the same rows for the same data seed
+SEEDED_RAND = "SET SESSION rand_seed1 = %s, rand_seed2 = %s"
