@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import socket
 import subprocess

@@ -158,7 +158,7 @@ def test_the_description_is_the_headers(tmp_path):
     for name, code in LAYOUT.enum("durlog_kind").items():
         lines.append(f'printf("%u\\n", (unsigned)DBT_DL_{name.upper()});')
         expected.append(code)
-    lines.append(f'printf("%u\\n", (unsigned)DBT_TF_RESERVED_CLIENT);')
+    lines.append('printf("%u\\n", (unsigned)DBT_TF_RESERVED_CLIENT);')
     expected.append(LAYOUT.reserved("trace")["client"])
     lines.append("return 0; }")
     src = tmp_path / "probe.c"

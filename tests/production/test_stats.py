@@ -10,10 +10,8 @@ import random
 import time
 from pathlib import Path
 
-import psycopg
 import pytest
 
-from dbtier.production import snapshot as snap
 from tests.conftest import assert_refused_in_one_line, dbtier
 from tests.production.conftest import production_lab
 

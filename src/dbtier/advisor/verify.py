@@ -17,7 +17,6 @@ from dbtier.engines.postgres.lab import LabOptions
 from dbtier.engines.postgres.placement import Placement
 from dbtier.prediction import recording
 from dbtier.prediction.recording import Recording
-from dbtier.experiments import compare as compare_mod
 from dbtier.workloads import registry, restore
 from dbtier.workloads.base import Workload
 from dbtier.workloads.restore import UserWorkload

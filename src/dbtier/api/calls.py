@@ -104,7 +104,8 @@ def compare(workload: str, **options) -> Result:
     configs = options.pop("config", ())
     repeat, order_seed = int(given.get("repeat") or 1), int(given.get("repeat_seed") or 0)
     configs = compare_mod.configurations((configs,) if isinstance(configs, str) else tuple(configs),
-                                         Path(options.pop("experiment")) if options.get("experiment") else None)
+                                         Path(options.pop("experiment")) if options.get("experiment") else None,
+                                         options.get("engine") or "postgres")
     for key in ("device", "place", "cache_state"):
         if key in options:
             raise UserError(f"{key}: each layout gives its own (config=...); compare takes no {key}")

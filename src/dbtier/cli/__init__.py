@@ -97,6 +97,11 @@ def _terminate(signum, _frame):
 
 def _interrupted() -> None:
     """Cleaned up after a signal: the status says interrupted, whatever signal comes on the way out."""
+    global _unwinding
+    # An interrupt not raised by _terminate (a cancelled replay's, click's Abort) left _unwinding unset,
+    # and signal.signal() runs a pending handler before it changes one: a second signal would raise
+    # again here, out of main, and Python would end killed by SIGINT instead of exiting 130.
+    _unwinding = True
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     click.echo("dbtier: interrupted", err=True)

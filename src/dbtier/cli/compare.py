@@ -63,7 +63,7 @@ def compare() -> None:
 
 def execute(cls, kw: dict) -> Path:
     out = console(wide=kw["wide"])
-    configs = compare_mod.configurations(kw["configs"], kw["experiment"])
+    configs = compare_mod.configurations(kw["configs"], kw["experiment"], kw["engine"])
     # one experiment per layout: the command line's, with the layout's devices and placement
     base = experiment_of(cls, kw, device=configs[0].devices, place=configs[0].placement, cache_state="cold")
     layouts = [replace(base, devices=tuple(c.devices), placement=c.placement) for c in configs]

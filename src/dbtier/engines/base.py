@@ -38,7 +38,9 @@ class Engine(Protocol):
     dump_role: str
     io_modes: tuple[str, ...]
     default_io_mode: str
-    #: whether a user's load can be kept for later runs and shared by several layouts (a seed lab)
+    #: whether one load can be shared by several layouts (a seed lab copied into each: compare, verify)
+    shares_loads: bool
+    #: whether a user's load can also be kept in the workspace for later runs (kept_clusters)
     keeps_loads: bool
 
     def parse_placement(self, texts, devices: list[str]) -> Any:

@@ -55,7 +55,7 @@ def _config(name: str, devices: list[str], place: list[str], where: str, engine:
     return Config(name, specs, engines.get(engine).parse_placement(place, [d.name for d in specs]))
 
 
-def parse_option(text: str) -> Config:
+def parse_option(text: str, engine: str = "postgres") -> Config:
     """--config NAME:DEVICES[:PLACEMENT], devices and placement comma-separated."""
     parts = text.split(":")
     if len(parts) not in (2, 3) or not all(p.strip() for p in parts):
@@ -63,10 +63,10 @@ def parse_option(text: str) -> Config:
                         "idx-ssd:hdd=hdd-sata-7200,ssd=ssd-sata-mlc:data=hdd,indexes=ssd (a device on a folder of "
                         "yours goes in an --experiment file)")
     name, devices = parts[0].strip(), provision.split_list(parts[1])
-    return _config(name, devices, [parts[2]] if len(parts) == 3 else [], f"--config {text!r}")
+    return _config(name, devices, [parts[2]] if len(parts) == 3 else [], f"--config {text!r}", engine)
 
 
-def parse_file(path: Path) -> list[Config]:
+def parse_file(path: Path, engine: str = "postgres") -> list[Config]:
     """An experiment file's [[config]] tables."""
     path = Path(path)
     try:
@@ -100,12 +100,13 @@ def parse_file(path: Path) -> list[Config]:
             place = [place]
         if not isinstance(place, list) or not all(isinstance(p, str) for p in place):
             raise UserError(f"{where}: 'place' is a KEY=DEVICE,... string (or a list of them)")
-        out.append(_config(name, devices, place, where))
+        out.append(_config(name, devices, place, where, engine))
     return out
 
 
-def configurations(options: tuple[str, ...], experiment: Path | None) -> list[Config]:
-    configs = [parse_option(t) for t in options] + (parse_file(experiment) if experiment else [])
+def configurations(options: tuple[str, ...], experiment: Path | None, engine: str = "postgres") -> list[Config]:
+    """The layouts to compare, each placement in the roles of the engine they run on."""
+    configs = [parse_option(t, engine) for t in options] + (parse_file(experiment, engine) if experiment else [])
     if len(configs) < 2:
         raise UserError("compare needs at least two configurations: repeat --config NAME:DEVICES[:PLACEMENT], or "
                         "give an --experiment file")

@@ -58,7 +58,7 @@ def loaded_seed(workload: Workload, options, engine: str, progress_for: Callable
     from dbtier.workspace import Workspace
 
     db_engine = engines.get(engine)
-    identity = (identity or workload.load_identity()) if keep else None
+    identity = (identity or workload.load_identity()) if keep and db_engine.keeps_loads else None
     store = key = None
     if identity is not None:
         store = db_engine.kept_clusters(Workspace.open(options.workspace).root)

@@ -120,11 +120,11 @@ def check(exp: Experiment, workspace: Path | None = None, keep: bool = False, se
     workload = exp.make_workload()
     preflight.check_engine(workload, exp.engine)
     db_engine = engines.get(exp.engine)
-    if seeding in ("shared", "fresh") and not db_engine.keeps_loads:
+    if seeding in ("shared", "fresh") and not db_engine.shares_loads:
         raise UserError(f"several layouts of one load (compare, advise --verify): not with --engine {exp.engine} yet; "
                         "run each layout with dbtier run")
-    if not db_engine.keeps_loads:
-        seeding = None  # each run loads its own
+    if not db_engine.keeps_loads:  # nothing kept: a single run loads its own, several share a fresh load
+        seeding = "fresh" if seeding in ("shared", "fresh") else None
     check_cache_state(workload, exp.cache_state)
     options, requests, _ = lab_options(exp, workspace, keep)
     seeded = seeding == "fresh" or (seeding in ("shared", "kept") and loaded.loads_a_seed(

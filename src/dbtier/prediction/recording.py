@@ -545,7 +545,7 @@ def check_records(recs: np.ndarray, files: dict[int, tuple[int, str]], ndev: int
     refuse(reads & (recs["len"] > MAX_READ_BYTES), f"reads more than {MAX_READ_BYTES >> 20} MiB at once, more than "
            "PostgreSQL reads in one call")
     refuse(io & (recs["offset"] > np.uint64(MAX_FILE_END) - recs["len"].astype(np.uint64)),
-           f"reaches beyond byte 2^48 of its file")
+           "reaches beyond byte 2^48 of its file")
 
 
 # -- the recording ----------------------------------------------------------------------------------

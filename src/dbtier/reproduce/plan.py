@@ -162,10 +162,8 @@ def object_share(result: dict, names: tuple[str, ...]) -> float:
 
 
 def is_wait(event: str) -> bool:
-    """A timed event that is waiting, not the server's own work: not CPU, and not MariaDB's table
-    handler calls (wait/io/table/...: the storage engine's row calls, its CPU with the file waits
-    nested in them, which would count those twice)."""
-    return not event.startswith(("CPU", "wait/io/table/"))
+    """A timed event that is waiting, not the server's own CPU."""
+    return not event.startswith("CPU")
 
 
 def where_time_went(result: dict, objects: int = 2) -> str:

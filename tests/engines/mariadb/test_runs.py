@@ -149,3 +149,60 @@ def test_another_install_is_named_and_checked_before_anything_is_made(module_shm
     wrong = dbtier(*common, "--mariadb-bin", str(empty))  # PostgreSQL, the default engine
     assert wrong.returncode == 2 and "--mariadb-bin is MariaDB's install (--engine mariadb)" in wrong.stderr
     assert not list(tmp_path.glob("insert-loop-*"))
+
+
+def test_compare_on_mariadb_loads_once_and_copies_the_server(module_shm_dir, tmp_path):
+    """compare --engine mariadb: the setup runs once in a seed lab, and each layout starts a copy of its
+    stopped server (data directory, redo log, undo tablespaces each on its role's device); the layout
+    that places the table on the disk has it rebuilt there. The same rows in each: a column of RAND()
+    values counted below one half (a load of its own would count differently, but for 1 in ~250)."""
+    setup = tmp_path / "setup.sql"
+    setup.write_text("CREATE TABLE orders (id INT PRIMARY KEY, r DOUBLE, pad CHAR(200));\n"
+                     "INSERT INTO orders SELECT seq, RAND(), repeat('p', 200) FROM seq_1_to_20000;\n")
+    work = tmp_path / "work.sql"
+    work.write_text("SELECT id FROM orders WHERE r < 0.5;\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = dbtier("compare", "sql", "--engine", "mariadb", "--setup", str(setup), "--run", str(work),
+                  "--config", "flash:flash=ssd-sata-mlc", "--config", "disk:flash=ssd-sata-mlc,disk=hdd-sata-7200:"
+                  "log=disk,undo=disk,orders=disk", "--workspace", str(module_shm_dir), "--output", str(out),
+                  "--json", str(out / "c.json"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("the data loaded once") == 1, proc.stdout
+    docs = {p.name.split("-")[1]: json.loads((p / "result.json").read_text()) for p in out.glob("sql-*")}
+    assert sorted(docs) == ["disk", "flash"]
+    counted = {name: d["metrics"]["statement_times"][0]["rows"] for name, d in docs.items()}
+    assert counted["flash"] == counted["disk"] and 9000 < counted["flash"] < 11000, counted
+    disk = docs["disk"]
+    assert disk["lab"]["engine"] == "mariadb" and [m["object"] for m in disk["moved"]] == ["orders"]
+    where = {o["object"]: o["device"] for o in disk["objects"]}
+    assert where["orders"] == "disk" and {o["device"] for o in docs["flash"]["objects"]} == {"flash"}
+    reads = {(r["object"], r["device"]): r["reads"] for r in disk["object_io"]}
+    assert reads.get(("orders", "disk"), 0) > 0  # the copy read cold from the disk
+    assert disk["lab"]["placement"]["log"] == disk["lab"]["placement"]["undo"] == "disk"
+    assert docs["disk"]["elapsed_s"] > docs["flash"]["elapsed_s"]
+
+
+def test_a_sweep_with_the_engine_as_an_axis(module_shm_dir, tmp_path):
+    """sweep: `engine` is an axis like any option; each point runs on its engine, its layout's placement
+    read in that engine's roles (MariaDB's redo log is `log`, PostgreSQL's WAL `wal`)."""
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('workload = "insert-loop"\n[options]\nrows = 200\n'
+                     '[[layout]]\nname = "log-apart"\ndevice = ["d=hdd-sata-7200", "f=ssd-sata-mlc"]\nplace = "data=d"\n'
+                     '[axes]\nengine = ["postgres", "mariadb"]\n')
+    out = tmp_path / "out"
+    proc = dbtier("sweep", str(sweep), "--workspace", str(module_shm_dir), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    (folder,) = out.glob("sweep-*")
+    points = json.loads((folder / "result.json").read_text())["points"]
+    assert sorted(p["values"]["engine"] for p in points) == ["mariadb", "postgres"]
+    for p in points:
+        (run,) = p["run_dirs"]
+        lab = json.loads((folder / run / "result.json").read_text())["lab"]
+        assert lab.get("engine", "postgres") == p["values"]["engine"] and p["median"] > 0
+    bad = tmp_path / "bad.toml"
+    bad.write_text(sweep.read_text().replace('place = "data=d"', 'place = "data=d,wal=f"'))
+    refused = dbtier("sweep", str(bad), "--workspace", str(module_shm_dir), "-o", str(out))
+    said = "engine=mariadb: --place wal=...: wal is PostgreSQL's role; on MariaDB its redo log is log"
+    assert refused.returncode == 2 and said in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, \
+        refused.stderr

@@ -1,16 +1,19 @@
 """MariaDB (InnoDB) behind the engine interface (engines/base.py): its roles, settings, lab and what
-the preflight needs to know of its redo log. What its lab does not do yet (a loaded copy shared by
-several layouts, a saved trace, production's settings) is refused in one line before anything is made."""
+the preflight needs to know of its redo log. What its lab does not do yet (a load kept in the
+workspace for later runs, a saved trace, production's settings) is refused in one line before anything
+is made."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from dbtier import units
 from dbtier.devices.pagecache import check_page_cache
+from dbtier.devices.profile import load
 from dbtier.devices.session import check_cpu_scale
 from dbtier.devices.spec import DeviceSpec
-from dbtier.engines.base import Sizes
+from dbtier.engines.base import SEED_DEVICE, Sizes
 from dbtier.engines.mariadb import binaries, placement, settings
 from dbtier.engines.mariadb.lab import FLUSH_METHODS, Lab, LabOptions
 from dbtier.errors import UserError
@@ -43,7 +46,8 @@ class MariaDB:
     log_role, temp_role, dump_role = "log", "temp", "data"
     io_modes = tuple(FLUSH_METHODS)
     default_io_mode = "direct"
-    keeps_loads = False  # no loaded copies kept or shared between labs yet
+    shares_loads = True   # a seed lab's stopped server copied into each layout's (Lab.seed)
+    keeps_loads = False   # nothing kept in the workspace for later runs yet: each run or compare loads
 
     def parse_placement(self, texts, devices: list[str]):
         return placement.parse(list(texts), list(devices))
@@ -61,8 +65,7 @@ class MariaDB:
             raise UserError(f"--io-mode {options.io_mode}: choose one of {', '.join(FLUSH_METHODS)}")
         for given, what in ((options.trace, "--trace (a replayable trace of a MariaDB run)"),
                             (options.keep, "--keep (the lab left for inspection)"),
-                            (options.production, "--settings-from (production's settings are PostgreSQL's)"),
-                            (options.seed is not None, "a load shared by several layouts (compare, advise --verify)")):
+                            (options.production, "--settings-from (production's settings are PostgreSQL's)")):
             if given:
                 raise UserError(f"{what}: not with --engine mariadb yet; run it on PostgreSQL (the default engine)")
         check_cpu_scale(options.cpu_scale)
@@ -86,8 +89,11 @@ class MariaDB:
     def lab(self, devices: list[DeviceSpec], where, options: LabOptions, say: Callable[[str], None]) -> Lab:
         return Lab(devices, where, options, say)
 
-    def seed_lab(self, options: LabOptions, say: Callable[[str], None]):
-        raise UserError("a load shared by several layouts (compare, advise --verify): not with --engine mariadb yet")
+    def seed_lab(self, options: LabOptions, say: Callable[[str], None]) -> Lab:
+        """One device, where the workload loads once with the emulation paused; its stopped server is
+        copied into each layout's lab (Lab.seed)."""
+        device = DeviceSpec(SEED_DEVICE, load("ram-san"), spec="ram-san")
+        return Lab([device], placement.parse([], [SEED_DEVICE]), replace(options, trace=False, keep=False), say)
 
     def settings_from(self, path) -> dict:
         raise UserError("--settings-from reads PostgreSQL's settings; not with --engine mariadb")

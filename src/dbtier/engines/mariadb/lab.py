@@ -50,6 +50,16 @@ TMPFS_SIZE = 4 << 30  # the lab's own tmpfs (pages are taken only as written)
 FLUSH_METHODS = {"direct": "O_DIRECT", "dsync": "O_DSYNC", "buffered": "fsync"}
 
 
+def _adopt(seed: Seed, folders: Folders, user: osuser.ServerUser) -> None:
+    """A copy of a stopped, loaded server's files instead of a new data directory (`dbtier compare` loads
+    once): its data directory, redo log and undo tablespaces each into the folder of its role's device
+    (the temporary tablespace is made again as the server starts). Copied by dbtier itself, outside the
+    emulation: a copy costs no device time, as a load with the emulation paused costs none."""
+    for source, target in ((seed.data, folders.data), (seed.log, folders.log), (seed.undo, folders.undo)):
+        shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+        user.give(target)
+
+
 def lru_scan_depth(pool_bytes: int) -> int:
     """innodb_lru_scan_depth for a buffer pool of this size. InnoDB's page cleaner keeps about this many
     pages free, whatever the pool's size: 1,024 by default, 1.6% of a 1 GiB pool but most of a lab's
@@ -57,6 +67,15 @@ def lru_scan_depth(pool_bytes: int) -> int:
     with the lab's depth; docs/mariadb.md).
     A lab's pool keeps the share a production pool of 1 GiB or more keeps: a 64th, at least InnoDB's 100."""
     return max(100, min(1024, pool_bytes // PAGE_BYTES // 64))
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A stopped server with a workload's data loaded (its buffer pool's pages written, its redo log
+    checkpointed at shutdown), to be copied into other layouts' labs: its folders."""
+    data: Path
+    log: Path
+    undo: Path
 
 
 @dataclass
@@ -69,7 +88,7 @@ class LabOptions:
     page_cache_bytes: int | None = None  # the emulated OS page cache; default: three times the buffer pool
     trace: bool = False
     keep: bool = False
-    seed: None = None              # a loaded copy (compare's): not for MariaDB yet (engine.check_lab refuses)
+    seed: Seed | None = None       # a loaded, stopped server to copy instead of a new one (dbtier compare)
     cpu_scale: float = 1.0
     scale_model: dict | None = None
     production: dict | None = None
@@ -137,9 +156,29 @@ class Lab(LabLifecycle):
             sets["log-bin"] = str(role_dir("binlog", "binlog") / "binlog")
         self.server = Server(install.moved(osuser.reachable_copy(*install.layout(), user, runtime)), user, folders,
                              env, sets, cpu_scale=opts.cpu_scale)
-        self.server.install_db()
+        if opts.seed is None:
+            self.server.install_db()
+        else:
+            _adopt(opts.seed, folders, user)
         self._start()
-        self.execute(f"CREATE DATABASE {DATABASE}")
+        if opts.seed is None:
+            self.execute(f"CREATE DATABASE {DATABASE}")
+
+    def seed(self) -> Seed:
+        """Stops the server and returns its folders as a Seed other labs copy. The lab must have one
+        device, where every file is: a table the run's own SQL put elsewhere (DATA DIRECTORY) is refused,
+        since a copy would leave it behind."""
+        (_dev,) = self.devices
+        self.session.pause()
+        self.server.stop()
+        if self.lease is not None and self.lease.owned:  # nothing the load started may still change it
+            osuser.stop_every_process(self.user)
+        folders = self.server.folders
+        apart = next(folders.data.rglob("*.isl"), None)  # InnoDB's link to a table's file elsewhere
+        if apart is not None:
+            raise UserError(f"the load put table {apart.parent.name}.{apart.stem} outside the data directory (DATA "
+                            "DIRECTORY); it cannot be copied into the other layouts: place it with --place instead")
+        return Seed(folders.data, folders.log, folders.undo)
 
     def _start(self) -> None:
         self.server.start()

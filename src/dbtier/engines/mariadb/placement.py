@@ -16,6 +16,10 @@ from dbtier.errors import UserError
 
 ROLES = ("data", "log", "undo", "temp", "binlog")
 EXAMPLE = "data=hdd,log=ssd,orders=ssd"
+#: PostgreSQL's roles a layout written for it may carry (a sweep's layouts over both engines), and InnoDB's
+#: own word for each: refused as roles, not taken for tables
+POSTGRES_ROLES = {"wal": "its redo log is log", "indexes": "an index is in its table's file, placed with it",
+                  "dump": "dumps are written where data is"}
 
 
 @dataclass
@@ -43,4 +47,8 @@ class Placement:
 def parse(texts, devices: list[str]) -> Placement:
     """texts: the --place values; devices: names, the first the default."""
     roles, objects = placing.parse(texts, devices, ROLES, EXAMPLE)
+    for name in objects:
+        if name in POSTGRES_ROLES:
+            raise UserError(f"--place {name}=...: {name} is PostgreSQL's role; on MariaDB {POSTGRES_ROLES[name]} "
+                            f"(roles: {', '.join(ROLES)})")
     return Placement(roles, objects)

@@ -33,7 +33,7 @@ class Postgres:
     log_role, temp_role, dump_role = "wal", "temp", "dump"
     io_modes = tuple(settings.IO_MODES)
     default_io_mode = settings.DEFAULT_IO_MODE
-    keeps_loads = True
+    shares_loads = keeps_loads = True
 
     def parse_placement(self, texts, devices: list[str]):
         return placement.parse(list(texts), list(devices))
