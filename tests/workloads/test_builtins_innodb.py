@@ -221,10 +221,11 @@ def test_seed_002s_build_dump_and_restore_on_innodb(module_shm_dir, tmp_path):
     files dbtier wrote, the two secondary indexes; two mariadb-dumps at once, whose rows the server
     writes to the dump folder on the data's disk, and the restore, whose LOAD DATA the server reads
     from there; the same rows after, consistent, every table checked."""
-    doc = run(module_shm_dir, tmp_path, "build", "--items", "2000", "--customers", "300", "--jobs", "2",
+    doc = run(module_shm_dir, tmp_path, "build", "--items", "2000", "--customers", "300", "--jobs", "2", "--backup",
               "-d", "disk=hdd-sas-15k", "-d", "flash=ssd-sata-mlc", "--place", "data=disk,log=flash")
     phases = {p["phase"]: p for p in doc["phases"]}
-    assert list(phases) == ["create database", "load", "create indexes", "dump", "restore"]
+    assert list(phases) == ["create database", "load", "create indexes", "dump", "restore", "backup",
+                            "prepare the backup"]
     loaded = phases["load"]["metrics"]["rows_per_table"]
     assert loaded["stock"] == loaded["item"] == 2000 and loaded["customer"] == 10 * 300
     assert phases["restore"]["metrics"]["rows"] == phases["load"]["metrics"]["rows"] == doc["checks"]["rows"]
@@ -239,6 +240,15 @@ def test_seed_002s_build_dump_and_restore_on_innodb(module_shm_dir, tmp_path):
     assert written["device"] == read["device"] == "disk"
     assert 0.9 * size <= written["write_bytes"] <= size + slack, (written, size)  # synced in the dump's time
     assert 0.9 * size <= read["read_bytes"] <= size + slack, (read, size)
+    # mariadb-backup: every table's file read from the disk, the redo log from the flash, the copy
+    # written whole to the dump folder (synced, as the dump), and its --prepare reading that copy
+    backup = {o["object"]: o for o in phases["backup"]["object_io"]}
+    assert all(backup[t]["device"] == "disk" and backup[t]["read_bytes"] > 0 for t in loaded), backup
+    assert backup["redo log"]["device"] == "flash" and backup["redo log"]["read_bytes"] > 0
+    copied, files = phases["backup"]["metrics"]["backup_bytes"], phases["backup"]["metrics"]["backup_files"]
+    assert backup["dump files"]["device"] == "disk"
+    assert 0.9 * copied <= backup["dump files"]["write_bytes"] <= copied + files * 4096, (backup["dump files"], copied)
+    assert dump_files("prepare the backup")["read_bytes"] > 0
     # the load's rows go to the tables on the disk, its redo to the flash
     redo = next(o for o in phases["load"]["object_io"] if o["object"] == "redo log")
     assert redo["device"] == "flash" and redo["write_bytes"] > 0

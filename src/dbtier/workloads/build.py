@@ -15,6 +15,7 @@ from pathlib import Path
 
 from psycopg import sql
 
+from dbtier.errors import UserError
 from dbtier.workloads import build_innodb, tpcc_procs, tpcc_schema
 from dbtier.workloads.base import Footprint, Param, Phase, Workload, WorkloadError
 from dbtier.workloads.tpcc_schema import Scale
@@ -38,6 +39,8 @@ class Build(Workload):
         *tpcc_schema.SCALE_PARAMS,
         Param("jobs", int, 1, "dump and restore workers (the seed's dump stripes): pg_dump and pg_restore --jobs; "
                               "on MariaDB, mariadb-dumps at once and mariadb-import's threads"),
+        Param("backup", bool, False, "MariaDB: also a physical backup of the restored database to the dump device "
+                                     "(mariadb-backup --backup), and its --prepare, each a phase"),
     )
     engines = ("postgres", "mariadb")
     innodb: build_innodb.InnoDBBuild | None = None  # the steps on MariaDB, chosen by for_engine
@@ -51,16 +54,21 @@ class Build(Workload):
     def footprint(self, cache_state: str = "cold") -> Footprint:
         """The database once (the restore drops it first), the load files (CSV, about the tables' size)
         outside every device, the dump (uncompressed COPY text, about the same) on the dump device, and
-        the WAL of the load and index builds, twice (load and restore). pg_dump and pg_restore hold a
-        connection per job and one more."""
+        the WAL of the load and index builds, twice (load and restore); with --backup, a copy of the whole
+        database beside the dump. pg_dump and pg_restore hold a connection per job and one more."""
         objects = tpcc_schema.sizes(self.scale)
         tables = sum(objects[t] for t in tpcc_schema.TABLES)
-        return Footprint(objects, wal=2 * sum(objects.values()), dump=tables, scratch=tables, databases=1,
+        backup = sum(objects.values()) if self.p["backup"] else 0
+        return Footprint(objects, wal=2 * sum(objects.values()), dump=tables + backup, scratch=tables, databases=1,
                          connections=self.p["jobs"] + 1, connections_option="jobs")
 
     def for_engine(self, engine: str) -> None:
         super().for_engine(engine)
-        self.innodb = build_innodb.InnoDBBuild(self.scale, self.p["jobs"]) if engine == "mariadb" else None
+        if self.p["backup"] and engine != "mariadb":
+            raise UserError("--backup is mariadb-backup's physical backup (--engine mariadb); on PostgreSQL the "
+                            "build's dump is pg_dump's")
+        self.innodb = (build_innodb.InnoDBBuild(self.scale, self.p["jobs"], backup=self.p["backup"])
+                       if engine == "mariadb" else None)
 
     def prepare(self, lab, progress) -> None:
         """The load's input: one CSV file per table, written by the server outside every device."""

@@ -64,7 +64,7 @@ def test_the_install_is_the_pinned_series_and_reports_itself(install):
     assert install.version.startswith("10.11.")
     described = install.describe()
     names = {p["package"] for p in described["packages"]}
-    assert {"mariadb-server-core", "mariadb-client-core", "mariadb-client", "liburing2"} <= names
+    assert {"mariadb-server-core", "mariadb-client-core", "mariadb-client", "mariadb-backup", "liburing2"} <= names
     assert all(len(p["sha256"]) == 64 for p in described["packages"])
 
 

@@ -4,7 +4,7 @@ download`, which any user may run) and unpacked into dbtier's cache; or an insta
 
 The series is pinned (10.11, Debian 12's); the exact version is the one the distribution serves, since
 its security archive keeps only the latest, and every run records it. The packages: the server and the
-clients (`mariadb-server-core`, `mariadb-client-core`, `mariadb-client`) and the one library the server
+clients (`mariadb-server-core`, `mariadb-client-core`, `mariadb-client`), `mariadb-backup`, and the one library the server
 needs that a Debian 12 system lacks (`liburing2`: the server links it even when it does no io_uring).
 apt checks each package against the archive's signed index as it downloads it; the cache is made
 whole in a folder of its own and renamed into place, so an interrupted fetch leaves nothing half made.
@@ -29,7 +29,7 @@ from typing import Callable
 from dbtier.errors import UserError
 
 SERIES = "10.11"
-PACKAGES = ("mariadb-server-core", "mariadb-client-core", "mariadb-client", "liburing2")
+PACKAGES = ("mariadb-server-core", "mariadb-client-core", "mariadb-client", "mariadb-backup", "liburing2")
 #: what a run needs of an install, under its base folder (--basedir: bin, sbin, share/mysql)
 NEEDED = ("sbin/mariadbd", "bin/mariadb-install-db", "bin/mariadb", "bin/mariadb-admin", "bin/mariadb-dump")
 LIB_DIR = "lib/x86_64-linux-gnu"  # under the base folder: the unpacked liburing
@@ -125,6 +125,8 @@ def _cached() -> MariaInstall | None:
             manifest = json.loads((entry / MANIFEST).read_text())
         except (OSError, ValueError):
             continue
+        if not set(PACKAGES) <= {p.get("package") for p in manifest.get("packages", [])}:
+            continue  # fetched by a dbtier that took fewer packages: fetched again, whole
         key = tuple(int(x) for x in manifest["version"].split("."))
         if best is None or key > best[0]:
             best = (key, entry, manifest)

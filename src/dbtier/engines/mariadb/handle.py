@@ -95,6 +95,10 @@ class MariaHandle:
         """Files the server wrote and did not sync, written to their device and waited for."""
         self._lab.sync_files(paths)
 
+    def physical_backup(self, step: str, target: Path) -> str:
+        """mariadb-backup --backup into target, or --prepare of it (Lab.physical_backup)."""
+        return self._lab.physical_backup(step, target)
+
     #: the client programs of the lab's install that client() runs
     CLIENTS = ("mariadb", "mariadb-dump", "mariadb-import")
 

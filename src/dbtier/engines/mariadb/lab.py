@@ -108,6 +108,7 @@ class Lab(LabLifecycle):
         self.database = DATABASE
         self.handle = MariaHandle(self)
         self._measured_once = False
+        self._backup_user = False  # the account mariadb-backup logs in with, made on its first use
         self._log_text: str | None = None
         pc = self.options.page_cache_bytes or 3 * self.options.cache_bytes
         self.page_cache = PageCache(check_page_cache(pc), dsync_data=self.options.io_mode == "dsync")
@@ -247,6 +248,37 @@ class Lab(LabLifecycle):
         if run.returncode != 0:
             raise UserError(f"sync of {len(paths)} file(s) failed: {run.stderr.strip()[-200:]}")
 
+    def physical_backup(self, step: str, target: Path) -> str:
+        """mariadb-backup --backup (the running server's files copied into target, its redo log followed
+        as it copies) or --prepare (InnoDB's recovery applied to that copy, as a restore needs): run as
+        the server's user, which reads its files, under the interposer, so that its reads and writes are
+        the devices'. Its InnoDB does libaio, as the server's (its default, io_uring, goes round every
+        interposer). It logs in through unix_socket as that user, with a backup's privileges. Returns
+        its last line."""
+        exe = self.server.install.exe("mariadb-backup")
+        if not exe.is_file():
+            raise UserError(f"no mariadb-backup under {self.server.install.basedir}; dbtier's own download has it "
+                            "(give no --mariadb-bin), or install the mariadb-backup package")
+        f = self.server.folders
+        if step == "backup":
+            if not self._backup_user:
+                self.execute(f"CREATE USER IF NOT EXISTS '{self.user.name}'@'localhost' IDENTIFIED VIA unix_socket")
+                self.execute(f"GRANT RELOAD, PROCESS, LOCK TABLES, BINLOG MONITOR, SELECT ON *.* "
+                             f"TO '{self.user.name}'@'localhost'")
+                self._backup_user = True
+            args = ["--backup", f"--socket={self.server.socket}", f"--user={self.user.name}", f"--datadir={f.data}",
+                    f"--innodb-log-group-home-dir={f.log}", f"--innodb-undo-directory={f.undo}"]
+        else:
+            args = ["--prepare", f"--use-memory={self.options.cache_bytes}"]
+        run = subprocess.run([str(exe), "--no-defaults", *args, f"--target-dir={target}", "--innodb-linux-aio=aio",
+                              f"--tmpdir={f.temp}"], env=self.server.env, stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=3600, **self.user.popen_kwargs())
+        lines = run.stderr.strip().splitlines()
+        if run.returncode != 0 or not lines or not lines[-1].endswith("completed OK!"):
+            said = [ln for ln in lines if "[ERROR]" in ln or "error" in ln.lower()] or lines[-1:]
+            raise UserError(f"mariadb-backup --{step} failed: {said[0].strip()[:300] if said else 'no message'}")
+        return lines[-1]
+
     def connect(self, database: str | None = DATABASE, local_infile: bool = False):
         return self.server.connect(database, local_infile=local_infile)
 
@@ -362,7 +394,8 @@ class Lab(LabLifecycle):
         device's figures and the I/O per object from the emulation (refused if the server did I/O it
         could not see), and InnoDB's own counters, timed waits and I/O per file (measure.py)."""
         m = Measurement()
-        parts = [collectors.Emulation(self.session, self.devices, name_of=lambda path: measure.name_of(path, DATABASE),
+        dumps = str(self.device_dir(self.placement.roles["data"]) / "dump")  # dump_dir(), made or not
+        parts = [collectors.Emulation(self.session, self.devices, name_of=lambda path: measure.name_of(path, DATABASE, dumps),
                                       dilated=self.options.cpu_scale != 1.0,
                                       credits=None if self._measured_once else self.options.credits),
                  collectors.ServerCpu(self.server.proc.pid), measure.ServerCounters(self.server.connect)]

@@ -79,9 +79,13 @@ def top_events(before: dict, after: dict, server_cpu_s: float, elapsed_s: float)
     return rows
 
 
-def name_of(path: str, database: str) -> tuple[str, str]:
+def name_of(path: str, database: str, dumps: str | None = None) -> tuple[str, str]:
     """An InnoDB file's object and kind: a table's tablespace (db/t.ibd: t in the lab's database, db.t
-    elsewhere), the system tablespace, the redo log, the undo tablespaces, temp, the binary log, dumps."""
+    elsewhere), the system tablespace, the redo log, the undo tablespaces, temp, the binary log, dumps.
+    dumps: the lab's dump folder, whose files are dumps whatever their names (mariadb-dump --tab's
+    rows, which the server wrote; mariadb-backup's copy of db/t.ibd, which is no table)."""
+    if dumps and path.startswith(dumps.rstrip("/") + "/"):
+        return "dump files", "dump"
     p = PurePosixPath(path)
     name = p.name
     if name.endswith(".ibd"):
@@ -98,6 +102,4 @@ def name_of(path: str, database: str) -> tuple[str, str]:
         return "temp files", "temp"
     if p.parent.name == "binlog":
         return "binary log", "binlog"
-    if p.parent.name == "dump":  # the lab's dump folder (mariadb-dump --tab: the rows the server wrote)
-        return "dump files", "dump"
     return "other files", "other"
