@@ -1553,6 +1553,44 @@ EXPORT long syscall(long number, ...) {
     return r;
 }
 
+/* liburing's ways to make a ring. Since 2.2 liburing makes its system calls itself (no libc syscall(),
+ * no libc mmap), so a ring a program sets up through it is seen only here, where a program linked to
+ * it calls in (unversioned, these stand for its versioned ones, as libaio's below). The ring's I/O goes
+ * round the interposer: a ring made while emulating is a bypass, which ends the measurement loudly.
+ * A program with liburing linked in statically is out of any interposer's sight. */
+static int (*real_io_uring_queue_init)(unsigned, void *, unsigned);
+static int (*real_io_uring_queue_init_params)(unsigned, void *, void *);
+static int (*real_io_uring_setup)(unsigned, void *);
+
+static int uring_made(int r) {
+    if (UNLIKELY(g_state != NULL) && r >= 0) note_bypass(DBT_BYPASS_IO_URING, NULL, -1);
+    return r;
+}
+
+EXPORT int io_uring_queue_init(unsigned entries, void *ring, unsigned flags) {
+    if (UNLIKELY(!real_io_uring_queue_init)) {
+        resolve((void **)&real_io_uring_queue_init, "io_uring_queue_init");
+        if (!real_io_uring_queue_init) return -ENOSYS; /* liburing returns -errno */
+    }
+    return uring_made(real_io_uring_queue_init(entries, ring, flags));
+}
+
+EXPORT int io_uring_queue_init_params(unsigned entries, void *ring, void *params) {
+    if (UNLIKELY(!real_io_uring_queue_init_params)) {
+        resolve((void **)&real_io_uring_queue_init_params, "io_uring_queue_init_params");
+        if (!real_io_uring_queue_init_params) return -ENOSYS;
+    }
+    return uring_made(real_io_uring_queue_init_params(entries, ring, params));
+}
+
+EXPORT int io_uring_setup(unsigned entries, void *params) {
+    if (UNLIKELY(!real_io_uring_setup)) {
+        resolve((void **)&real_io_uring_setup, "io_uring_setup");
+        if (!real_io_uring_setup) return -ENOSYS;
+    }
+    return uring_made(real_io_uring_setup(entries, params));
+}
+
 /* libaio's calls (a library of its own, versioned: these unversioned ones stand for them). Each
  * returns -errno, as libaio does; with no state, libaio's own. io_getevents is taken whole: libaio
  * answers a zero timeout from the ring in memory, which the emulated requests never reach. */

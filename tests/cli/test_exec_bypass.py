@@ -233,3 +233,41 @@ def test_a_program_for_another_machine_is_refused(foreign_program, shm_dir):
     # started from a shell, the interposer in the shell names it (whether the kernel then runs it or not)
     refused(run(shm_dir, "sh", "-c", f"{foreign_program} 2>/dev/null; true"), "sh started", str(foreign_program),
             "another architecture")
+
+
+@pytest.fixture(scope="module")
+def uring_program(tmp_path_factory):
+    """A program linked to liburing 2 that makes a ring through it, then writes its argument's file:
+    liburing (2.2 on) makes its system calls and maps its rings itself, past libc, so the ring is seen
+    only where the program calls liburing. The library: the system's, or the one dbtier fetches for
+    MariaDB's server (it links it)."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    from pathlib import Path
+    lib = Path("/usr/lib/x86_64-linux-gnu/liburing.so.2")
+    if not lib.exists():
+        if shutil.which("apt-get") is None:
+            pytest.skip("no liburing.so.2 here, and no apt-get to fetch MariaDB's")
+        from dbtier.engines.mariadb import binaries
+        lib = binaries.find().basedir / binaries.LIB_DIR / "liburing.so.2"
+    folder = tmp_path_factory.mktemp("uring")
+    source = folder / "u.c"
+    source.write_text('#include <fcntl.h>\n#include <unistd.h>\n'
+                      'int io_uring_queue_init(unsigned entries, void *ring, unsigned flags);\n'
+                      'static char ring[4096] __attribute__((aligned(64)));  /* struct io_uring, with room */\n'
+                      'int main(int c, char **v) { if (c < 2 || io_uring_queue_init(8, ring, 0) != 0) return 3;\n'
+                      '  int fd = open(v[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);\n'
+                      '  return fd < 0 || write(fd, "ring\\n", 5) != 5; }\n')
+    proc = subprocess.run([cc, "-O1", "-o", str(folder / "u"), str(source), str(lib), f"-Wl,-rpath,{lib.parent}"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return folder / "u"
+
+
+def test_a_ring_made_through_liburing_is_refused(uring_program, shm_dir):
+    """Without the interposer the program runs (a ring made, its file written); under it, the run is
+    refused: the ring's I/O would go round the emulation."""
+    plain = subprocess.run([str(uring_program), str(shm_dir / "plain")], capture_output=True, text=True)
+    assert plain.returncode == 0, plain.stderr  # the kernel made the ring: the refusal below is the interposer's
+    refused(run(shm_dir, str(uring_program), str(shm_dir / "out")), "io_uring")

@@ -177,10 +177,15 @@ def test_compare_on_mariadb_loads_once_and_copies_the_server(module_shm_dir, tmp
     assert disk["lab"]["engine"] == "mariadb" and [m["object"] for m in disk["moved"]] == ["orders"]
     where = {o["object"]: o["device"] for o in disk["objects"]}
     assert where["orders"] == "disk" and {o["device"] for o in docs["flash"]["objects"]} == {"flash"}
-    reads = {(r["object"], r["device"]): r["reads"] for r in disk["object_io"]}
-    assert reads.get(("orders", "disk"), 0) > 0  # the copy read cold from the disk
+    read = {name: {(r["object"], r["device"]): r for r in d["object_io"]} for name, d in docs.items()}
+    on_disk, on_flash = read["disk"][("orders", "disk")], read["flash"][("orders", "flash")]
+    assert on_disk["reads"] > 0 and on_flash["reads"] > 0  # each copy read cold from its own device
+    # about the same pages read (the rebuilt copy is packed a little tighter: 352 reads against 355), the
+    # disk's model slower at them (elapsed is not compared: the 10,000 rows sent to the client take most
+    # of it, ~0.1 s on either)
+    assert on_disk["read_bytes"] == pytest.approx(on_flash["read_bytes"], rel=0.05), (on_disk, on_flash)
+    assert on_disk["device_s"] > on_flash["device_s"], (on_disk, on_flash)
     assert disk["lab"]["placement"]["log"] == disk["lab"]["placement"]["undo"] == "disk"
-    assert docs["disk"]["elapsed_s"] > docs["flash"]["elapsed_s"]
 
 
 def test_a_sweep_with_the_engine_as_an_axis(module_shm_dir, tmp_path):
