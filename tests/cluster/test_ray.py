@@ -273,12 +273,16 @@ def test_advise_verifies_on_the_cluster(cluster, tmp_path, shm_dir):
 
 def test_reproduce_on_the_cluster_calibrates_and_runs_each_article_on_its_node(cluster, tmp_path):
     """Seed 001 (quick) on a node: its runs' folders and figures come back as a reproduction made here
-    would write them, with the node that made them."""
-    proc = dbtier("reproduce", "--quick", "--only", "001", "--cluster", cluster.address, "-o", str(tmp_path / "out"),
-                  check=True)
+    would write them, with the node that made them; on MariaDB too, a job of its own (whose runs InnoDB
+    cannot lay out: its figures say so, as here)."""
+    proc = dbtier("reproduce", "--quick", "--only", "001", "--engine", "postgres,mariadb", "--cluster", cluster.address,
+                  "-o", str(tmp_path / "out"), check=True)
     (folder,) = (tmp_path / "out").glob("reproduce-*")
     doc = json.loads((folder / "result.json").read_text())
-    (art,) = doc["articles"]
+    art, maria = doc["articles"]
+    assert doc["engines"] == ["postgres", "mariadb"] and (art["engine"], maria["engine"]) == ("postgres", "mariadb")
+    assert maria["node"] and set(maria["not_run"]) == {"index-on-raid", "index-on-ssd"}
+    assert json.loads((folder / "seed001-mariadb" / "node.json").read_text())["node_id"]
     assert art["seed"] == "001" and art["figures"] and not art["failures"] and art["node"]
     assert json.loads((folder / "seed001" / "node.json").read_text())["node_id"]
     assert all((folder / "seed001" / "-".join(r["key"].split()) / "server.log").exists() for r in art["runs"])

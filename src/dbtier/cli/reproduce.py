@@ -73,9 +73,6 @@ def reproduce(quick: bool, only: str | None, output: Path, engine: str, pg_bin: 
     chosen_engines = _engines(engine)
     if mariadb_bin is not None and "mariadb" not in chosen_engines:
         raise UserError("--mariadb-bin is for --engine mariadb")
-    if cluster and chosen_engines != ("postgres",):
-        raise UserError(f"--cluster with --engine {engine}: a cluster's nodes reproduce on PostgreSQL only yet; "
-                        "run it here without --cluster")
     out = console()
     say = (lambda _line: None) if quiet else (lambda line: out.print(line, markup=False))
     base = runner.Base(pg_bin=pg_bin, mariadb_bin=mariadb_bin, workspace=workspace)
@@ -93,7 +90,7 @@ def reproduce(quick: bool, only: str | None, output: Path, engine: str, pg_bin: 
         if cluster:
             from dbtier.reproduce import on_cluster
 
-            doc = on_cluster.reproduce([a.seed for a in chosen], quick, pg_bin, cluster, folder.path, say)
+            doc = on_cluster.reproduce(chosen, quick, base, cluster, folder.path, say)
         else:
             doc = runner.reproduce(chosen, base, folder.path,
                                    functools.partial(lambda prefix: progress_for(out, quiet, prefix=prefix)), say)

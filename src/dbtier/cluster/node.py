@@ -42,10 +42,11 @@ class _Progress:
 
 
 def do(work: str | dict, node_id: str, tell: Callable[[str], None] = lambda _t: None) -> dict:
-    """The driver's work: an experiment's TOML (run), or {"reproduce": SEED, "quick": ..., "pg_bin": ...}
-    (one article, its CPU calibration and runs on this node)."""
+    """The driver's work: an experiment's TOML (run), or {"reproduce": SEED, "engine": ..., "quick": ...,
+    "pg_bin": ..., "mariadb_bin": ...} (one article on one engine, its CPU calibration and runs on this node)."""
     if isinstance(work, dict):
-        return reproduce_article(work["reproduce"], work.get("quick", False), work.get("pg_bin"), node_id, tell)
+        return reproduce_article(work["reproduce"], work.get("quick", False), work.get("pg_bin"), node_id, tell,
+                                 work.get("engine", "postgres"), work.get("mariadb_bin"))
     return run(work, node_id, tell)
 
 
@@ -65,20 +66,22 @@ def _ready(node_id: str) -> tuple[Path, dict]:
 
 
 def reproduce_article(seed: str, quick: bool, pg_bin: str | None, node_id: str,
-                      tell: Callable[[str], None] = lambda _t: None) -> dict:
-    """One seed article reproduced here, as `dbtier reproduce --only SEED` would: its CPU calibration
-    on this node (its --cpu-scale is this node's), then its runs. Ships its seedNNN folder, with
-    article.json (the article's part of result.json) in it."""
+                      tell: Callable[[str], None] = lambda _t: None, engine: str = "postgres",
+                      mariadb_bin: str | None = None) -> dict:
+    """One seed article reproduced here on one engine, as `dbtier reproduce --only SEED --engine ENGINE`
+    would: its CPU calibration on this node (its --cpu-scale is this node's), then its runs. Ships its
+    folder (seedNNN, or seedNNN-ENGINE), with article.json (the article's part of result.json) in it."""
     from dbtier.reproduce import run as reproduce_run
 
     base, node_facts = _ready(node_id)
-    options = reproduce_run.Base(pg_bin=Path(pg_bin) if pg_bin else None, workspace=base)
-    chosen = reproduce_run.articles(quick, [seed])
+    options = reproduce_run.Base(pg_bin=Path(pg_bin) if pg_bin else None,
+                                 mariadb_bin=Path(mariadb_bin) if mariadb_bin else None, workspace=base)
+    chosen = reproduce_run.articles(quick, [seed], (engine,))
     reproduce_run.check(chosen, options)
     with tempfile.TemporaryDirectory(prefix="out-", dir=base) as out:
         doc = reproduce_run.reproduce(chosen, options, Path(out),
                                       lambda prefix: contextlib.nullcontext(_Progress(lambda t: tell(prefix + t))), tell)
-        folder = Path(out) / f"seed{seed}"
+        folder = reproduce_run.article_folder(Path(out), chosen[0])
         folder.mkdir(exist_ok=True)
         (folder / "article.json").write_text(json.dumps({**doc["articles"][0], "elapsed_s": doc["elapsed_s"]}))
         return _shipped(folder, node_facts, failure=None)

@@ -9,22 +9,27 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from dbtier.reproduce.plan import Article
+from dbtier.reproduce.run import Base, name
 
-def reproduce(seeds: list[str], quick: bool, pg_bin: Path | None, cluster: str, folder: Path,
+
+def reproduce(chosen: list[Article], quick: bool, base: Base, cluster: str, folder: Path,
               say: Callable[[str], None]) -> dict:
     """The reproduction's document, as reproduce.run.reproduce makes it, with the nodes ("nodes": their
-    reference runs' offsets; each article's "node")."""
+    reference runs' offsets; each article's "node"): each article on one engine is a job of its own."""
     from dbtier.cluster import runs as cluster_runs
 
     t0 = time.monotonic()
-    work = {"quick": quick, "pg_bin": str(pg_bin) if pg_bin else None}
+    work = {"quick": quick, "pg_bin": str(base.pg_bin) if base.pg_bin else None,
+            "mariadb_bin": str(base.mariadb_bin) if base.mariadb_bin else None}
+    jobs = [(art.seed, art.engine) for art in chosen]
     with cluster_runs.connected(cluster, folder, say) as (pool, nodes):
-        finished = cluster_runs.run_jobs(pool, seeds, lambda seed: {**work, "reproduce": seed}, folder, say,
-                                         lambda seed: f"seed {seed}")
+        finished = cluster_runs.run_jobs(pool, jobs, lambda job: {**work, "reproduce": job[0], "engine": job[1]},
+                                         folder, say, lambda job: name(next(a for a in chosen if (a.seed, a.engine) == job)))
     articles = {}
-    for seed, article_dir, nd in finished:
+    for job, article_dir, nd in finished:
         art = json.loads((article_dir / "article.json").read_text())
         art.pop("elapsed_s", None)
-        articles[seed] = {**art, "node": nd.name}
-    return {"kind": "reproduce", "articles": [articles[s] for s in seeds], "elapsed_s": time.monotonic() - t0,
-            "nodes": nodes}
+        articles[job] = {**art, "node": nd.name}
+    return {"kind": "reproduce", "engines": list(dict.fromkeys(engine for _seed, engine in jobs)),
+            "articles": [articles[job] for job in jobs], "elapsed_s": time.monotonic() - t0, "nodes": nodes}
