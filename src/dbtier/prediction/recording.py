@@ -665,6 +665,11 @@ def load(run_dir: Path) -> Recording:
         raise _fail(run_dir, f"a {_short(str(kind), 40)} result, not one run's; give the run directory of one layout"
                     if kind else "result.json is not a dbtier run's result")
     check_result(result, result_path)
+    engine = (result.get("lab") or {}).get("engine", "postgres")
+    if engine != "postgres":  # its trace is saved, for the user's own reading; the replay is PostgreSQL's
+        raise _fail(run_dir, f"a run on {engine}: predict and advise replay PostgreSQL's runs only yet (the replay "
+                    "follows PostgreSQL's processes, InnoDB works in threads); compare layouts live with "
+                    f"dbtier compare --engine {engine}")
     _check_recorded(result, result_path)
     lab = recorded_lab(result, result_path)
     read = read_trace(run_dir, [n for n, _ in lab.devices])

@@ -67,7 +67,6 @@ def test_what_the_mariadb_lab_cannot_do_is_one_line(module_shm_dir, tmp_path):
     dump.write_text("CREATE TABLE t (id INT);\n")
     cases = [
         (["--restore", str(dump), "--", "true"], "a mariadb-dump file is SQL: give it as --setup FILE"),
-        (["--trace", "--", "true"], "--trace (a replayable trace of a MariaDB run): not with --engine mariadb yet"),
         (["--keep", "--", "true"], "--keep (the lab left for inspection): not with --engine mariadb yet"),
         (["--io-mode", "sideways", "--", "true"], "--io-mode"),
         (["--set", "innodb_flush_method=O_DSYNC", "--", "true"], "the lab sets it from --io-mode"),
@@ -114,10 +113,22 @@ def test_your_own_sql_on_mariadb_phase_by_phase(module_shm_dir, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     proc = dbtier("run", "sql", "--engine", "mariadb", *DEVICES, "--place", "orders=disk", "--setup", str(setup),
-                  "--run", str(work), "--workspace", str(module_shm_dir), "--output", str(out), "--json",
+                  "--run", str(work), "--trace", "--workspace", str(module_shm_dir), "--output", str(out), "--json",
                   str(out / "r.json"), "-q")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((out / "r.json").read_text())
+    # --trace: every call and device request, with InnoDB's files by path, for the user's own reading
+    import pyarrow.parquet as pq
+    (run_dir,) = out.glob("sql-*")
+    trace = pq.read_table(run_dir / "trace.parquet").to_pandas()
+    requests = trace[trace["record"].astype(str) == "request"]
+    assert requests["path"].astype(str).str.endswith("/orders.ibd").any()
+    assert set(requests["device"].astype(str)) >= {"disk", "flash"}
+    for cmd in (["predict", str(run_dir), "-d", "disk=ssd-sata-mlc"], ["advise", str(run_dir), "--fast",
+                                                                       "f=ssd-sata-mlc", "--budget", "1GB"]):
+        refused = dbtier(*cmd, "--workspace", str(module_shm_dir))
+        assert refused.returncode == 2 and "a run on mariadb: predict and advise replay PostgreSQL's runs only yet" \
+            in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, (cmd, refused.stderr)
     scan, update = doc["phases"]
     assert (scan["phase"], update["phase"]) == ("scan", "update")
     assert [s["rows"] for s in scan["metrics"]["statement_times"]] == [1]

@@ -1,7 +1,7 @@
 """MariaDB (InnoDB) behind the engine interface (engines/base.py): its roles, settings, lab and what
 the preflight needs to know of its redo log. What its lab does not do yet (a load kept in the
-workspace for later runs, a saved trace, production's settings) is refused in one line before anything
-is made."""
+workspace for later runs, the lab left for inspection, production's settings) is refused in one line
+before anything is made."""
 
 from __future__ import annotations
 
@@ -63,8 +63,7 @@ class MariaDB:
     def check_lab(self, options: LabOptions, devices: list[DeviceSpec]) -> Sizes:
         if options.io_mode not in FLUSH_METHODS:
             raise UserError(f"--io-mode {options.io_mode}: choose one of {', '.join(FLUSH_METHODS)}")
-        for given, what in ((options.trace, "--trace (a replayable trace of a MariaDB run)"),
-                            (options.keep, "--keep (the lab left for inspection)"),
+        for given, what in ((options.keep, "--keep (the lab left for inspection)"),
                             (options.production, "--settings-from (production's settings are PostgreSQL's)")):
             if given:
                 raise UserError(f"{what}: not with --engine mariadb yet; run it on PostgreSQL (the default engine)")

@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -39,6 +40,7 @@ from dbtier.engines.mariadb.placement import Placement
 from dbtier.engines.mariadb.server import Folders, Server
 from dbtier.errors import UserError
 from dbtier.measure import collectors, interval
+from dbtier.measure.recording import RunRecording
 from dbtier.workspace import Claim
 
 DATABASE = "dbtier"
@@ -108,6 +110,7 @@ class Lab(LabLifecycle):
         self.database = DATABASE
         self.handle = MariaHandle(self)
         self._measured_once = False
+        self.recording = RunRecording()  # the run's course, written beside its trace (--trace)
         self._backup_user = False  # the account mariadb-backup logs in with, made on its first use
         self._log_text: str | None = None
         pc = self.options.page_cache_bytes or 3 * self.options.cache_bytes
@@ -358,16 +361,19 @@ class Lab(LabLifecycle):
         self.session.pause()
         self.server.stop()
         self.session.clear_page_cache()
+        self.recording.event("page cache emptied")
         self._start()
 
     @contextlib.contextmanager
     def warm(self):
         """An unmeasured interval with the emulation on, so that caches fill as they would."""
         self.session.pause(False)
+        t0 = time.monotonic_ns()
         try:
             yield
         finally:
             self.session.pause()
+            self.recording.interval("warm", t0, time.monotonic_ns())
 
     def end_figures(self) -> dict:
         """What a run's result records of the server at its end: the redo log's size (InnoDB's log
@@ -385,8 +391,10 @@ class Lab(LabLifecycle):
             return ""
 
     def save_trace(self, out: Path, meta: dict) -> Path | None:
-        """A MariaDB run's trace is not saved yet (engine.check_lab refuses --trace)."""
-        return None
+        """The run's trace (with --trace) as Parquet at `out`, with its course (measured, warm and cold
+        intervals), as PostgreSQL's: every call and device request, for the user's own analysis (predict
+        replays PostgreSQL's only yet)."""
+        return self.recording.save(self.session, out, meta) if self.options.trace else None
 
     @contextlib.contextmanager
     def measure(self, label: str = "run"):
@@ -402,6 +410,7 @@ class Lab(LabLifecycle):
         self._measured_once = True  # the run's first measured interval starts with --credits, the rest as left
         with interval.measured(parts, label) as measured:
             yield m
+        self.recording.measured(measured)
         m.result = measured.result
 
     def describe(self) -> dict:

@@ -42,6 +42,9 @@ OWNED = {
     "innodb-buffer-pool-dump-at-shutdown": "OFF",
     "innodb-buffer-pool-load-at-startup": "OFF",
 }
+#: how InnoDB does asynchronous I/O: the bootstrap that mariadb-install-db runs too (its default takes
+#: io_uring through liburing, which the interposer counts as I/O it cannot see)
+ASYNC_IO = ("innodb-use-native-aio", "innodb-linux-aio")
 #: what only mariadb-install-db can set (the undo tablespaces are made with the data directory)
 AT_CREATION = ("innodb-undo-tablespaces", "innodb-page-size", "innodb-undo-directory", "innodb-data-home-dir",
                "innodb-log-group-home-dir", "innodb-temp-data-file-path", "innodb-data-file-path")
@@ -93,8 +96,8 @@ class Server:
         me = _my_name()
         cmd = [str(self.install.exe("mariadb-install-db")), "--no-defaults", *self._files_options(),
                "--auth-root-authentication-method=socket", f"--auth-root-socket-user={me}", "--skip-test-db",
-               *(f"--{k}={v}" for k, v in {**{"innodb-undo-tablespaces": "2"}, **self.settings}.items()
-                 if k in AT_CREATION or k.startswith("innodb-buffer-pool"))]
+               *(f"--{k}={v}" for k, v in {**{"innodb-undo-tablespaces": "2"}, **self.settings, **OWNED}.items()
+                 if k in AT_CREATION or k.startswith("innodb-buffer-pool") or k in ASYNC_IO)]
         run = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=300,
                              **self.user.popen_kwargs())
         if run.returncode != 0:
