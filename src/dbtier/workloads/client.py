@@ -153,7 +153,7 @@ class Client(restore.UserWorkload):
         Param("setup", Path, (), "a SQL file run before the measurement, unmeasured, as a psql script as you "
               "(MariaDB: by the mariadb client) (repeatable, in order)", multiple=True, metavar="FILE"),
         Param("restore", Path, None, "a pg_dump file or folder (custom, directory, tar or plain) restored first, "
-              "unmeasured", metavar="DUMP"),
+              "unmeasured; with --engine mariadb, a mariadb-dump file, run by the mariadb client", metavar="DUMP"),
         Param("restore-jobs", int, 1, "parallel jobs for --restore of a custom or directory dump", maximum=16),
         Param("prepare-command", str, None, "a command run after the setup, unmeasured, as the client is "
               "(split as a shell would, but no shell runs; '$PGHOST'... replaced): sysbench's 'prepare'",
@@ -199,7 +199,8 @@ class Client(restore.UserWorkload):
         if self.p["restore"] is None:
             return
         if engine == "mariadb":
-            raise UserError("--restore takes pg_dump's formats; a mariadb-dump file is SQL: give it as --setup FILE")
+            restore.check_mariadb_dump(self.p["restore"], self.p["restore_jobs"], "--restore-jobs")
+            return
         restore.dump_format(self.p["restore"])  # a PostgreSQL dump, found now, not after the lab is made
 
     def footprint(self, cache_state: str = "cold") -> Footprint:
@@ -217,7 +218,7 @@ class Client(restore.UserWorkload):
     def prepare(self, db, progress) -> None:
         mariadb = self.engine == "mariadb"
         if mariadb:
-            restore.load_mariadb_setup(self, db, self.p["setup"], progress)
+            self.restored = restore.load_mariadb_setup(self, db, self.p["restore"], self.p["setup"], progress)
         else:
             self.restored = restore.load_user_setup(self, db, self.p["restore"], self.p["restore_jobs"],
                                                     self.p["setup"], progress)

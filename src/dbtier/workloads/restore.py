@@ -63,8 +63,8 @@ def dump_format(path: Path) -> str:
     if "\x00" in text or not text.strip():
         raise UserError(f"--restore {path}: neither a pg_dump archive (custom, directory, tar) nor SQL text")
     if text.lstrip().startswith(("-- MariaDB dump", "-- MySQL dump")):
-        raise UserError(f"--restore {path}: a mariadb-dump (mysqldump) file, which MariaDB runs: --engine mariadb "
-                        "--setup FILE")
+        raise UserError(f"--restore {path}: a mariadb-dump (mysqldump) file, which MariaDB restores: add --engine "
+                        "mariadb")
     _check_complete(path, st.st_size)
     return "plain"
 
@@ -290,14 +290,41 @@ def load_user_setup(workload: "UserWorkload", db, dump: Path | None, jobs: int, 
     return restored
 
 
-def load_mariadb_setup(workload: "UserWorkload", db, setup_files, progress) -> None:
-    """A user workload's setup on MariaDB: each setup file by the mariadb client (a mariadb-dump file is
-    one), then ANALYZE TABLE of every table, as a loaded database is left."""
-    workload.fingerprint_files()
+def check_mariadb_dump(path: Path, jobs: int, jobs_option: str) -> None:
+    """--restore on MariaDB: a mariadb-dump (mysqldump) file, SQL that the mariadb client runs, found
+    and checked before the lab is made; pg_dump's formats are PostgreSQL's."""
+    path = Path(path)
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise UserError(f"--restore {path}: {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UserError(f"--restore {path}: a folder (pg_dump's directory format, PostgreSQL's); on MariaDB "
+                        "--restore takes a mariadb-dump file")
+    head = sqlfile.read_text(path, "--restore")[:8192]
+    if head.lstrip().startswith("-- PostgreSQL database dump"):
+        raise UserError(f"--restore {path}: pg_dump's SQL, PostgreSQL's; on MariaDB --restore takes a mariadb-dump "
+                        "file")
+    if jobs != 1:
+        raise UserError(f"{jobs_option} {jobs}: a mariadb-dump file is one script, run by one mariadb client")
+
+
+def load_mariadb_setup(workload: "UserWorkload", db, dump: Path | None, setup_files, progress) -> dict | None:
+    """A user workload's setup on MariaDB: the mariadb-dump file restored, then each setup file, each by
+    the mariadb client, then ANALYZE TABLE of every table, as a loaded database is left. Returns what
+    the restore did (None without a dump)."""
+    workload.fingerprint_files(skip="restore")  # the dump's is taken with what the restore did
+    restored = None
+    if dump is not None:
+        dump = Path(dump).resolve()
+        progress.phase(f"restoring {dump.name} (mariadb-dump)")
+        db.run_sql_file(dump, "--restore")
+        restored = {"format": "mariadb-dump", "jobs": 1, "notes": [], "sha256": fingerprint(dump)}
     for path in setup_files:
         progress.phase(f"setup: {Path(path).name}")
         db.run_sql_file(Path(path).resolve(), "--setup")
     db.analyze()
+    return restored
 
 
 _UNREAD = object()

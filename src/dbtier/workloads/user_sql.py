@@ -98,7 +98,8 @@ class UserSql(restore.UserWorkload):
               "(psql's commands run with your rights; repeatable, in order)",
               multiple=True, metavar="FILE"),
         Param("restore", Path, None, "a pg_dump file or folder (custom, directory, tar or plain) restored first, "
-              "unmeasured, as the server's user (psql commands in a plain dump are refused)", metavar="DUMP"),
+              "unmeasured, as the server's user (psql commands in a plain dump are refused); with --engine mariadb, "
+              "a mariadb-dump file, run by the mariadb client", metavar="DUMP"),
         Param("jobs", int, 1, "parallel jobs for --restore of a custom or directory dump", flags=("-j",),
               maximum=16),
         Param("run", Path, (), "a SQL file to measure (repeatable, in order); '-- phase: NAME' lines divide it",
@@ -126,8 +127,10 @@ class UserSql(restore.UserWorkload):
         super().for_engine(engine)
         if self.p["restore"] is not None:
             if engine == "mariadb":
-                raise UserError("--restore takes pg_dump's formats; a mariadb-dump file is SQL: give it as --setup FILE")
-            self.restore_format = restore.dump_format(self.p["restore"])
+                restore.check_mariadb_dump(self.p["restore"], self.p["jobs"], "--jobs")
+                self.restore_format = "mariadb-dump"
+            else:
+                self.restore_format = restore.dump_format(self.p["restore"])
         self._measured = self._read_runs(engine)
 
     def _read_runs(self, engine: str) -> list[sqlfile.Phase]:
@@ -155,7 +158,7 @@ class UserSql(restore.UserWorkload):
 
     def prepare(self, db, progress) -> None:
         if self.engine == "mariadb":
-            restore.load_mariadb_setup(self, db, self.p["setup"], progress)
+            self.restored = restore.load_mariadb_setup(self, db, self.p["restore"], self.p["setup"], progress)
             return
         self.restored = restore.load_user_setup(self, db, self.p["restore"], self.p["jobs"], self.p["setup"],
                                                 progress)

@@ -64,9 +64,11 @@ def test_what_the_mariadb_lab_cannot_do_is_one_line(module_shm_dir, tmp_path):
     common = ["run", "client", "--engine", "mariadb", *DEVICES, "--workspace", str(module_shm_dir),
               "--output", str(tmp_path)]
     dump = tmp_path / "d.sql"
-    dump.write_text("CREATE TABLE t (id INT);\n")
+    dump.write_text("-- PostgreSQL database dump\nCREATE TABLE t (id INT);\n")
     cases = [
-        (["--restore", str(dump), "--", "true"], "a mariadb-dump file is SQL: give it as --setup FILE"),
+        (["--restore", str(dump), "--", "true"], "pg_dump's SQL, PostgreSQL's; on MariaDB --restore takes a "
+                                                 "mariadb-dump file"),
+        (["--restore", str(tmp_path), "--", "true"], "a folder (pg_dump's directory format, PostgreSQL's)"),
         (["--keep", "--", "true"], "--keep (the lab left for inspection): not with --engine mariadb yet"),
         (["--io-mode", "sideways", "--", "true"], "--io-mode"),
         (["--set", "innodb_flush_method=O_DSYNC", "--", "true"], "the lab sets it from --io-mode"),
@@ -222,3 +224,50 @@ def test_a_sweep_with_the_engine_as_an_axis(module_shm_dir, tmp_path):
     said = "engine=mariadb: --place wal=...: wal is PostgreSQL's role; on MariaDB its redo log is log"
     assert refused.returncode == 2 and said in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, \
         refused.stderr
+
+
+MARIADB_DUMP = """-- MariaDB dump 10.19  Distrib 10.11.19-MariaDB, for debian-linux-gnu (x86_64)
+/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */;
+/*!40101 SET NAMES utf8mb4 */;
+DROP TABLE IF EXISTS `orders`;
+CREATE TABLE `orders` (
+  `id` int(11) NOT NULL,
+  `note` varchar(40) DEFAULT NULL,
+  PRIMARY KEY (`id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+LOCK TABLES `orders` WRITE;
+/*!40000 ALTER TABLE `orders` DISABLE KEYS */;
+INSERT INTO `orders` VALUES (1,'it\\'s one;'),(2,'two'),(3,NULL);
+/*!40000 ALTER TABLE `orders` ENABLE KEYS */;
+UNLOCK TABLES;
+/*!40101 SET CHARACTER_SET_CLIENT=@OLD_CHARACTER_SET_CLIENT */;
+-- Dump completed on 2026-11-28 21:00:00
+"""
+
+
+def test_a_mariadb_dump_is_restored_before_the_run(module_shm_dir, tmp_path):
+    """run sql --engine mariadb --restore FILE: a mariadb-dump file, run by the mariadb client before the
+    setup files, unmeasured; the run reports what was restored with its sha256, as pg_dump's are."""
+    dump = tmp_path / "shop.sql"
+    dump.write_text(MARIADB_DUMP)
+    setup = tmp_path / "more.sql"
+    setup.write_text("INSERT INTO orders VALUES (4, 'four');\n")
+    work = tmp_path / "work.sql"
+    work.write_text("SELECT * FROM orders WHERE note LIKE '%;' OR id > 3;\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = dbtier("run", "sql", "--engine", "mariadb", "-d", "d=ram-san", "--restore", str(dump), "--setup", str(setup),
+                  "--run", str(work), "--workspace", str(module_shm_dir), "--output", str(out), "--json",
+                  str(out / "r.json"), "-q")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((out / "r.json").read_text())
+    assert [s["rows"] for s in doc["metrics"]["statement_times"]] == [2]  # row 1 restored, row 4 the setup's
+    restored = doc["checks"]["restored"]
+    assert restored["format"] == "mariadb-dump" and len(restored["sha256"]) == 64
+    assert [f["option"] for f in doc["files"]].count("restore") == 1
+    jobs = dbtier("run", "sql", "--engine", "mariadb", "-d", "d=ram-san", "--restore", str(dump), "-j", "2", "--run",
+                  str(work), "--workspace", str(module_shm_dir), "--output", str(out))
+    assert jobs.returncode == 2 and "--jobs 2: a mariadb-dump file is one script" in jobs.stderr, jobs.stderr
+    on_postgres = dbtier("run", "sql", "-d", "d=ram-san", "--restore", str(dump), "--run", str(work),
+                         "--workspace", str(module_shm_dir), "--output", str(out))
+    assert on_postgres.returncode == 2 and "which MariaDB restores: add --engine mariadb" in on_postgres.stderr
