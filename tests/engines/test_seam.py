@@ -29,7 +29,7 @@ def test_an_engine_by_name_and_a_wrong_one_refused():
     maria = engines.get("mariadb")
     assert maria.roles == ("data", "log", "undo", "temp", "binlog") and maria.index_role is None
     assert {maria.log_role, maria.temp_role, maria.dump_role} <= set(maria.roles)
-    assert maria.default_io_mode in maria.io_modes and maria.shares_loads and not maria.keeps_loads
+    assert maria.default_io_mode in maria.io_modes and maria.shares_loads and maria.keeps_loads
     with pytest.raises(UserError, match="--set listen_addresses"):
         pg.parse_settings(["listen_addresses=*"])
 

@@ -45,7 +45,7 @@ def labs(ctx, workspace: Path | None, json_path: Path | None, quiet: bool) -> No
 
     A run of your own database ('run sql', 'run pgbench', 'run client' with --restore, --setup or a
     --prepare-command) keeps the cluster it loaded, keyed by the dump's and setup files' sha256, the
-    load's own options, the server's version and the settings given; the next run, compare or advise
+    load's own options, the engine and its version and the settings given; the next run, compare or advise
     --verify of the same load copies it instead of loading again, and says so. Kept clusters take at
     most a quarter of the workspace's file system (the oldest go first)."""
     if ctx.invoked_subcommand:
@@ -62,11 +62,11 @@ def labs(ctx, workspace: Path | None, json_path: Path | None, quiet: bool) -> No
         out.print("no loaded cluster is kept (a run with --restore or --setup keeps the one it loads)")
         return
     table = Table(title="loaded clusters kept for later runs", title_justify="left")
-    for col in ("key", "made by", "PostgreSQL", "MiB", "age"):
+    for col in ("key", "made by", "server", "MiB", "age"):
         table.add_column(col, justify="right" if col in ("MiB", "age") else "left")
     for e in entries:
-        table.add_row(e["key"], _what(e["made_by"]), e["engine"].get("version", "?"), f"{e['bytes'] / 2**20:,.1f}",
-                      _age(e["age_s"]))
+        server = f"{e['engine'].get('name', 'postgres')} {e['engine'].get('version', '?')}"
+        table.add_row(e["key"], _what(e["made_by"]), server, f"{e['bytes'] / 2**20:,.1f}", _age(e["age_s"]))
     out.print(table)
 
 

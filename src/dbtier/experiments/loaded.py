@@ -105,14 +105,16 @@ def describe(kept) -> dict:
             "path": str(kept.path)}
 
 
-def kept_list(workspace: Path | None = None, engine: str = "postgres") -> list[dict]:
+def kept_list(workspace: Path | None = None) -> list[dict]:
+    """Every engine's kept loads (one folder holds them all, each record naming its engine)."""
+    from dbtier.engines.kept import KeptLoads
     from dbtier.workspace import Workspace
-    root = Workspace.locate(workspace)
-    return [describe(k) for k in engines.get(engine).kept_clusters(root).entries()]
+    return [describe(k) for k in KeptLoads(Workspace.locate(workspace)).entries()]
 
 
-def remove(keys: list[str], workspace: Path | None = None, engine: str = "postgres") -> list[tuple[str, int]]:
-    """Removes the kept clusters named; returns (key, bytes) of each."""
+def remove(keys: list[str], workspace: Path | None = None) -> list[tuple[str, int]]:
+    """Removes the kept loads named, of any engine; returns (key, bytes) of each."""
+    from dbtier.engines.kept import KeptLoads
     from dbtier.workspace import Workspace
-    store = engines.get(engine).kept_clusters(Workspace.locate(workspace))
+    store = KeptLoads(Workspace.locate(workspace))
     return [(key, store.remove(key)) for key in keys]

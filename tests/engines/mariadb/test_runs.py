@@ -6,6 +6,7 @@ in agreement with InnoDB's own counters; what MariaDB's lab cannot do yet is ref
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -271,3 +272,42 @@ def test_a_mariadb_dump_is_restored_before_the_run(module_shm_dir, tmp_path):
     on_postgres = dbtier("run", "sql", "-d", "d=ram-san", "--restore", str(dump), "--run", str(work),
                          "--workspace", str(module_shm_dir), "--output", str(out))
     assert on_postgres.returncode == 2 and "which MariaDB restores: add --engine mariadb" in on_postgres.stderr
+
+
+def test_a_second_run_of_the_same_setup_copies_the_kept_server(module_shm_dir, tmp_path):
+    """A run of your own setup on MariaDB keeps the stopped server it loaded (data directory, redo log,
+    undo tablespaces); a second run of the same setup starts a copy of it without loading, and finds
+    the very rows the first made (RAND() values counted); `dbtier labs` lists it with its engine; a
+    kept server with a link planted in it is refused, and removed it loads again."""
+    setup = tmp_path / "setup.sql"
+    setup.write_text("CREATE TABLE orders (id INT PRIMARY KEY, r DOUBLE);\n"
+                     "INSERT INTO orders SELECT seq, RAND() FROM seq_1_to_20000;\n")
+    work = tmp_path / "work.sql"
+    work.write_text("SELECT id FROM orders WHERE r < 0.5;\n")
+
+    def run(name: str):
+        out = tmp_path / name
+        out.mkdir()
+        proc = dbtier("run", "sql", "--engine", "mariadb", "-d", "d=ssd-sata-mlc", "--setup", str(setup), "--run",
+                      str(work), "--workspace", str(module_shm_dir), "-o", str(out), "--json", str(out / "r.json"))
+        return proc, (json.loads((out / "r.json").read_text()) if proc.returncode == 0 else None)
+
+    first, r1 = run("a")
+    assert first.returncode == 0 and r1["loaded_cluster"]["reused"] is False, first.stderr
+    second, r2 = run("b")
+    assert second.returncode == 0 and r2["loaded_cluster"] == {**r1["loaded_cluster"], "reused": True}, second.stderr
+    assert "reusing the loaded cluster" in second.stdout
+    counted = [r["metrics"]["statement_times"][0]["rows"] for r in (r1, r2)]
+    assert counted[0] == counted[1] and 9000 < counted[0] < 11000, counted
+    key = r1["loaded_cluster"]["key"]
+    dbtier("labs", "--workspace", str(module_shm_dir), "--json", str(tmp_path / "labs.json"), "-q", check=True)
+    (kept,) = [k for k in json.loads((tmp_path / "labs.json").read_text())["kept"] if k["key"] == key]
+    assert kept["engine"]["name"] == "mariadb" and kept["made_by"]["workload"] == "sql" and kept["bytes"] > 0
+    planted = Path(kept["path"]) / "data" / "planted"
+    planted.symlink_to("/etc")
+    refused, _ = run("c")
+    assert refused.returncode == 2 and f"{planted} leads out of it" in refused.stderr, refused.stderr
+    dbtier("labs", "remove", key, "--workspace", str(module_shm_dir), "-q", check=True)
+    third, r3 = run("d")
+    assert third.returncode == 0 and r3["loaded_cluster"]["reused"] is False, third.stderr
+    dbtier("labs", "remove", "--all", "--workspace", str(module_shm_dir), "-q", check=True)

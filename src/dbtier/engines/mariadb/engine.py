@@ -1,7 +1,6 @@
 """MariaDB (InnoDB) behind the engine interface (engines/base.py): its roles, settings, lab and what
-the preflight needs to know of its redo log. What its lab does not do yet (a load kept in the
-workspace for later runs, the lab left for inspection, production's settings) is refused in one line
-before anything is made."""
+the preflight needs to know of its redo log. What its lab does not do yet (the lab left for
+inspection, production's settings) is refused in one line before anything is made."""
 
 from __future__ import annotations
 
@@ -47,7 +46,7 @@ class MariaDB:
     io_modes = tuple(FLUSH_METHODS)
     default_io_mode = "direct"
     shares_loads = True   # a seed lab's stopped server copied into each layout's (Lab.seed)
-    keeps_loads = False   # nothing kept in the workspace for later runs yet: each run or compare loads
+    keeps_loads = True    # a user's load kept in the workspace for later runs (kept.py)
 
     def parse_placement(self, texts, devices: list[str]):
         return placement.parse(list(texts), list(devices))
@@ -101,7 +100,9 @@ class MariaDB:
         return binaries.find(options.mariadb_bin).version if options.mariadb_bin else binaries.SERIES
 
     def kept_clusters(self, workspace_root):
-        return None
+        """The loaded servers kept in the workspace (engines/mariadb/kept.py)."""
+        from dbtier.engines.mariadb.kept import KeptServers
+        return KeptServers(workspace_root)
 
     def describe(self) -> dict:
         return {"name": self.name}
