@@ -109,6 +109,13 @@ def _interrupted() -> None:
 
 
 def main() -> None:
+    try:
+        _main()
+    except KeyboardInterrupt:  # raised on the way out, after the cleanup: interrupted all the same (not
+        sys.exit(130)          # Python's own end for it, killed by SIGINT, which a caller reads as a crash)
+
+
+def _main() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _terminate)
     from dbtier.workloads.base import WorkloadError
