@@ -301,8 +301,15 @@ def check_mariadb_dump(path: Path, jobs: int, jobs_option: str) -> None:
     if stat.S_ISDIR(st.st_mode):
         raise UserError(f"--restore {path}: a folder (pg_dump's directory format, PostgreSQL's); on MariaDB "
                         "--restore takes a mariadb-dump file")
-    head = sqlfile.read_text(path, "--restore")[:8192]
-    if head.lstrip().startswith("-- PostgreSQL database dump"):
+    try:
+        with open(path, "rb") as f:  # its head only: a dump may be gigabytes
+            head = f.read(8192)
+    except OSError as exc:
+        raise UserError(f"--restore {path}: {exc.strerror}") from None
+    if head.startswith(CUSTOM_MAGIC) or (len(head) >= 262 and head[257:262] == b"ustar"):
+        raise UserError(f"--restore {path}: a pg_dump archive, PostgreSQL's; on MariaDB --restore takes a "
+                        "mariadb-dump file")
+    if head.decode("utf-8", "replace").lstrip().startswith("-- PostgreSQL database dump"):
         raise UserError(f"--restore {path}: pg_dump's SQL, PostgreSQL's; on MariaDB --restore takes a mariadb-dump "
                         "file")
     if jobs != 1:

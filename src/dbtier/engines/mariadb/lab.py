@@ -264,6 +264,9 @@ class Lab(LabLifecycle):
                             "(give no --mariadb-bin), or install the mariadb-backup package")
         f = self.server.folders
         if step == "backup":
+            if not re.fullmatch(r"[A-Za-z0-9_.-]+", self.user.name):  # it goes into SQL as an account's name
+                raise UserError(f"the server's user {self.user.name!r} cannot be a MariaDB account's name here; "
+                                "run mariadb-backup as a user with a plain name")
             if not self._backup_user:
                 self.execute(f"CREATE USER IF NOT EXISTS '{self.user.name}'@'localhost' IDENTIFIED VIA unix_socket")
                 self.execute(f"GRANT RELOAD, PROCESS, LOCK TABLES, BINLOG MONITOR, SELECT ON *.* "
@@ -275,7 +278,7 @@ class Lab(LabLifecycle):
             args = ["--prepare", f"--use-memory={self.options.cache_bytes}"]
         run = subprocess.run([str(exe), "--no-defaults", *args, f"--target-dir={target}", "--innodb-linux-aio=aio",
                               f"--tmpdir={f.temp}"], env=self.server.env, stdin=subprocess.DEVNULL,
-                             capture_output=True, text=True, timeout=3600, **self.user.popen_kwargs())
+                             capture_output=True, text=True, **self.user.popen_kwargs())
         lines = run.stderr.strip().splitlines()
         if run.returncode != 0 or not lines or not lines[-1].endswith("completed OK!"):
             said = [ln for ln in lines if "[ERROR]" in ln or "error" in ln.lower()] or lines[-1:]
