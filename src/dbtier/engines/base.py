@@ -20,6 +20,12 @@ from dbtier.devices.spec import DeviceSpec
 SEED_DEVICE = "dbtier-seed"
 
 
+def seed_device() -> DeviceSpec:
+    """A seed lab's one device: a load there runs with the emulation paused, so its model costs nothing."""
+    from dbtier.devices.profile import load
+    return DeviceSpec(SEED_DEVICE, load("ram-san"), spec="ram-san")
+
+
 class Engine(Protocol):
     name: str
     title: str                    # as people write it: "PostgreSQL"

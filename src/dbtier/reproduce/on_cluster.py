@@ -22,14 +22,15 @@ def reproduce(chosen: list[Article], quick: bool, base: Base, cluster: str, fold
     t0 = time.monotonic()
     work = {"quick": quick, "pg_bin": str(base.pg_bin) if base.pg_bin else None,
             "mariadb_bin": str(base.mariadb_bin) if base.mariadb_bin else None}
-    jobs = [(art.seed, art.engine) for art in chosen]
+    jobs = range(len(chosen))  # each article on one engine, by its place in `chosen`
     with cluster_runs.connected(cluster, folder, say) as (pool, nodes):
-        finished = cluster_runs.run_jobs(pool, jobs, lambda job: {**work, "reproduce": job[0], "engine": job[1]},
-                                         folder, say, lambda job: name(next(a for a in chosen if (a.seed, a.engine) == job)))
+        finished = cluster_runs.run_jobs(pool, list(jobs), lambda i: {**work, "reproduce": chosen[i].seed,
+                                                                      "engine": chosen[i].engine},
+                                         folder, say, lambda i: name(chosen[i]))
     articles = {}
-    for job, article_dir, nd in finished:
+    for i, article_dir, nd in finished:
         art = json.loads((article_dir / "article.json").read_text())
         art.pop("elapsed_s", None)
-        articles[job] = {**art, "node": nd.name}
-    return {"kind": "reproduce", "engines": list(dict.fromkeys(engine for _seed, engine in jobs)),
-            "articles": [articles[job] for job in jobs], "elapsed_s": time.monotonic() - t0, "nodes": nodes}
+        articles[i] = {**art, "node": nd.name}
+    return {"kind": "reproduce", "engines": list(dict.fromkeys(art.engine for art in chosen)),
+            "articles": [articles[i] for i in jobs], "elapsed_s": time.monotonic() - t0, "nodes": nodes}

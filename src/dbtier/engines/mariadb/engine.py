@@ -9,10 +9,9 @@ from typing import Callable
 
 from dbtier import units
 from dbtier.devices.pagecache import check_page_cache
-from dbtier.devices.profile import load
 from dbtier.devices.session import check_cpu_scale
 from dbtier.devices.spec import DeviceSpec
-from dbtier.engines.base import SEED_DEVICE, Sizes
+from dbtier.engines.base import SEED_DEVICE, seed_device, Sizes
 from dbtier.engines.mariadb import binaries, placement, settings
 from dbtier.engines.mariadb.lab import FLUSH_METHODS, Lab, LabOptions
 from dbtier.errors import UserError
@@ -90,8 +89,8 @@ class MariaDB:
     def seed_lab(self, options: LabOptions, say: Callable[[str], None]) -> Lab:
         """One device, where the workload loads once with the emulation paused; its stopped server is
         copied into each layout's lab (Lab.seed)."""
-        device = DeviceSpec(SEED_DEVICE, load("ram-san"), spec="ram-san")
-        return Lab([device], placement.parse([], [SEED_DEVICE]), replace(options, trace=False, keep=False), say)
+        return Lab([seed_device()], placement.parse([], [SEED_DEVICE]), replace(options, trace=False, keep=False),
+                   say)
 
     def settings_from(self, path) -> dict:
         raise UserError("--settings-from reads PostgreSQL's settings; not with --engine mariadb")

@@ -7,9 +7,8 @@ from dataclasses import replace
 from typing import Callable
 
 from dbtier import units
-from dbtier.devices.profile import load
 from dbtier.devices.spec import DeviceSpec
-from dbtier.engines.base import SEED_DEVICE
+from dbtier.engines.base import SEED_DEVICE, seed_device
 from dbtier.engines.postgres import capacity, placement, settings
 from dbtier.engines.postgres.lab import Lab, LabOptions
 from dbtier.errors import UserError
@@ -64,8 +63,8 @@ class Postgres:
         return Lab(devices, where, options, say)
 
     def seed_lab(self, options: LabOptions, say: Callable[[str], None]) -> Lab:
-        device = DeviceSpec(SEED_DEVICE, load("ram-san"), spec="ram-san")
-        return Lab([device], placement.parse([], [SEED_DEVICE]), replace(options, trace=False, keep=False), say)
+        return Lab([seed_device()], placement.parse([], [SEED_DEVICE]), replace(options, trace=False, keep=False),
+                   say)
 
     def settings_from(self, path) -> dict:
         """Production's settings from a snapshot file (engines/postgres/production.py), checked: the file,
