@@ -15,7 +15,7 @@ from pathlib import Path
 import pymysql
 
 from dbtier.engines.mariadb import SEEDED_RAND
-from dbtier.workloads import tpcc_innodb
+from dbtier.workloads import restore, tpcc_innodb
 from dbtier.workloads.base import Phase, WorkloadError
 from dbtier.workloads.tpcc_schema import Scale
 
@@ -114,7 +114,7 @@ class InnoDBBuild:
         its pages), so that a server could start from it."""
         progress.phase("mariadb-backup --prepare, on the dump device")
         lab.physical_backup("prepare", self.dump_dir / "backup")
-        return {"backup_bytes": _tree_bytes(self.dump_dir / "backup")}
+        return {"backup_bytes": restore.dump_bytes(self.dump_dir / "backup")}
 
     def phases(self) -> list[Phase]:
         return [Phase("create database", self.create), Phase("load", self.load, cold=False),
@@ -135,10 +135,6 @@ def _write_tsv(conn, table: str, path: Path) -> None:
         cur.execute(f"SELECT * FROM {table}")
         for row in cur:
             f.write("\t".join("\\N" if v is None else str(v) for v in row) + "\n")
-
-
-def _tree_bytes(folder: Path) -> int:
-    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
 
 
 def _spread(tables: list[str], jobs: int) -> list[list[str]]:
