@@ -160,7 +160,6 @@ def test_bad_cuts_are_one_line(tmp_path, args, message):
     (["random-index", "-d", "ssd=ssd-sata-mlc"], "keeps no ledger of acknowledged commits"),
     (["pgbench", "-T", "1", "-d", "ssd=ssd-sata-mlc"], "its history is the ledger"),
     (["pgbench", "-i", "-T", "1", "-b", "select-only", "-d", "ssd=ssd-sata-mlc"], "its history is the ledger"),
-    (["oltp", "--driver", "python", "-d", "ssd=ssd-sata-mlc"], "with its pgbench terminals (--driver pgbench)"),
     (["pgbench", "-i", "-T", "1", "--ledger", "t", "-d", "ssd=ssd-sata-mlc"], "give it with pgbench -f FILE only"),
 ])
 def test_what_cannot_be_checked_is_refused(tmp_path, shm_dir, args, message):

@@ -83,6 +83,7 @@ def crash(ctx, rebuild_dir, cut_index, into, matrix_file, workspace, output, jso
       dbtier crash pgbench -i -s 1 -T 10 -d 'ssd=ssd-sata-mlc{flush_honoured=0}' --cuts 500
       dbtier crash pgbench -i -s 1 -T 5 -d ssd=ssd-sata-mlc --fsync-error   # an fsync fails: PANIC?
       dbtier crash oltp --warehouses 1 --duration 10 -d data=hdd-sata-7200 -d log=ssd-sata-mlc --place wal=log
+      dbtier crash oltp --engine mariadb --warehouses 1 --duration 10 -d ssd=ssd-sata-mlc --set innodb_doublewrite=0
       dbtier crash --rebuild results/crash-pgbench-20261127-120000 --cut 7   # that cut's state again
       dbtier crash --matrix examples/power-loss.toml   # several configurations, each against what it expects
 
@@ -90,9 +91,9 @@ def crash(ctx, rebuild_dir, cut_index, into, matrix_file, workspace, output, jso
     what the emulation did with them (the page cache, each device's volatile cache, the media, the
     flushes). Then the power is cut: after a flush, at random instants, in the middle of a write (torn at
     the device's atomic write), or with a volatile cache's writes persisted out of order. Each state is
-    recovered by the same PostgreSQL and checked: the server starts, every commit the client saw
-    acknowledged before the cut is there, pg_amcheck (heapallindexed) and pg_checksums find nothing, and
-    the workload's own consistency holds. The answer first: how many cuts lost a commit or left damage,
+    recovered by the same server and checked: it starts, every commit the client saw acknowledged before
+    the cut is there, the pages are whole (PostgreSQL: pg_amcheck with heapallindexed and pg_checksums;
+    MariaDB: CHECK TABLE and innochecksum), and the workload's own consistency holds. The answer first: how many cuts lost a commit or left damage,
     and how long recovery took. A run that found something keeps the base image and the log in its
     directory: --rebuild builds any of its states again, bit for bit, to look at or start a server on."""
     if matrix_file is not None:

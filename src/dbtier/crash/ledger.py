@@ -10,9 +10,10 @@ pgbench: its tpcb-like transaction, unchanged but for pgbench_history's filler, 
 client's number (pgbench's :client_id), so that pgbench_history is the ledger. TPC-B's consistency
 condition: the accounts', tellers' and branches' balances and the history's deltas sum alike.
 
-oltp (TPC-C, its pgbench terminals): each transaction that writes (New-Order, Payment, Delivery) also
-inserts its client's number into dbtier_ledger, in the same transaction; the read-only ones (Order-Status,
-Stock-Level) are left as they are and not counted. TPC-C's consistency conditions 1-4.
+oltp (TPC-C, pgbench's terminals or dbtier's own, on either engine): each transaction that writes
+(New-Order, Payment, Delivery) also inserts its client's number into dbtier_ledger, in the same
+transaction; the read-only ones (Order-Status, Stock-Level) are left as they are and not counted.
+TPC-C's consistency conditions 1-4.
 
 A user's own pgbench scripts (-f) with --ledger TABLE: each transaction of every script inserts one
 row into TABLE with its column client set to :client_id (dbtier makes TABLE (client int) unless the
@@ -143,15 +144,31 @@ class PgbenchLedger:
 TPCC_WRITING = ("new_order", "payment", "delivery")
 
 
+def _rows(conn, query: str) -> list[tuple]:
+    """A query's rows on either engine's connection (psycopg's or PyMySQL's)."""
+    with conn.cursor() as cur:
+        cur.execute(query)
+        return list(cur.fetchall())
+
+
+#: oltp's ledger table
+TPCC_LEDGER = "dbtier_ledger"
+
+
 class TpccLedger:
-    """oltp's TPC-C with its ledger (module docstring)."""
+    """oltp's TPC-C with its ledger (module docstring), on either engine: pgbench's terminals run each
+    writing transaction's script wrapped with its row (wrap); dbtier's own insert it before they commit
+    (tpcc_driver.LEDGERED)."""
     name = "TPC-C"
     counted = TPCC_WRITING
 
     def apply(self, workload, lab) -> None:
-        with lab.connect() as conn:
-            conn.execute("CREATE TABLE dbtier_ledger (client int NOT NULL)")
-        workload.transform = self.wrap
+        with lab.connect() as conn, conn.cursor() as cur:
+            cur.execute(f"CREATE TABLE {TPCC_LEDGER} (client int NOT NULL)")
+        if workload.driver == "pgbench":
+            workload.transform = self.wrap
+        else:
+            workload.ledger_table = TPCC_LEDGER
 
     @staticmethod
     def wrap(kind: str, script: str) -> str:
@@ -162,14 +179,14 @@ class TpccLedger:
         return (f"{head}\nBEGIN;\n{call}\nINSERT INTO dbtier_ledger (client) VALUES (:client_id);\nEND;\n")
 
     def kept(self, conn) -> dict[int, int]:
-        rows = conn.execute("SELECT client, count(*) FROM dbtier_ledger GROUP BY 1").fetchall()
-        return {int(c): int(n) for c, n in rows}
+        return {int(c): int(n) for c, n in _rows(conn, f"SELECT client, count(*) FROM {TPCC_LEDGER} GROUP BY 1")}
 
     def inconsistency(self, conn) -> str | None:
         """TPC-C's consistency conditions 1-4, or those broken."""
-        from dbtier.workloads.tpcc_schema import check_consistency
+        from dbtier.workloads.tpcc_schema import CONSISTENCY
 
-        broken = {name: n for name, n in check_consistency(conn).items() if n}
+        broken = {name: int(_rows(conn, query)[0][0]) for name, query in CONSISTENCY.items()}
+        broken = {name: n for name, n in broken.items() if n}
         if not broken:
             return None
         return "TPC-C's consistency conditions broken: " + ", ".join(f"{k} ({v:,} rows)" for k, v in broken.items())
@@ -224,9 +241,6 @@ def for_workload(workload, ledger_table: str | None = None) -> PgbenchLedger | T
                             "transaction; give it with pgbench -f FILE only")
         return UserLedger(ledger_table)
     if workload.name == "oltp":
-        if workload.driver != "pgbench":
-            raise UserError("dbtier crash checks oltp with its pgbench terminals (--driver pgbench), whose log says "
-                            "which transactions were acknowledged")
         return TpccLedger()
     if workload.name == "pgbench":
         scripts = [name for name, _args, _w in workload.scripts]

@@ -34,8 +34,15 @@ class Checked:
     problems: list[str] = field(default_factory=list)   # structure, checksums, consistency, start
     log_tail: str = ""
 
+    def read_ledger(self, ledger, conn) -> None:
+        """The ledger's rows kept per client, and the workload's consistency, from the recovered database."""
+        self.kept = ledger.kept(conn)
+        bad = ledger.inconsistency(conn)
+        if bad:
+            self.problems.append(bad)
 
-def _give(user, root: Path) -> None:
+
+def give_state(user, root: Path) -> None:
     if not user.switches:
         return
     for dirpath, dirs, files in os.walk(root):
@@ -44,13 +51,28 @@ def _give(user, root: Path) -> None:
     os.chown(root, user.uid, user.gid)
 
 
-def recover(lab, state: Path, data_dev: int, wal_dev: int, ledger, log_path: Path, timed: bool = True,
+def recovery_env(lab, live_env: dict[str, str], state: Path, timed: bool) -> tuple[dict[str, str], Session | None]:
+    """The environment a state's recovering server runs in, from the live server's: timed, under the
+    interposer on a session of the state's own (each device's folder in the state, on its profile, the
+    page cache empty); else on the host alone. The session is paused until the caller starts it."""
+    env = {k: v for k, v in live_env.items() if not k.startswith("DBTIER_")}  # the lab's LD_PRELOAD, reachable
+    if not timed:
+        env.pop("LD_PRELOAD", None)
+        return env, None
+    session = Session([Device(d.name, (state / str(n)).resolve(), d.profile) for n, d in enumerate(lab.devices)],
+                      state / "emulation", page_cache=lab.page_cache)
+    session.create()
+    env["DBTIER_IOTAP"] = str(session.state_path)
+    return env, session
+
+
+def recover(lab, state: Path, roles: dict[str, int], ledger, log_path: Path, timed: bool = True,
             socket_dir: Path | None = None) -> Checked:
-    """Starts the server on `state` (a folder per device number, as states.Builder lays it out); timed:
-    on the emulated devices, its recovery time the RTO (else on the host alone, recovery_s None).
-    socket_dir: where its server listens (the lab's own, stopped, by default; one each for states
-    recovered side by side)."""
-    pgdata = state / str(data_dev) / "pgdata"
+    """Starts the server on `state` (a folder per device number, as states.Builder lays it out; roles:
+    the data's and the WAL's device numbers); timed: on the emulated devices, its recovery time the RTO
+    (else on the host alone, recovery_s None). socket_dir: where its server listens (the lab's own,
+    stopped, by default; one each for states recovered side by side)."""
+    pgdata = state / str(roles["data"]) / "pgdata"
     live = lab.cluster
     dynshmem = state / "dynshmem"
     dynshmem.mkdir(mode=0o700)
@@ -60,18 +82,10 @@ def recover(lab, state: Path, data_dev: int, wal_dev: int, ledger, log_path: Pat
     link.symlink_to(dynshmem)
     (pgdata / "postmaster.pid").unlink(missing_ok=True)
     pgdata.chmod(0o700)
-    env = {k: v for k, v in live.env.items() if not k.startswith("DBTIER_")}  # the lab's LD_PRELOAD, reachable
-    session = None
-    if timed:
-        session = Session([Device(d.name, (state / str(n)).resolve(), d.profile) for n, d in enumerate(lab.devices)],
-                          state / "emulation", page_cache=lab.page_cache)
-        session.create()
-        env["DBTIER_IOTAP"] = str(session.state_path)
-    else:
-        env.pop("LD_PRELOAD", None)
-    _give(live.user, state)
+    env, session = recovery_env(lab, live.env, state, timed)
+    give_state(live.user, state)
     socket_dir = socket_dir or live.socket_dir
-    cluster = Cluster(live.install, live.user, pgdata, state / str(wal_dev) / "pg_wal", socket_dir, log_path,
+    cluster = Cluster(live.install, live.user, pgdata, state / str(roles["wal"]) / "pg_wal", socket_dir, log_path,
                       env, lab.claim, dynshmem)
     if session:
         session.pause(False)
@@ -79,7 +93,7 @@ def recover(lab, state: Path, data_dev: int, wal_dev: int, ledger, log_path: Pat
     try:
         cluster.start(timeout=START_TIMEOUT_S)
     except UserError:
-        tail = _tail(log_path, 40)
+        tail = log_tail(log_path, 40)
         why = next((ln.split(":  ", 1)[-1] for ln in tail.splitlines() if "PANIC:" in ln),
                    next((ln.split(":  ", 1)[-1] for ln in tail.splitlines() if "FATAL:" in ln), ""))
         return Checked(False, log_tail=tail, problems=["the server did not start" + (f": {why}" if why else "")])
@@ -89,10 +103,7 @@ def recover(lab, state: Path, data_dev: int, wal_dev: int, ledger, log_path: Pat
     out = Checked(True, time.monotonic() - t0 if timed else None)
     try:
         with cluster.connect(DATABASE) as conn:
-            out.kept = ledger.kept(conn)
-            bad = ledger.inconsistency(conn)
-            if bad:
-                out.problems.append(bad)
+            out.read_ledger(ledger, conn)
         amcheck = _amcheck(live, socket_dir)
         if amcheck:
             out.problems.append(amcheck)
@@ -101,7 +112,7 @@ def recover(lab, state: Path, data_dev: int, wal_dev: int, ledger, log_path: Pat
     checksums = _checksums(live, pgdata)
     if checksums:
         out.problems.append(checksums)
-    out.log_tail = _tail(log_path)
+    out.log_tail = log_tail(log_path)
     if "PANIC" in out.log_tail:
         out.problems.append("the server logged a PANIC")
     return out
@@ -137,7 +148,7 @@ def _checksums(live, pgdata: Path) -> str | None:
     return f"pg_checksums: {text[-1] if text else f'exit status {proc.returncode}'}"
 
 
-def _tail(path: Path, lines: int = 8) -> str:
+def log_tail(path: Path, lines: int = 8) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:

@@ -88,9 +88,10 @@ def plan(tl: Timeline, kinds: tuple[str, ...], seed: int, index: int, count: int
         tearable = np.flatnonzero((req.len > unit) & (req.arrival >= start))
         if not len(tearable):
             raise UserError("no write of the run was larger than its device's atomic write, so none can be torn")
-        # three tears in four are of a table's or index's pages, if the run wrote any: the WAL's far more
-        # numerous writes are guarded by their records' CRCs, the pages only by full_page_writes
-        relation = np.array([tl.files.get(int(f), (0, "", ""))[2] == RELATION for f in req.file[tearable]])
+        # three tears in four are of a table's or index's pages, if the run wrote any: the log's far more
+        # numerous writes are guarded by their records' CRCs, the pages only by full_page_writes (InnoDB's
+        # by its doublewrite buffer)
+        relation = np.array([_holds_pages(*tl.files.get(int(f), (0, "", ""))[1:]) for f in req.file[tearable]])
         pool = tearable[relation] if relation.any() and rng.random() < 0.75 else tearable
         row = int(pool[rng.integers(len(pool))])
         until = min(int(req.durable[row]), end) if req.durable[row] != INF else end
@@ -106,6 +107,14 @@ def plan(tl: Timeline, kinds: tuple[str, ...], seed: int, index: int, count: int
         kept = cached[rng.random(len(cached)) < 0.5][:REORDER_CAP] if len(cached) else cached
         return Cut(seed, index, kind, at, kept=tuple(int(k) for k in kept))
     raise UserError(f"unknown kind of cut {kind!r}: one of {', '.join(KINDS)}")
+
+
+def _holds_pages(path: str, kind: str) -> bool:
+    """A file of a table's or index's pages: PostgreSQL's relation files (the interposer's class), or
+    InnoDB's tablespaces (a table's .ibd, the system tablespace, the undo tablespaces), which the
+    interposer classes as no relation."""
+    name = os.path.basename(path)
+    return kind == RELATION or name.endswith(".ibd") or name.startswith(("ibdata", "undo"))
 
 
 class Builder:

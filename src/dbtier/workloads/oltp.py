@@ -90,6 +90,9 @@ class Oltp(Workload):
     size_options = ("warehouses", "items", "customers", "duration")
     #: (type, pgbench script) -> the script the terminals run: a crash test's ledger row (crash/ledger.py)
     transform = None
+    #: the table each writing transaction of dbtier's own terminals inserts its terminal's number into
+    #: (a crash test's ledger, crash/ledger.py)
+    ledger_table: str | None = None
 
     @property
     def scale(self) -> Scale:
@@ -132,11 +135,10 @@ class Oltp(Workload):
         mariadb = self.engine == "mariadb"
         tally = tpcc_driver.drive(lab.connect, self.p["clients"], seconds, self.p["warehouses"], self.p["items"],
                                   self.p["customers"], self.p["data_seed"], progress,
-                                  tpcc_innodb.Calls if mariadb else tpcc_driver.PostgresCalls)
+                                  tpcc_innodb.Calls if mariadb else tpcc_driver.PostgresCalls, self.ledger_table)
         if tally.errors:
             raise WorkloadError(f"{len(tally.errors)} terminal(s) failed: {tally.errors[0]}")
-        if not mariadb:  # a MariaDB lab keeps no trace to set them beside
-            tpcc_driver.note_transactions(lab, tally)
+        tpcc_driver.note_transactions(lab, tally)
         return tpcc_driver.summary(tally, seconds)
 
     def run(self, lab, progress) -> dict:

@@ -18,6 +18,9 @@ from dbtier.workloads import pgbench_log
 
 MIX = (("new_order", 45), ("payment", 43), ("order_status", 4), ("delivery", 4), ("stock_level", 4))
 TYPES = tuple(name for name, _ in MIX)
+#: the transactions that write: with a ledger (a crash test's, crash/ledger.py), each also inserts its
+#: terminal's number into the ledger table, in the same transaction
+LEDGERED = ("new_order", "payment", "delivery")
 C_RUN = {"last": 223, "id": 259, "item": 7911}  # |223 - 157| = 66: inside the specification's 65..119
 SYLLABLES = ("BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING")
 
@@ -42,12 +45,18 @@ class PostgresCalls:
     }
     RETRYABLE = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
 
-    def __init__(self, conn):
-        self.cur = conn.cursor()
+    def __init__(self, conn, ledger: str | None = None, client: int = 0):
+        self.conn, self.cur = conn, conn.cursor()
+        self.ledger, self.client = ledger, client
 
     def __call__(self, kind: str, args: tuple) -> None:
         try:
-            self.cur.execute(self.QUERIES[kind], args, prepare=True)
+            if self.ledger and kind in LEDGERED:  # the call and its ledger row, one transaction
+                with self.conn.transaction():
+                    self.cur.execute(self.QUERIES[kind], args, prepare=True)
+                    self.cur.execute(f"INSERT INTO {self.ledger} (client) VALUES (%s)", (self.client,))
+            else:
+                self.cur.execute(self.QUERIES[kind], args, prepare=True)
         except psycopg.errors.RaiseException as exc:
             raise RolledBack from exc
         except self.RETRYABLE as exc:
@@ -82,8 +91,9 @@ class Tally:
 
 class Terminal:
     def __init__(self, connect, number: int, warehouses: int, items: int, customers: int, seed: int,
-                 calls=PostgresCalls):
+                 calls=PostgresCalls, ledger: str | None = None):
         self.connect = connect
+        self.ledger = ledger
         self.calls = calls  # the engine's transactions on a connection (PostgresCalls, tpcc_innodb.Calls)
         self.number = number
         self.rng = random.Random(seed * 1000003 + number)
@@ -131,7 +141,7 @@ class Terminal:
         block_signals()
         try:
             with self.connect() as conn:
-                call = self.calls(conn)
+                call = self.calls(conn, self.ledger, self.number)
                 while not stop.is_set():
                     kind = self.rng.choices(TYPES, self.weights)[0]
                     args = self.inputs(kind)
@@ -153,10 +163,11 @@ class Terminal:
 
 
 def drive(connect, clients: int, seconds: float, warehouses: int, items: int, customers: int, seed: int,
-          progress=None, calls=PostgresCalls) -> Tally:
+          progress=None, calls=PostgresCalls, ledger: str | None = None) -> Tally:
     """Runs `clients` terminals for `seconds`, each calling the transactions by `calls` on a connection
-    of its own; returns their merged tally."""
-    terminals = [Terminal(connect, i, warehouses, items, customers, seed, calls) for i in range(clients)]
+    of its own; returns their merged tally. ledger: the table each writing transaction also inserts its
+    terminal's number into (LEDGERED)."""
+    terminals = [Terminal(connect, i, warehouses, items, customers, seed, calls, ledger) for i in range(clients)]
     stop = threading.Event()
     threads = [threading.Thread(target=t.run, args=(stop,), name=f"tpcc-terminal-{i}", daemon=True)
                for i, t in enumerate(terminals)]

@@ -238,10 +238,11 @@ ER_SIGNAL_EXCEPTION = 1644  # the New-Order's SIGNAL of its unknown item
 class Calls:
     """The five transactions on one MariaDB connection: a CALL each, committed by the driver."""
 
-    def __init__(self, conn):
+    def __init__(self, conn, ledger: str | None = None, client: int = 0):
         conn.autocommit(False)  # a CALL's statements are one transaction, committed below
         self.conn = conn
         self.cur = conn.cursor()
+        self.ledger, self.client = ledger, client  # a crash test's ledger row (tpcc_driver.LEDGERED)
 
     def __call__(self, kind: str, args: tuple) -> None:
         if kind == "new_order":
@@ -249,6 +250,8 @@ class Calls:
             args = (w, d, c, json.dumps(items), json.dumps(supply), json.dumps(qty))
         try:
             self.cur.execute(f"CALL tpcc_{kind}({', '.join(['%s'] * len(args))})", args)
+            if self.ledger and kind in tpcc_driver.LEDGERED:
+                self.cur.execute(f"INSERT INTO {self.ledger} (client) VALUES (%s)", (self.client,))
             self.conn.commit()
         except pymysql.err.MySQLError as exc:
             code = exc.args[0] if exc.args else None

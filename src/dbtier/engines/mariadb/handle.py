@@ -63,6 +63,10 @@ class MariaHandle:
         """A folder for client programs run as dbtier's own user, which only that user may enter."""
         return self._lab.client_dir(sub)
 
+    def note_transactions(self, script: str, clients, ends_epoch_us, latency_ms, on_backend: bool = False) -> None:
+        """A client's completed transactions (the TPC-C terminals'), kept beside the trace."""
+        self._lab.note_transactions(script, clients, ends_epoch_us, latency_ms, on_backend)
+
     def connection_env(self) -> dict[str, str]:
         """The lab's connection: its private socket (MYSQL_UNIX_PORT, which MariaDB's and MySQL's client
         libraries read), the account of dbtier's own OS user (unix_socket authentication, no password)

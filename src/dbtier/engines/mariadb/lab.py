@@ -89,6 +89,7 @@ class LabOptions:
     io_mode: str = "direct"        # innodb_flush_method (FLUSH_METHODS); MariaDB's own default is O_DIRECT
     page_cache_bytes: int | None = None  # the emulated OS page cache; default: three times the buffer pool
     trace: bool = False
+    durability_log: bool = False   # the server may keep a durability log (crash states: src/dbtier/crash)
     keep: bool = False
     seed: Seed | None = None       # a loaded, stopped server to copy instead of a new one (dbtier compare)
     cpu_scale: float = 1.0
@@ -122,7 +123,7 @@ class Lab(LabLifecycle):
         self.lease = osuser.lease(self.say)
         self.user = user = self.lease.user
         workspace, self.claim = osuser.lab_claim(self.lease, opts.workspace, self.say)
-        base = self.claim.mount_tmpfs("mnt", TMPFS_SIZE) if os.geteuid() == 0 else self.claim.path
+        self._base = base = self.claim.mount_tmpfs("mnt", TMPFS_SIZE) if os.geteuid() == 0 else self.claim.path
         for req in self.requests:
             folder = base / "dev" / req.name if req.directory is None else \
                 self.claim.outside(req.directory / self.claim.child_name(req.name))
@@ -136,15 +137,13 @@ class Lab(LabLifecycle):
             user.give(path)
             return path
 
-        run = self.claim.inside("run", mode=0o700)
-        user.give(run)
+        run = self.private_folder("run")
         folders = Folders(data=role_dir("data", "data"), log=role_dir("log", "log"), undo=role_dir("undo", "undo"),
                           temp=role_dir("temp", "temp"), run=run)
-        trace_dir = self.claim.inside("trace", mode=0o700)  # always: the I/O per object comes from it
-        user.give(trace_dir)
-        iotap = self.claim.inside("iotap", mode=0o700)
-        user.give(iotap)
-        self.session = Session(self.devices, iotap, trace_dir=trace_dir, page_cache=self.page_cache)
+        trace_dir = self.private_folder("trace")  # always: the I/O per object comes from it
+        iotap = self.private_folder("iotap")
+        self.session = Session(self.devices, iotap, trace_dir=trace_dir, page_cache=self.page_cache,
+                               durlog_dir=self.private_folder("durlog") if opts.durability_log else None)
         self.session.create()
         self.session.pause()  # the server's creation and start are no measurement
         if user.switches:
@@ -206,7 +205,40 @@ class Lab(LabLifecycle):
                     if self.claim is not None:
                         self.claim.remove()
 
+    def stop_server(self) -> None:
+        """A clean shutdown, for good (a crash test's end), with the emulation paused."""
+        self.session.pause()
+        self.server.stop()
+
+    def while_stopped(self, action: Callable[[], object]) -> object:
+        """`action` run with the server stopped by a clean shutdown (its pages written, its redo log
+        checkpointed), and the emulation paused; the server started again after it. Returns what action
+        returned."""
+        self.stop_server()
+        try:
+            return action()
+        finally:
+            self._start()
+
     # -- use -------------------------------------------------------------------------------------
+
+    def startable_folder(self, name: str) -> Path:
+        """A folder of dbtier's own in which copies of the server's files can be started (a crash test's
+        states): beside the log device's folder, off /dev/shm (where InnoDB would map its redo log)."""
+        log = next(r for r in self.requests if r.name == self.placement.roles["log"])
+        if log.directory is not None:
+            path = self.claim.outside(log.directory / self.claim.child_name(name))
+        else:
+            path = self._base / name  # the lab's own tmpfs as root
+            path.mkdir(mode=0o700)
+        self.user.give(path)
+        return path
+
+    def private_folder(self, name: str) -> Path:
+        """A folder of the lab's that only the server's user (and dbtier) may enter."""
+        path = self.claim.inside(name, mode=0o700)
+        self.user.give(path)
+        return path
 
     def device_dir(self, name: str) -> Path:
         return next(d.directory for d in self.devices if d.name == name)
@@ -392,6 +424,11 @@ class Lab(LabLifecycle):
             return self.server.error_log.read_text(errors="replace")
         except (OSError, AttributeError):
             return ""
+
+    def note_transactions(self, script: str, clients, ends_epoch_us, latency_ms, on_backend: bool = False) -> None:
+        """Transactions a client timed (the epoch's clock), kept beside the trace: a crash test's
+        acknowledged commits."""
+        self.recording.transactions_timed(script, clients, ends_epoch_us, latency_ms, on_backend)
 
     def save_trace(self, out: Path, meta: dict) -> Path | None:
         """The run's trace (with --trace) as Parquet at `out`, with its course (measured, warm and cold

@@ -144,6 +144,11 @@ class Lab(LabLifecycle):
                     sql.Identifier(DATABASE), sql.Identifier(tablespace_of(self.placement.roles["data"]))))
         self._set_temp_tablespaces()
 
+    def startable_folder(self, name: str) -> Path:
+        """A folder in which copies of the server's files can be started (a crash test's states), which
+        the servers' user passes through."""
+        return self.claim.inside(name)
+
     def private_folder(self, name: str) -> Path:
         """A folder of the lab's that only the servers' user (and dbtier) may enter."""
         path = self.claim.inside(name, mode=0o700)
@@ -338,6 +343,11 @@ class Lab(LabLifecycle):
             if dev.profile.kind == "real":
                 hostfs.evict_from_page_cache(dev.directory)
         self.cluster.start()
+
+    def stop_server(self) -> None:
+        """A clean shutdown, for good (a crash test's end), with the emulation paused."""
+        self.session.pause()
+        self.cluster.stop()
 
     def while_stopped(self, action: Callable[[], object]) -> object:
         """`action` run with the server stopped by a clean shutdown (everything it wrote flushed), and

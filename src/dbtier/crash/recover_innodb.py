@@ -1,0 +1,157 @@
+"""A crash state recovered by MariaDB (the lab's own binaries) and checked, as recover.py does it for
+PostgreSQL: the server starts (InnoDB applies its redo log, rolls back what was not committed) and
+logs no error, every acknowledged commit is there, the workload's consistency holds, CHECK TABLE finds
+every table and index whole (it reads each of their pages, each checksum verified as it is read), and
+innochecksum finds every page of every tablespace right once the server stopped (the undo and system
+tablespaces too, with the doublewrite buffer, which no table's check reads).
+
+A timed recovery runs on the run's emulated devices, each state's folder on its device's profile, the
+page cache empty: the time from the server's start to its first accepted connection is the recovery
+time a DBA would see on those devices. The checks run with the emulation paused."""
+
+from __future__ import annotations
+
+import struct
+import subprocess
+import time
+from pathlib import Path
+
+from dbtier.crash.recover import Checked, give_state, log_tail, recovery_env
+from dbtier.engines.mariadb import PAGE_BYTES
+from dbtier.engines.mariadb.lab import DATABASE
+from dbtier.engines.mariadb.server import Folders, Server
+from dbtier.errors import UserError
+
+#: the server's own words for damage it found and carried on past, in its error log
+_ERROR = "[ERROR]"
+
+
+def recover(lab, state: Path, roles: dict[str, int], ledger, log_path: Path, timed: bool = True,
+            socket_dir: Path | None = None) -> Checked:
+    """Starts a server on `state` (a folder per device number, as states.Builder lays it out; roles:
+    each InnoDB role's device number); timed: on the emulated devices, its recovery time the RTO (else
+    on the host alone, recovery_s None). socket_dir: the folder its socket, pid file and error log go in
+    (one each for states recovered side by side); its log is copied to log_path."""
+    live = lab.server
+    folders = Folders(data=state / str(roles["data"]) / "data", log=state / str(roles["log"]) / "log",
+                      undo=state / str(roles["undo"]) / "undo", temp=state / str(roles["temp"]) / "temp",
+                      run=socket_dir or live.folders.run)
+    for stale in ("mysqld.err", "mysqld.pid", "mysqld.sock"):
+        (folders.run / stale).unlink(missing_ok=True)
+    folders.temp.mkdir(exist_ok=True)  # the temporary tablespace is made again as the server starts
+    _relink(lab, state, folders.data)
+    env, session = recovery_env(lab, live.env, state, timed)
+    give_state(live.user, state)
+    server = Server(live.install, live.user, folders, env, live.settings)
+    if session:
+        session.pause(False)
+    t0 = time.monotonic()
+    try:
+        server.start()
+    except UserError as exc:
+        _keep_log(server, log_path)
+        return Checked(False, log_tail=log_tail(log_path, 40),
+                       problems=[f"the server did not start: {str(exc).split(': ', 1)[-1]}"])
+    finally:
+        if session:
+            session.pause()
+    out = Checked(True, time.monotonic() - t0 if timed else None)
+    try:
+        with server.connect(DATABASE) as conn:
+            out.read_ledger(ledger, conn)
+            damaged = _check_tables(conn)
+            if damaged:
+                out.problems.append(damaged)
+    finally:
+        server.stop()
+        _keep_log(server, log_path)
+    pages = _innochecksum(live, state, folders)
+    if pages:
+        out.problems.append(pages)
+    out.log_tail = log_tail(log_path)
+    said = [ln.split(_ERROR, 1)[1].strip() for ln in log_tail(log_path, 100_000).splitlines() if _ERROR in ln]
+    if said:
+        out.problems.append(f"the server logged {len(said)} error{'s' * (len(said) != 1)}: {said[0][:200]}")
+    return out
+
+
+def _keep_log(server: Server, log_path: Path) -> None:
+    try:
+        log_path.write_bytes(server.error_log.read_bytes())
+    except OSError:
+        pass
+
+
+def _check_tables(conn) -> str | None:
+    """CHECK TABLE of every table in the database: what it says other than OK, first."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND ENGINE = 'InnoDB'",
+                    (DATABASE,))
+        tables = [name for (name,) in cur.fetchall()]
+        wrong = []
+        for table in tables:
+            cur.execute(f"CHECK TABLE `{table}`")
+            wrong += [f"{table}: {text}" for _t, _op, kind, text in cur.fetchall()
+                      if kind in ("error", "warning") or (kind == "status" and text != "OK")]
+    if not wrong:
+        return None
+    return f"CHECK TABLE {wrong[0]}" + (f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else "")
+
+
+def _relink(lab, state: Path, data: Path) -> None:
+    """A table kept apart (DATA DIRECTORY) is found through its .isl file, which names the live file:
+    named again in the state's folder of that device."""
+    for isl in data.rglob("*.isl"):
+        target = isl.read_text().strip()
+        for n, dev in enumerate(lab.devices):
+            if target.startswith(f"{dev.directory}/"):
+                isl.write_text(f"{state / str(n) / Path(target).relative_to(dev.directory)}\n")
+
+
+#: where the system tablespace's page 5 (TRX_SYS) says where the doublewrite buffer is: at its page's
+#: end less 200 bytes, a segment header (10 bytes), then the magic number and the first page of each
+#: of its two blocks of 64 pages (MariaDB's storage/innobase/include/trx0sys.h)
+DOUBLEWRITE_AT = PAGE_BYTES - 200 + 10
+DOUBLEWRITE_MAGIC = 536853855
+DOUBLEWRITE_BLOCK_PAGES = 64
+
+
+def _page_ranges(ibdata: Path) -> list[tuple[int, int | None]]:
+    """The system tablespace's pages to check: all but the doublewrite buffer's, whose pages are copies
+    in flight (never a page of their own: innochecksum finds them invalid even in a new server's)."""
+    with open(ibdata, "rb") as f:
+        f.seek(5 * PAGE_BYTES + DOUBLEWRITE_AT)
+        head = f.read(12)
+    if len(head) < 12:
+        return [(0, None)]
+    magic, *blocks = struct.unpack(">III", head)
+    if magic != DOUBLEWRITE_MAGIC:
+        return [(0, None)]
+    ranges, start = [], 0
+    for first in sorted(blocks):
+        if first > start:
+            ranges.append((start, first - 1))
+        start = max(start, first + DOUBLEWRITE_BLOCK_PAGES)
+    return [*ranges, (start, None)]
+
+
+def _innochecksum(live: Server, state: Path, folders: Folders) -> str | None:
+    """innochecksum over every tablespace of the stopped server: the system tablespace (but its
+    doublewrite buffer), the undo tablespaces and each table's file, wherever it was placed."""
+    checks = [(path, _page_ranges(path)) for path in sorted(folders.data.glob("ibdata*"))]
+    checks += [(path, [(0, None)]) for path in (*sorted(folders.undo.glob("undo*")), *sorted(state.rglob("*.ibd")))]
+    exe = live.install.exe("innochecksum")
+    env = {k: v for k, v in live.env.items() if k != "LD_PRELOAD"}
+    bad = []
+    for path, ranges in checks:
+        for first, last in ranges:
+            pages = ["--start-page", str(first), *(["--end-page", str(last)] if last is not None else [])]
+            proc = subprocess.run([str(exe), *pages, str(path)], env=env, capture_output=True, text=True, cwd="/",
+                                  **live.user.popen_kwargs())
+            if proc.returncode != 0:
+                said = (proc.stderr or proc.stdout).strip().splitlines()
+                bad.append(f"{path.relative_to(state)}: {said[0] if said else f'exit status {proc.returncode}'}")
+                break
+    if not bad:
+        return None
+    return f"innochecksum: {bad[0]}" + (f" (and {len(bad) - 1} more files)" if len(bad) > 1 else "")
