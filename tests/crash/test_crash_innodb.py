@@ -16,8 +16,8 @@ import pytest
 
 from dbtier.crash import safety
 from dbtier.crash.run import run_crash, verdict
-from dbtier.errors import UserError
 from dbtier.experiments.experiment import Experiment
+from tests.conftest import dbtier
 
 TPCC = dict(warehouses=1, items=2000, customers=300, clients=2, duration=2, warmup=0)
 
@@ -66,10 +66,17 @@ def test_dbtiers_own_terminals_keep_the_ledger_on_postgres_too(module_shm_dir):
     assert r["summary"]["damaged"] == 0, [x["problems"] for x in r["states"]]
 
 
-def test_a_failed_fsync_is_postgresql_s_alone(module_shm_dir):
-    exp = Experiment.from_options("oltp", engine="mariadb", device=["ssd=ssd-sata-mlc"], **TPCC)
-    with pytest.raises(UserError, match="--fsync-error fails a PostgreSQL checkpoint's fsync"):
-        run_crash(exp, 1, workspace=module_shm_dir, fsync_error=True)
+@pytest.mark.parametrize("args, message", [
+    (["--fsync-error"], "--fsync-error fails a PostgreSQL checkpoint's fsync and checks its PANIC; on MariaDB it is "
+                        "not built yet"),
+    # InnoDB's redo log names a table's file apart by its absolute path: a state would recover the live one
+    (["-d", "hdd=hdd-sata-7200", "--place", "order_line=hdd"], "--place order_line=...: dbtier crash cannot place a "
+                                                               "table apart on MariaDB yet"),
+])
+def test_what_innodb_cannot_yet_is_refused(tmp_path, args, message):
+    proc = dbtier("crash", "oltp", "--engine", "mariadb", "-d", "ssd=ssd-sata-mlc", *args, "-o", str(tmp_path))
+    assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not list(tmp_path.iterdir())
 
 
 def test_innodb_risks_in_words():

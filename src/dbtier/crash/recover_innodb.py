@@ -26,6 +26,17 @@ from dbtier.errors import UserError
 _ERROR = "[ERROR]"
 
 
+def check_placement(placement) -> None:
+    """A table placed apart is refused before anything runs: InnoDB's redo log names its file by the
+    absolute path it had (DATA DIRECTORY), so a state's recovery would open and change the live lab's
+    file, not the state's."""
+    apart = next((name for name, dev in placement.objects.items() if dev != placement.roles["data"]), None)
+    if apart is not None:
+        raise UserError(f"--place {apart}=...: dbtier crash cannot place a table apart on MariaDB yet: InnoDB's redo "
+                        "log names its file by its absolute path, so a crash state would recover the live file, not "
+                        "its own; place the roles (data, log, undo, temp) instead")
+
+
 def recover(lab, state: Path, roles: dict[str, int], ledger, log_path: Path, timed: bool = True,
             socket_dir: Path | None = None) -> Checked:
     """Starts a server on `state` (a folder per device number, as states.Builder lays it out; roles:
@@ -39,7 +50,6 @@ def recover(lab, state: Path, roles: dict[str, int], ledger, log_path: Path, tim
     for stale in ("mysqld.err", "mysqld.pid", "mysqld.sock"):
         (folders.run / stale).unlink(missing_ok=True)
     folders.temp.mkdir(exist_ok=True)  # the temporary tablespace is made again as the server starts
-    _relink(lab, state, folders.data)
     env, session = recovery_env(lab, live.env, state, timed)
     give_state(live.user, state)
     server = Server(live.install, live.user, folders, env, live.settings)
@@ -48,6 +58,7 @@ def recover(lab, state: Path, roles: dict[str, int], ledger, log_path: Path, tim
     t0 = time.monotonic()
     try:
         server.start()
+        lab.claim.watch(server.proc.pid, live.user.uid)  # a killed run's reaper stops it too
     except UserError as exc:
         _keep_log(server, log_path)
         return Checked(False, log_tail=log_tail(log_path, 40),
@@ -96,16 +107,6 @@ def _check_tables(conn) -> str | None:
     if not wrong:
         return None
     return f"CHECK TABLE {wrong[0]}" + (f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else "")
-
-
-def _relink(lab, state: Path, data: Path) -> None:
-    """A table kept apart (DATA DIRECTORY) is found through its .isl file, which names the live file:
-    named again in the state's folder of that device."""
-    for isl in data.rglob("*.isl"):
-        target = isl.read_text().strip()
-        for n, dev in enumerate(lab.devices):
-            if target.startswith(f"{dev.directory}/"):
-                isl.write_text(f"{state / str(n) / Path(target).relative_to(dev.directory)}\n")
 
 
 #: where the system tablespace's page 5 (TRX_SYS) says where the doublewrite buffer is: at its page's

@@ -81,6 +81,8 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
     if fsync_error and exp.engine != "postgres":
         raise UserError("--fsync-error fails a PostgreSQL checkpoint's fsync and checks its PANIC; on MariaDB it is "
                         "not built yet: leave it out")
+    if exp.engine == "mariadb":
+        recover_innodb.check_placement(exp.placement)
     facts = [durability.of(d.name, d.profile) for d in exp.devices]
     workload, options, requests = runner.check(exp, workspace)
     ledger = ledgers.for_workload(workload, ledger_table)
