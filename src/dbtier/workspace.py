@@ -315,6 +315,25 @@ class Claim:
         self.record["kept"] = True
         self.save()
 
+    def unmount_keeping(self, relative: str) -> None:
+        """The file system this claim mounted at `relative` taken down, what it held copied first into a
+        folder of the same name (owners, modes and links kept): a kept lab's files outlive the mount."""
+        mount = self.path / relative
+        if str(mount) not in self.record.get("mounts", []):
+            raise ValueError(f"{mount} is not a mount of this claim's")
+        copy = self.path / f"{relative}.kept"
+        shutil.copytree(mount, copy, symlinks=True, copy_function=shutil.copy2)
+        for root, dirs, files in os.walk(mount):
+            for name in [".", *dirs, *files]:
+                src = os.path.join(root, name)
+                st = os.lstat(src)
+                os.lchown(os.path.join(copy, os.path.relpath(src, mount)), st.st_uid, st.st_gid)
+        _unmount_inside(mount, self.path)
+        self.record["mounts"].remove(str(mount))
+        self.save()
+        mount.rmdir()
+        copy.rename(mount)
+
     def release(self, interrupted: bool = False) -> list[str]:
         """Stops what the claim recorded, releases its shared memory, removes its folders. Returns a line
         per thing a user should hear of (only for a claim left by an interrupted run)."""

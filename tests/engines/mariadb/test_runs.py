@@ -70,7 +70,6 @@ def test_what_the_mariadb_lab_cannot_do_is_one_line(module_shm_dir, tmp_path):
         (["--restore", str(dump), "--", "true"], "pg_dump's SQL, PostgreSQL's; on MariaDB --restore takes a "
                                                  "mariadb-dump file"),
         (["--restore", str(tmp_path), "--", "true"], "a folder (pg_dump's directory format, PostgreSQL's)"),
-        (["--keep", "--", "true"], "--keep (the lab left for inspection): not with --engine mariadb yet"),
         (["--io-mode", "sideways", "--", "true"], "--io-mode"),
         (["--set", "innodb_flush_method=O_DSYNC", "--", "true"], "the lab sets it from --io-mode"),
         (["--", "sysbench", "--pgsql-host=$PGHOST"], "name $PGHOST, which this engine's lab does not give; it gives $MYSQL_UNIX_PORT"),
@@ -80,6 +79,25 @@ def test_what_the_mariadb_lab_cannot_do_is_one_line(module_shm_dir, tmp_path):
         assert proc.returncode == 2 and said in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, (
             args, proc.stderr)
     assert not list(tmp_path.glob("client-*"))
+
+
+def test_keep_leaves_the_servers_files_off_its_tmpfs(shm_dir, tmp_path):
+    """--keep: the lab's files stay for inspection, copied off the lab's own tmpfs (as root), which goes:
+    no mount outlives the run, and the workspace's reaper leaves the kept lab alone."""
+    import os
+
+    from dbtier.workspace import Workspace
+
+    proc = dbtier("run", "client", "--engine", "mariadb", *DEVICES, "--place", "log=disk", "--keep",
+                  "--workspace", str(shm_dir), "--output", str(tmp_path), "--", "true", check=True)
+    (kept,) = shm_dir.glob("dbtier-*/lab-*")
+    assert f"workspace kept: {kept}" in proc.stdout
+    assert (kept / "mnt" / "dev" / "flash" / "data" / "ibdata1").is_file()
+    assert (kept / "mnt" / "dev" / "disk" / "log" / "ib_logfile0").is_file()
+    assert not [m for m in Path("/proc/self/mounts").read_text().splitlines() if str(kept) in m]
+    assert Workspace.open(shm_dir).reap() == [] and kept.exists()
+    if os.geteuid() == 0:  # its lab's user serves the next lab: nothing kept is that user's any more
+        assert [p for p in [kept, *kept.rglob("*")] if p.lstat().st_uid != 0] == []
 
 
 def test_an_index_or_a_missing_table_placed_is_refused_after_the_setup(module_shm_dir, tmp_path):

@@ -61,10 +61,9 @@ class MariaDB:
     def check_lab(self, options: LabOptions, devices: list[DeviceSpec]) -> Sizes:
         if options.io_mode not in FLUSH_METHODS:
             raise UserError(f"--io-mode {options.io_mode}: choose one of {', '.join(FLUSH_METHODS)}")
-        for given, what in ((options.keep, "--keep (the lab left for inspection)"),
-                            (options.production, "--settings-from (production's settings are PostgreSQL's)")):
-            if given:
-                raise UserError(f"{what}: not with --engine mariadb yet; run it on PostgreSQL (the default engine)")
+        if options.production:
+            raise UserError("--settings-from (production's settings are PostgreSQL's): not with --engine mariadb "
+                            "yet; run it on PostgreSQL (the default engine)")
         check_cpu_scale(options.cpu_scale)
         if options.cache_bytes < MIN_BUFFER_POOL:
             raise UserError(f"--cache {units.size_text(options.cache_bytes)}: InnoDB needs at least 6MB of buffer pool")

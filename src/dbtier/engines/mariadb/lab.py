@@ -104,6 +104,7 @@ class Lab(LabLifecycle):
         self.requests, self.placement, self.options, self.say = requests, placement, options or LabOptions(), say
         self.sets = settings.checked(self.options.sets)  # refused before anything is made
         self.claim: Claim | None = None
+        self._base: Path | None = None  # where the devices' folders are: the lab's own tmpfs as root
         self.lease: osuser.Lease | None = None
         self.session: Session | None = None
         self.server: Server | None = None
@@ -188,7 +189,8 @@ class Lab(LabLifecycle):
         self.claim.watch(self.server.proc.pid, self.user.uid)
 
     def close(self) -> None:
-        """Stops the server and removes the lab (its tmpfs unmounted). A second Ctrl-C cannot cut it short."""
+        """Stops the server and removes the lab (its tmpfs unmounted), or with --keep leaves its files
+        (copied off the tmpfs first: a mount would outlive the run). A second Ctrl-C cannot cut it short."""
         with lifecycle.shielded():
             try:
                 if self.server is not None:
@@ -198,11 +200,18 @@ class Lab(LabLifecycle):
                     self.server.stop()
                     self._log_text = self.server_log()
             finally:
+                keep = self.claim is not None and self.options.keep
                 try:
-                    if self.lease is not None:
-                        self.lease.release()
+                    if self.lease is not None:  # what the run's SQL started and left running goes too
+                        self.lease.release(keep=[self.claim.path, *map(Path, self.claim.record.get("folders", []))]
+                                           if keep else [])
                 finally:
-                    if self.claim is not None:
+                    if keep:
+                        if self._base is not None and self._base != self.claim.path:
+                            self.claim.unmount_keeping(self._base.name)
+                        self.claim.keep()
+                        self.say(f"workspace kept: {self.claim.path} (remove it when done)")
+                    elif self.claim is not None:
                         self.claim.remove()
 
     def stop_server(self) -> None:
