@@ -15,9 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from dbtier.crash.run import run_crash, verdict
 from dbtier.experiments.experiment import Experiment
-from tests.cli.test_interrupt import leftovers
+from tests.cli.test_interrupt import leftovers, processes_naming
 from tests.conftest import dbtier
 
 PGBENCH = dict(init=True, scale=1, client=2, time=1)
@@ -102,9 +104,17 @@ def test_the_command_line_answers_first_and_keeps_the_result(shm_dir, tmp_path):
     assert bad.returncode == 2 and "is not a crash run's directory" in bad.stderr
 
 
-def test_ctrl_c_leaves_nothing_behind(shm_dir, tmp_path):
+WORKLOADS = {"postgres": ["pgbench", "-i", "-c", "2", "-T", "1"],
+             "mariadb": ["oltp", "--engine", "mariadb", "--items", "2000", "--customers", "300", "--clients", "2",
+                         "--duration", "1", "--warmup", "0"]}
+
+
+@pytest.mark.parametrize("engine", WORKLOADS)
+def test_ctrl_c_leaves_nothing_behind(shm_dir, tmp_path, engine):
+    """Interrupted as it cuts: the recovering servers stopped, the states, the base image and (MariaDB's,
+    as root) the lab's own tmpfs gone."""
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "dbtier", "crash", "pgbench", "-i", "-c", "2", "-T", "1", "-d",
+    proc = subprocess.Popen([sys.executable, "-m", "dbtier", "crash", *WORKLOADS[engine], "-d",
                              "ssd=ssd-sata-mlc", "--cuts", "50", "--workspace", str(shm_dir), "-o", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL) and None)
@@ -122,3 +132,5 @@ def test_ctrl_c_leaves_nothing_behind(shm_dir, tmp_path):
             proc.wait()
     assert proc.returncode == 130, "".join(seen) + (rest or "")
     assert leftovers(shm_dir, out) == []
+    assert processes_naming(str(shm_dir)) == [], "no server of any engine left running"
+    assert str(shm_dir) not in Path("/proc/self/mounts").read_text(), "no mount left"
