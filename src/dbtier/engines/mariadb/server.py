@@ -49,6 +49,9 @@ ASYNC_IO = ("innodb-use-native-aio", "innodb-linux-aio")
 AT_CREATION = ("innodb-undo-tablespaces", "innodb-page-size", "innodb-undo-directory", "innodb-data-home-dir",
                "innodb-log-group-home-dir", "innodb-temp-data-file-path", "innodb-data-file-path")
 START_TIMEOUT_S = 120.0
+#: the log's words for a start given up, and how long a server that said so has to end by itself
+ABORTED = ("] Aborting", "Plugin initialization aborted")
+ABORT_GRACE_S = 5.0
 STOP_TIMEOUT_S = 60.0
 
 
@@ -113,9 +116,11 @@ class Server:
         env = dict(self.env)
         if self.cpu_scale != 1.0:
             env[CPU_SCALE_ENV] = repr(float(self.cpu_scale))
+        log_from = self.error_log.stat().st_size if self.error_log.exists() else 0  # this start's words only
         self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True, **self.user.popen_kwargs())
         deadline = time.monotonic() + START_TIMEOUT_S
+        aborted_at = None
         while True:
             if self.proc.poll() is not None:
                 code, self.proc = self.proc.returncode, None
@@ -124,8 +129,15 @@ class Server:
                 self.connect().close()
                 return
             except pymysql.err.OperationalError:
-                if time.monotonic() > deadline:
-                    self.stop()
+                now = time.monotonic()
+                if aborted_at is None and self._aborting(log_from):
+                    aborted_at = now
+                if now > deadline or (aborted_at is not None and now > aborted_at + ABORT_GRACE_S):
+                    proc, self.proc = self.proc, None
+                    _signal(proc, signal.SIGKILL)  # it said it would not start; it may never end by itself
+                    proc.wait()
+                    if aborted_at is not None:
+                        raise UserError(f"the MariaDB server stopped as it started: {self._last_error()}") from None
                     raise UserError(f"the MariaDB server did not accept connections in {START_TIMEOUT_S:.0f} s: "
                                     f"{self._last_error()}") from None
                 time.sleep(0.05)
@@ -158,6 +170,18 @@ class Server:
         except subprocess.TimeoutExpired:
             _signal(proc, signal.SIGKILL)
             proc.wait()
+
+    def _aborting(self, log_from: int) -> bool:
+        """Whether the server's log since byte log_from says it gave up starting (InnoDB could not
+        recover, say): it shuts down, and MariaDB 10.11 was seen spinning in that shutdown for minutes
+        after a failed crash recovery."""
+        try:
+            with open(self.error_log, "rb") as f:
+                f.seek(log_from)
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return False
+        return any(sign in text for sign in ABORTED)
 
     def _last_error(self) -> str:
         try:
