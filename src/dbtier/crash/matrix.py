@@ -127,7 +127,7 @@ def held(expect: str | None, result: dict) -> bool | None:
     if expect == "safe":
         return not s["lost_commits"] and not s["damaged"]
     if expect == "suffix":
-        if result.get("engine") == "mariadb":  # the redo log written or flushed once a timeout, then the write's own time
+        if result.get("engine") == "mariadb":  # the redo log flushed once a timeout, and that write's own time
             bound = 2e3 * float(result["settings"].get("innodb-flush-log-at-timeout", 1))
         else:
             bound = 3 * _ms(result["settings"].get("wal_writer_delay", "200ms"))

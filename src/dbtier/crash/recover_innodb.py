@@ -3,7 +3,7 @@ PostgreSQL: the server starts (InnoDB applies its redo log, rolls back what was 
 logs no error, every acknowledged commit is there, the workload's consistency holds, CHECK TABLE finds
 every table and index whole (it reads each of their pages, each checksum verified as it is read), and
 innochecksum finds every page of every tablespace right once the server stopped (the undo and system
-tablespaces too, with the doublewrite buffer, which no table's check reads).
+tablespaces too, which no table's check reads; the doublewrite buffer's pages left out: _page_ranges).
 
 A timed recovery runs on the run's emulated devices, each state's folder on its device's profile, the
 page cache empty: the time from the server's start to its first accepted connection is the recovery
