@@ -29,6 +29,7 @@ import numpy as np
 from psycopg import sql
 
 from dbtier.errors import UserError
+from dbtier.workloads.tpcc_driver import LEDGERED
 
 #: pgbench's built-in tpcb-like (pgbench.c), its history row carrying the client
 TPCB_LEDGER = """\\set aid random(1, 100000 * {scale})
@@ -141,7 +142,7 @@ class PgbenchLedger:
 
 
 #: the TPC-C transactions that write, each with a ledger row; the read-only ones are not counted
-TPCC_WRITING = ("new_order", "payment", "delivery")
+TPCC_WRITING = LEDGERED
 
 
 def _rows(conn, query: str) -> list[tuple]:
@@ -176,7 +177,7 @@ class TpccLedger:
         if kind not in TPCC_WRITING:
             return script
         head, call = script.rstrip("\n").rsplit("\n", 1)
-        return (f"{head}\nBEGIN;\n{call}\nINSERT INTO dbtier_ledger (client) VALUES (:client_id);\nEND;\n")
+        return (f"{head}\nBEGIN;\n{call}\nINSERT INTO {TPCC_LEDGER} (client) VALUES (:client_id);\nEND;\n")
 
     def kept(self, conn) -> dict[int, int]:
         return {int(c): int(n) for c, n in _rows(conn, f"SELECT client, count(*) FROM {TPCC_LEDGER} GROUP BY 1")}

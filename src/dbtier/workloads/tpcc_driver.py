@@ -21,6 +21,7 @@ TYPES = tuple(name for name, _ in MIX)
 #: the transactions that write: with a ledger (a crash test's, crash/ledger.py), each also inserts its
 #: terminal's number into the ledger table, in the same transaction
 LEDGERED = ("new_order", "payment", "delivery")
+LEDGER_ROW = "INSERT INTO {} (client) VALUES (%s)"  # the table's name, then the terminal's number
 C_RUN = {"last": 223, "id": 259, "item": 7911}  # |223 - 157| = 66: inside the specification's 65..119
 SYLLABLES = ("BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING")
 
@@ -54,7 +55,7 @@ class PostgresCalls:
             if self.ledger and kind in LEDGERED:  # the call and its ledger row, one transaction
                 with self.conn.transaction():
                     self.cur.execute(self.QUERIES[kind], args, prepare=True)
-                    self.cur.execute(f"INSERT INTO {self.ledger} (client) VALUES (%s)", (self.client,))
+                    self.cur.execute(LEDGER_ROW.format(self.ledger), (self.client,))
             else:
                 self.cur.execute(self.QUERIES[kind], args, prepare=True)
         except psycopg.errors.RaiseException as exc:

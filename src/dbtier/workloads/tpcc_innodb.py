@@ -185,10 +185,11 @@ BEGIN
     DECLARE d INT DEFAULT 1;
     DECLARE o, c INT;
     DECLARE amount DECIMAL(12,2);
+    -- the oldest new order locked and waited for, never skipped (tpcc_procs.py says why)
     WHILE d <= 10 DO
         SET o = NULL;
         SELECT no_o_id INTO o FROM new_order WHERE no_w_id = w AND no_d_id = d
-            ORDER BY no_o_id LIMIT 1 FOR UPDATE SKIP LOCKED;
+            ORDER BY no_o_id LIMIT 1 FOR UPDATE;
         IF o IS NOT NULL THEN
             DELETE FROM new_order WHERE no_w_id = w AND no_d_id = d AND no_o_id = o;
             UPDATE orders SET o_carrier_id = carrier WHERE o_w_id = w AND o_d_id = d AND o_id = o;
@@ -251,7 +252,7 @@ class Calls:
         try:
             self.cur.execute(f"CALL tpcc_{kind}({', '.join(['%s'] * len(args))})", args)
             if self.ledger and kind in tpcc_driver.LEDGERED:
-                self.cur.execute(f"INSERT INTO {self.ledger} (client) VALUES (%s)", (self.client,))
+                self.cur.execute(tpcc_driver.LEDGER_ROW.format(self.ledger), (self.client,))
             self.conn.commit()
         except pymysql.err.MySQLError as exc:
             code = exc.args[0] if exc.args else None
