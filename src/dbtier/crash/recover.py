@@ -17,6 +17,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from dbtier.devices.session import Device, Session
 from dbtier.engines.postgres.cluster import DATABASE, PORT, SUPERUSER, Cluster
@@ -66,6 +67,22 @@ def recovery_env(lab, live_env: dict[str, str], state: Path, timed: bool) -> tup
     return env, session
 
 
+def timed_start(session: Session | None, start: Callable[[], None]) -> float | None:
+    """A recovering server started: with a session (a timed recovery), on the emulated devices, and the
+    time to its first accepted connection returned (else None). The session is paused after, whatever
+    start raised."""
+    if session is None:
+        start()
+        return None
+    session.pause(False)
+    t0 = time.monotonic()
+    try:
+        start()
+    finally:
+        session.pause()
+    return time.monotonic() - t0
+
+
 def recover(lab, state: Path, roles: dict[str, int], ledger, log_path: Path, timed: bool = True,
             socket_dir: Path | None = None) -> Checked:
     """Starts the server on `state` (a folder per device number, as states.Builder lays it out; roles:
@@ -87,20 +104,14 @@ def recover(lab, state: Path, roles: dict[str, int], ledger, log_path: Path, tim
     socket_dir = socket_dir or live.socket_dir
     cluster = Cluster(live.install, live.user, pgdata, state / str(roles["wal"]) / "pg_wal", socket_dir, log_path,
                       env, lab.claim, dynshmem)
-    if session:
-        session.pause(False)
-    t0 = time.monotonic()
     try:
-        cluster.start(timeout=START_TIMEOUT_S)
+        took = timed_start(session, lambda: cluster.start(timeout=START_TIMEOUT_S))
     except UserError:
         tail = log_tail(log_path, 40)
         why = next((ln.split(":  ", 1)[-1] for ln in tail.splitlines() if "PANIC:" in ln),
                    next((ln.split(":  ", 1)[-1] for ln in tail.splitlines() if "FATAL:" in ln), ""))
         return Checked(False, log_tail=tail, problems=["the server did not start" + (f": {why}" if why else "")])
-    finally:
-        if session:
-            session.pause()
-    out = Checked(True, time.monotonic() - t0 if timed else None)
+    out = Checked(True, took)
     try:
         with cluster.connect(DATABASE) as conn:
             out.read_ledger(ledger, conn)

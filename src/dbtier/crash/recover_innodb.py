@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import struct
 import subprocess
-import time
 from pathlib import Path
 
-from dbtier.crash.recover import Checked, give_state, log_tail, recovery_env
+from dbtier.crash.recover import Checked, give_state, log_tail, recovery_env, timed_start
 from dbtier.engines.mariadb import PAGE_BYTES
 from dbtier.engines.mariadb.lab import DATABASE
 from dbtier.engines.mariadb.server import Folders, Server
@@ -53,20 +52,14 @@ def recover(lab, state: Path, roles: dict[str, int], ledger, log_path: Path, tim
     env, session = recovery_env(lab, live.env, state, timed)
     give_state(live.user, state)
     server = Server(live.install, live.user, folders, env, live.settings)
-    if session:
-        session.pause(False)
-    t0 = time.monotonic()
     try:
-        server.start()
-        lab.claim.watch(server.proc.pid, live.user.uid)  # a killed run's reaper stops it too
+        took = timed_start(session, server.start)
     except UserError as exc:
         _keep_log(server, log_path)
         return Checked(False, log_tail=log_tail(log_path, 40),
                        problems=[f"the server did not start: {str(exc).split(': ', 1)[-1]}"])
-    finally:
-        if session:
-            session.pause()
-    out = Checked(True, time.monotonic() - t0 if timed else None)
+    lab.claim.watch(server.proc.pid, live.user.uid)  # a killed run's reaper stops it too
+    out = Checked(True, took)
     try:
         with server.connect(DATABASE) as conn:
             out.read_ledger(ledger, conn)
