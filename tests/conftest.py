@@ -78,7 +78,8 @@ def gib_file():
 #: times has the machine to itself. A module belongs here only when both hold.
 PARALLEL = frozenset(f"tests.{m}" for m in """
     cli.test_devices_cli cli.test_exec_bypass cli.test_options cli.test_reproduce cli.test_run_cli
-    crash.test_crash_findings crash.test_crash_innodb crash.test_ledger crash.test_matrix crash.test_safety crash.test_states
+    crash.test_crash_findings crash.test_crash_innodb crash.test_ledger crash.test_matrix crash.test_pagestory
+    crash.test_safety crash.test_states
     devices.test_bypass_gaps devices.test_dsync_scope devices.test_layout devices.test_profiles
     devices.test_provision devices.test_specs devices.test_spin devices.test_validate
     docs.test_reference

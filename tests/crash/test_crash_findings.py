@@ -4,7 +4,8 @@ Nothing here is timed (test_crash.py has what is), so it runs beside other modul
 
 - your own pgbench scripts keep a ledger with --ledger TABLE;
 - a device that ignores flushes loses acknowledged commits (fsync = off: test_matrix.py);
-- full_page_writes = off with torn 4 KiB writes of the tables' pages leaves damage; on, none;
+- full_page_writes = off with torn 4 KiB writes of the tables' pages leaves damage, the page named told
+  as the torn copy of a write; on, no damage;
 - an fsync failed with EIO: the server PANICs and keeps everything; told to carry on, it loses data."""
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ def test_torn_pages_without_full_page_writes_are_found(module_shm_dir):
     # (3 to 7 of 12 in nine runs, 0 of 12 once in CI), so 30 cuts miss it with odds near 2 in a million
     off = crash(module_shm_dir, "ssd=ssd-sata-mlc", ["full_page_writes=off"], kinds=("torn",), cuts=30, cache="1MB")
     assert off["summary"]["damaged"] >= 1, off["states"]
+    # a page pg_checksums or the server names has its story told: the cut tore the write that carried it
+    told = [x["page"] for x in off["states"] if x.get("page")]
+    assert told and all(p["torn"] and "a torn copy of the write sent" in p["text"] for p in told), \
+        [(x["problems"], x.get("page")) for x in off["states"] if x["problems"]]
     on = crash(module_shm_dir, "ssd=ssd-sata-mlc", [], kinds=("torn",), cuts=4, cache="1MB")
     assert on["summary"]["damaged"] == 0 and on["summary"]["lost_commits"] == 0, on["states"]
 

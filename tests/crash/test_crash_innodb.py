@@ -6,7 +6,8 @@ hold, CHECK TABLE and innochecksum find every page whole.
 - the defaults on an honest device keep every commit and leave no damage, torn pages included (the
   doublewrite buffer);
 - innodb_flush_log_at_trx_commit = 0 loses the last commits, in commit order;
-- without the doublewrite buffer a torn page is found (InnoDB cannot apply its log to it);
+- without the doublewrite buffer a torn page is found (InnoDB cannot apply its log to it), and the
+  page it names is told as the torn copy of a write;
 - dbtier's own terminals keep the same ledger on PostgreSQL.
 No figure here is timed: the losses' spans are in the closing notes, not judged."""
 
@@ -57,6 +58,10 @@ def test_torn_pages_without_the_doublewrite_buffer_are_found(module_shm_dir):
     assert damaged, r["states"]
     assert any("corrupted page" in p or "innochecksum" in p or "CHECK TABLE" in p
                for x in damaged for p in x["problems"]), [x["problems"] for x in damaged]
+    # the page the server names has its story told: the cut tore the write that carried it
+    told = [x["page"] for x in damaged if x.get("page")]
+    assert told and all(p["torn"] and "a torn copy of the write sent" in p["text"] for p in told), \
+        [(x["problems"], x.get("page")) for x in damaged]
 
 
 def test_dbtiers_own_terminals_keep_the_ledger_on_postgres_too(module_shm_dir):

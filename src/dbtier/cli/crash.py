@@ -222,10 +222,18 @@ def show(out, result: dict, run_dir: Path) -> None:
                       "" if not s["lost"] else f"{s['lost_span_ms']:,.0f}", "; ".join(s["problems"]) or "lost commits")
     out.print(table)
     first = found[0]
-    where = "; ".join(f"{Path(p['file']).name} {p['where']} ({len(p['ranges'])} writes)" for p in first.get("pending", [])[:4])
+    where = "; ".join(f"{Path(p['file']).name} {p['where']} ({_writes(len(p['ranges']))})"
+                      for p in first.get("pending", [])[:4])
     if where:
         out.print(f"At cut {first['index']}, not on the media: {where}.", markup=False)
     for c in first.get("calls_before", [])[-3:]:
         out.print(f"  {c['before_ms']:,.2f} ms before it: process {c['pid']} {c['call']} "
                   f"{Path(c['file']).name or '-'} at {c['offset']:,} ({c['bytes']:,} bytes)", markup=False)
+    told = next((s for s in found if s.get("page")), None)
+    if told:
+        out.print(f"The page cut {told['index']} names: {told['page']['text']}", markup=False)
     out.print(f"Rebuild a state: dbtier crash --rebuild {run_dir} --cut {first['index']}", markup=False)
+
+
+def _writes(n: int) -> str:
+    return f"{n:,} write{'s' * (n != 1)}"

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from dbtier.devices.session import Device, Session
+from dbtier.engines.postgres import PAGE_BYTES
 from dbtier.engines.postgres.cluster import DATABASE, PORT, SUPERUSER, Cluster
 from dbtier.errors import UserError
 
@@ -143,6 +144,25 @@ def _amcheck(live, socket_dir: Path) -> str | None:
 
 
 _CHECKSUM_BAD = re.compile(r"^Bad checksums:\s+(\d+)", re.M)
+#: pg_checksums' line for a bad page: the file's path and the block within that file (not the relation)
+_CHECKSUM_FAILED = re.compile(r'checksum verification failed in file "([^"]+)", block (\d+)')
+#: how a problem names a page: _checksums' words above, or the server's ("invalid page in block 7 of
+#: relation base/5/16390")
+_PAGE_NAMED = re.compile(r'block (\d+) of (?:relation )?"?([^\s)"]+)')
+
+
+def damaged_page(problems: list[str], state: Path, roles: dict[str, int]) -> tuple[str, int, int, str] | None:
+    """The first page a state's problems name, as (its file relative to the state, offset, bytes, how it
+    was named); None: they name none."""
+    pgdata = state / str(roles["data"]) / "pgdata"
+    for text in problems:
+        m = _PAGE_NAMED.search(text)
+        if m:
+            path = (pgdata / m[2]).resolve()
+            if path.is_relative_to(state.resolve()):
+                rel = str(path.relative_to(state.resolve()))
+                return rel, int(m[1]) * PAGE_BYTES, PAGE_BYTES, f"block {m[1]} of {m[2]}"
+    return None
 
 
 def _checksums(live, pgdata: Path) -> str | None:
@@ -154,7 +174,11 @@ def _checksums(live, pgdata: Path) -> str | None:
         return None
     m = _CHECKSUM_BAD.search(proc.stdout)
     if m:
-        return f"pg_checksums: {int(m.group(1))} pages with a bad checksum"
+        first = _CHECKSUM_FAILED.search(proc.stderr)
+        where = ""
+        if first:
+            where = f" (the first: block {first[2]} of {os.path.relpath(first[1], pgdata)})"
+        return f"pg_checksums: {int(m.group(1))} pages with a bad checksum{where}"
     text = (proc.stderr or proc.stdout).strip().splitlines()
     return f"pg_checksums: {text[-1] if text else f'exit status {proc.returncode}'}"
 

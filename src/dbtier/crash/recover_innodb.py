@@ -11,6 +11,7 @@ time a DBA would see on those devices. The checks run with the emulation paused.
 
 from __future__ import annotations
 
+import re
 import struct
 import subprocess
 from pathlib import Path
@@ -43,9 +44,7 @@ def recover(lab, state: Path, roles: dict[str, int], ledger, log_path: Path, tim
     on the host alone, recovery_s None). socket_dir: the folder its socket, pid file and error log go in
     (one each for states recovered side by side); its log is copied to log_path."""
     live = lab.server
-    folders = Folders(data=state / str(roles["data"]) / "data", log=state / str(roles["log"]) / "log",
-                      undo=state / str(roles["undo"]) / "undo", temp=state / str(roles["temp"]) / "temp",
-                      run=socket_dir or live.folders.run)
+    folders = _folders(state, roles, socket_dir or live.folders.run)
     for stale in ("mysqld.err", "mysqld.pid", "mysqld.sock"):
         (folders.run / stale).unlink(missing_ok=True)
     folders.temp.mkdir(exist_ok=True)  # the temporary tablespace is made again as the server starts
@@ -77,6 +76,50 @@ def recover(lab, state: Path, roles: dict[str, int], ledger, log_path: Path, tim
     if said:
         out.problems.append(f"the server logged {len(said)} error{'s' * (len(said) != 1)}: {said[0][:200]}")
     return out
+
+
+def _folders(state: Path, roles: dict[str, int], run: Path) -> Folders:
+    return Folders(data=state / str(roles["data"]) / "data", log=state / str(roles["log"]) / "log",
+                   undo=state / str(roles["undo"]) / "undo", temp=state / str(roles["temp"]) / "temp", run=run)
+
+
+#: how InnoDB names a page in its error log: by tablespace id and page number, or by page and file
+_PAGE_ID = re.compile(r"\[page id: space=(\d+), page number=(\d+)\]")
+_PAGE_IN_FILE = re.compile(r"page (\d+) in file (\S+)")
+#: where a tablespace's first page says which tablespace it is (FIL_PAGE_SPACE_ID, fil0fil.h)
+SPACE_ID_AT = 34
+
+
+def damaged_page(problems: list[str], state: Path, roles: dict[str, int]) -> tuple[str, int, int, str] | None:
+    """The first page a state's problems name, as (its file relative to the state, offset, bytes, how
+    the server named it); None: they name none, or no tablespace of the state is the one named."""
+    folders = _folders(state, roles, state)
+    for text in problems:
+        if m := _PAGE_ID.search(text):
+            space, page = int(m[1]), int(m[2])
+            path = next((p for p in _tablespaces(folders) if _space_id(p) == space), None)
+        elif m := _PAGE_IN_FILE.search(text):
+            page, path = int(m[1]), (folders.data / m[2]).resolve()
+        else:
+            continue
+        if path is not None and path.is_relative_to(state.resolve()):
+            return str(path.relative_to(state.resolve())), page * PAGE_BYTES, PAGE_BYTES, m[0]
+    return None
+
+
+def _tablespaces(folders: Folders):
+    yield from sorted(folders.data.glob("ibdata*"))
+    yield from sorted(folders.undo.glob("undo[0-9]*"))
+    yield from sorted(folders.data.rglob("*.ibd"))
+
+
+def _space_id(path: Path) -> int | None:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SPACE_ID_AT + 4)
+    except OSError:
+        return None
+    return struct.unpack(">I", head[SPACE_ID_AT:])[0] if len(head) == SPACE_ID_AT + 4 else None
 
 
 def _keep_log(server: Server, log_path: Path) -> None:

@@ -23,7 +23,8 @@ from typing import Callable
 
 from dbtier import engines
 from dbtier.crash import devices as durability
-from dbtier.crash import fsync_error as fsync_errors, image, ledger as ledgers, recover, recover_innodb, states
+from dbtier.crash import fsync_error as fsync_errors, image, ledger as ledgers, pagestory, recover, recover_innodb
+from dbtier.crash import states
 from dbtier.errors import UserError
 from dbtier.experiments import runner
 from dbtier.experiments.experiment import Experiment
@@ -39,6 +40,8 @@ TIMED_AT_MOST = 50
 MAX_RECOVERIES = 64
 #: each engine's recovery of a state and its checks
 RECOVERY = {"postgres": recover.recover, "mariadb": recover_innodb.recover}
+#: each engine's reading of the page its server or its checks named as damaged (pagestory.py tells its story)
+DAMAGED_PAGE = {"postgres": recover.damaged_page, "mariadb": recover_innodb.damaged_page}
 
 
 def check_cuts(cuts: int, kinds: tuple[str, ...]) -> None:
@@ -139,7 +142,7 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
         after_ns = injected.at_ns if injected else None
         t_cuts = time.monotonic()
         try:
-            results = _cut_all(lab, builder, ledger, acked, cuts, seed, kinds, RECOVERY[exp.engine], roles, scratch,
+            results = _cut_all(lab, builder, ledger, acked, cuts, seed, kinds, exp.engine, roles, scratch,
                                progress, after_ns, recoveries)
             if injected:
                 run["fsync_error"] = {**injected.to_json(builder.tl.files.get(injected.file, (0, "?", ""))[1]),
@@ -157,13 +160,13 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
     return _result(exp, facts, lab, cuts, seed, kinds, run, results)
 
 
-def _cut_all(lab, builder, ledger, acked, cuts, seed, kinds, recovery: Callable, roles: dict[str, int], scratch,
+def _cut_all(lab, builder, ledger, acked, cuts, seed, kinds, engine: str, roles: dict[str, int], scratch,
              progress, after_ns=None, recoveries: int = 1) -> list[dict]:
     """Each cut built (here, one after another: the builder's media image moves with them), then
-    recovered and checked by `recovery` (the engine's; roles: where each of its files' roles is, by
+    recovered and checked by the engine's recovery (roles: where each of its files' roles is, by
     device number), `recoveries` states at a time, each recovering server on a socket folder of its
     own. A timed cut recovers alone: its time is the devices' and the server's, not its neighbours'."""
-    tl = builder.tl
+    tl, recovery = builder.tl, RECOVERY[engine]
     rows: dict[int, dict] = {}
     sockets: queue.SimpleQueue = queue.SimpleQueue()
     for j in range(recoveries):
@@ -186,7 +189,7 @@ def _cut_all(lab, builder, ledger, acked, cuts, seed, kinds, recovery: Callable,
         for fut in done:
             i, cut, built_s = running.pop(fut)
             checked, checked_s = fut.result()
-            rows[i] = _row(builder, acked, cut, checked, built_s, checked_s, scratch)
+            rows[i] = _row(builder, acked, cut, checked, built_s, checked_s, scratch, engine, roles)
             progress.advance(1)
 
     every = max(TIMED_EVERY, -(-cuts // TIMED_AT_MOST))
@@ -215,9 +218,11 @@ def _cut_all(lab, builder, ledger, acked, cuts, seed, kinds, recovery: Callable,
     return [rows[i] for i in range(cuts)]
 
 
-def _row(builder, acked, cut, checked, built_s: float, checked_s: float, scratch: Path) -> dict:
+def _row(builder, acked, cut, checked, built_s: float, checked_s: float, scratch: Path, engine: str,
+         roles: dict[str, int]) -> dict:
     """What one cut found; a state that lost commits or was damaged is built again to fingerprint it
-    (its recovery changed the first), with what was pending where at its instant."""
+    (its recovery changed the first), with what was pending where at its instant and the story of the
+    page its problems name, if they name one."""
     tl, i = builder.tl, cut.index
     loss = ledgers.judge(acked, checked.kept, cut.at_ns) if checked.started else None
     row = {"index": i, "kind": cut.kind, "at_ms": (cut.at_ns - tl.start_ns) / 1e6, "at_ns": cut.at_ns,
@@ -230,6 +235,9 @@ def _row(builder, acked, cut, checked, built_s: float, checked_s: float, scratch
         again = scratch / f"state-{i}-again"
         try:
             row["state_sha256"] = builder.digest(builder.build(cut, again))
+            named = DAMAGED_PAGE[engine](checked.problems, again, roles) if checked.problems else None
+            if named:
+                row["page"] = pagestory.tell(builder, cut, *named)
         finally:
             shutil.rmtree(again, ignore_errors=True)
         pending = builder.pending(cut.at_ns)

@@ -10,10 +10,10 @@ corruption; and a drive whose volatile write cache ignores flushes loses what it
 from __future__ import annotations
 
 from dbtier.crash.devices import MIB, volatile_bytes
+from dbtier.engines.mariadb import PAGE_BYTES as INNODB_PAGE_BYTES
+from dbtier.engines.postgres import PAGE_BYTES
 
 OFF = ("off", "false", "0", "no")
-PAGE = 8192
-INNODB_PAGE = 16384
 
 
 def _setting(settings: dict, name: str) -> str:
@@ -32,7 +32,7 @@ def _innodb_risks(settings: dict, devices: list[dict]) -> list[str]:
         out.append(f"innodb_flush_log_at_trx_commit = {commit}: the redo log is {how} once a second, so a power "
                    "cut loses up to about a second of acknowledged commits")
     tearing = [d for d in devices if d.get("kind") != "real"
-               and (d.get("params") or {}).get("atomic_write_kib", 8) * 1024 < INNODB_PAGE]
+               and (d.get("params") or {}).get("atomic_write_kib", 8) * 1024 < INNODB_PAGE_BYTES]
     if _setting(settings, "innodb-doublewrite") in OFF and tearing:
         out.append(f"innodb_doublewrite = off on {', '.join(d['name'] for d in tearing)}, which can tear a 16 KiB "
                    "page: a power cut can leave pages half written, which InnoDB cannot recover")
@@ -51,7 +51,7 @@ def risks(lab: dict) -> list[str]:
         out.append("synchronous_commit = off: a power cut loses the last commits acknowledged (up to 3 x "
                    "wal_writer_delay)")
     tearing = [d for d in lab.get("devices") or [] if d.get("kind") != "real"
-               and (d.get("params") or {}).get("atomic_write_kib", 8) * 1024 < PAGE]
+               and (d.get("params") or {}).get("atomic_write_kib", 8) * 1024 < PAGE_BYTES]
     if _setting(settings, "full_page_writes") in OFF and tearing:
         out.append(f"full_page_writes = off on {', '.join(d['name'] for d in tearing)}, which can tear an 8 KiB "
                    "page: a power cut can leave pages half written")

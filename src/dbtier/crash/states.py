@@ -181,6 +181,12 @@ class Builder:
         self._rel_of[live] = rel = os.path.normpath(rel) if rel is not None else None
         return rel
 
+    def file_index(self, rel: str) -> int | None:
+        """The run's file whose place in a state is `rel` (relative to the state's folder), as laid out
+        at the instant last built (None: none the run touched)."""
+        rel = os.path.normpath(rel)
+        return next((index for index, live in self.where.items() if self._mapped(live) == rel), None)
+
     def _base_skeleton(self) -> list[tuple[str, str, object]]:
         """The base's folders and links, in the order to make them: ("dir", rel, mode) or ("link", rel,
         (its target's place in a state, or None, and the target as it was)). The same in every state."""

@@ -11,6 +11,7 @@ engine's. Nothing above this seam names an engine's modules."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, ContextManager, Protocol
 
 from dbtier.devices.spec import DeviceSpec
@@ -103,13 +104,31 @@ class Measurement:
 
 class LabLifecycle:
     """A lab as a context: entered, it opens (and closes what it had made if opening fails, Ctrl-C
-    included); left, it closes. A lab implements _open and close."""
+    included); left, it closes. A lab implements _open and close, and holds its workspace as `claim`
+    (None until made), what its SQL may leave running as `lease`, its options (`keep`) and `say`."""
 
     def _open(self) -> None:
         raise NotImplementedError
 
     def close(self) -> None:
         raise NotImplementedError
+
+    def _release_workspace(self, keeping: Callable[[], None] = lambda: None) -> None:
+        """The lab's hold on its workspace ended (its server already stopped): what the run's SQL started
+        and left running goes too; the workspace is removed, or with --keep kept (keeping(): what keeping
+        it takes first) and said where."""
+        keep = self.claim is not None and self.options.keep
+        try:
+            if self.lease is not None:
+                self.lease.release(keep=[self.claim.path, *map(Path, self.claim.record.get("folders", []))]
+                                   if keep else [])
+        finally:
+            if keep:
+                keeping()
+                self.claim.keep()
+                self.say(f"workspace kept: {self.claim.path} (remove it when done)")
+            elif self.claim is not None:
+                self.claim.remove()
 
     def __enter__(self):
         try:

@@ -52,10 +52,12 @@ def sections(result: dict, run_dir: Path | str) -> list[html.Section]:
                                 "rebuild it"], rows, text_columns=(1, 6, 7), fold_after=SHOWN)
         first = found[0]
         notes = [f"At cut {first['index']}, not on the media: "
-                 + ("; ".join(f"{p['file']} {p['where']} ({len(p['ranges'])} writes)" for p in first.get("pending", []))
+                 + ("; ".join(f"{p['file']} {p['where']} ({len(p['ranges']):,} write{'s' * (len(p['ranges']) != 1)})"
+                             for p in first.get("pending", []))
                     or "nothing pending") + "."]
         notes += [f"{c['before_ms']:,.2f} ms before it: process {c['pid']} {c['call']} {c['file'] or '-'} at "
                   f"{c['offset']:,} ({c['bytes']:,} bytes)" for c in first.get("calls_before", [])[-5:]]
+        notes += [f"The page cut {s['index']} names: {s['page']['text']}" for s in found if s.get("page")][:3]
         out.append(html.Section(f"What the cuts found ({len(found):,} of {len(states):,})", notes, tables=[table]))
     return out
 

@@ -200,19 +200,12 @@ class Lab(LabLifecycle):
                     self.server.stop()
                     self._log_text = self.server_log()
             finally:
-                keep = self.claim is not None and self.options.keep
-                try:
-                    if self.lease is not None:  # what the run's SQL started and left running goes too
-                        self.lease.release(keep=[self.claim.path, *map(Path, self.claim.record.get("folders", []))]
-                                           if keep else [])
-                finally:
-                    if keep:
-                        if self._base is not None and self._base != self.claim.path:
-                            self.claim.unmount_keeping(self._base.name)
-                        self.claim.keep()
-                        self.say(f"workspace kept: {self.claim.path} (remove it when done)")
-                    elif self.claim is not None:
-                        self.claim.remove()
+                self._release_workspace(self._off_the_tmpfs)
+
+    def _off_the_tmpfs(self) -> None:
+        """A kept lab's files copied off its own tmpfs, which is unmounted: no mount outlives the run."""
+        if self._base is not None and self._base != self.claim.path:
+            self.claim.unmount_keeping(self._base.name)
 
     def stop_server(self) -> None:
         """A clean shutdown, for good (a crash test's end), with the emulation paused."""

@@ -233,17 +233,7 @@ class Lab(LabLifecycle):
                     self.cluster.stop()
             finally:
                 self._log_text = self.server_log()
-                keep = self.claim is not None and self.options.keep
-                try:
-                    if self.lease is not None:  # what the run's SQL started and left running goes too
-                        self.lease.release(keep=[self.claim.path, *map(Path, self.claim.record.get("folders", []))]
-                                           if keep else [])
-                finally:
-                    if keep:
-                        self.claim.keep()
-                        self.say(f"workspace kept: {self.claim.path} (remove it when done)")
-                    elif self.claim is not None:
-                        self.claim.remove()
+                self._release_workspace()
 
     # -- use -------------------------------------------------------------------------------------
 
