@@ -86,7 +86,7 @@ PARALLEL = frozenset(f"tests.{m}" for m in """
     engines.postgres.test_handle engines.test_osuser engines.postgres.test_placement
     engines.postgres.test_scale_model engines.postgres.test_settings engines.test_production_settings
     engines.test_seam engines.mariadb.test_server engines.mariadb.test_lab engines.mariadb.test_settings
-    engines.mariadb.test_runs workloads.test_builtins_innodb
+    engines.mariadb.test_runs engines.mariadb.test_production_settings workloads.test_builtins_innodb
     experiments.test_breakdown experiments.test_experiment experiments.test_loaded experiments.test_sweep
     measure.test_iostat measure.test_objects measure.test_observations measure.test_pgpath measure.test_trace
     prediction.test_error prediction.test_events

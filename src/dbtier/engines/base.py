@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Protocol
 
 from dbtier.devices.spec import DeviceSpec
+from dbtier.errors import UserError
 
 
 #: the loaded-once cluster's one device (compare's seed lab): a name no layout may use
@@ -87,6 +88,21 @@ class Engine(Protocol):
 
     def describe(self) -> dict:
         """The engine as a result records it."""
+
+
+def read_settings_file(path: Path, max_bytes: int, refuse: Callable[[Path, str], Exception]) -> str:
+    """Production's settings file (--settings-from), content dbtier did not write: its text, or refused
+    in one line naming it (refuse(path, what) makes the error)."""
+    try:
+        if not path.is_file():
+            raise refuse(path, "no such file")
+        if path.stat().st_size > max_bytes:
+            raise refuse(path, f"larger than {max_bytes >> 20} MB, not a settings file")
+        return path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise UserError(f"--settings-from {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise refuse(path, "not UTF-8 text") from None
 
 
 @dataclass

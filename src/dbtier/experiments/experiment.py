@@ -94,6 +94,11 @@ class Experiment:
             given["cache"] = production["cache_bytes"]  # production's shared_buffers, unless --cache is given
         cache = _size(given.get("cache", DEFAULT_CACHE), "--cache")
         page_cache = _size(given["page_cache"], "--page-cache") if given.get("page_cache") else None
+        if "io_mode" not in given and production:  # production's I/O mode (MariaDB's), unless --io-mode is given
+            if production.get("io_mode_refused"):
+                raise UserError(f"--settings-from {settings_from}: {production['io_mode_refused']}")
+            if production.get("io_mode"):
+                given["io_mode"] = production["io_mode"]
         io_mode = given.get("io_mode", engine.default_io_mode)
         if io_mode not in engine.io_modes:
             raise UserError(f"--io-mode {io_mode}: choose one of {', '.join(engine.io_modes)}")

@@ -53,10 +53,11 @@ OPTIONS = (
     Option("set", "Server", "any PostgreSQL setting, on top of dbtier's preset (MariaDB: any mariadbd option) "
            "(repeatable)", multiple=True,
            metavar="NAME=VALUE"),
-    Option("settings-from", "Server", "production's settings: a snapshot 'dbtier stats snapshot' wrote; those that "
-           "shape I/O and plans are applied (work_mem, WAL and checkpoints, autovacuum, parallel query, JIT, the "
-           "planner's costs; shared_buffers as --cache unless that is given), within --scale-model; --set wins",
-           type=Path, metavar="SNAPSHOT"),
+    Option("settings-from", "Server", "production's settings: a snapshot 'dbtier stats snapshot' wrote (MariaDB: "
+           "the output of mariadb --batch -e \"SHOW GLOBAL VARIABLES\"); those that shape I/O and plans are applied "
+           "(work_mem, WAL and checkpoints, autovacuum, parallel query, JIT, the planner's costs; InnoDB's flushing "
+           "and redo log; the cache as --cache unless that is given), within --scale-model; --set wins",
+           type=Path, metavar="FILE"),
     Option("pg-bin", "Server", "another PostgreSQL 18 install's bin folder (default: the embedded one)", type=Path),
     Option("mariadb-bin", "Server", "with --engine mariadb, another MariaDB 10.11 install's folder, holding its bin/ "
            "and sbin/ (/usr for the distribution's own; default: fetched from the distribution into dbtier's cache)",

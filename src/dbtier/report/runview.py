@@ -267,17 +267,18 @@ def throughput_line(result: dict, width: int = 60) -> str | None:
 
 
 def settings_data(result: dict) -> TableData | None:
-    """The settings the run used where they differ from PostgreSQL's defaults or production's."""
+    """The settings the run used where they differ from the engine's defaults or production's."""
     lab = result.get("lab") or {}
     rows = lab.get("settings_compared") or []
     if not rows:
         return None
     prod = lab.get("production")
-    caption = ("settings: this run's where they differ from PostgreSQL's defaults"
-               + (f" or production's ({prod['file']}, PostgreSQL {prod['server'].get('version')})" if prod else
-                  " (--settings-from SNAPSHOT adds production's)"))
-    columns = ["setting", "this run", "PostgreSQL's default", *(["production"] if prod else []), "from"]
-    return TableData(columns, [[r["setting"], str(r["run"]), str(r["default"]),
+    engine = "MariaDB" if lab.get("engine") == "mariadb" else "PostgreSQL"
+    caption = (f"settings: this run's where they differ from {engine}'s defaults"
+               + (f" or production's ({prod['file']}, {engine} {prod['server'].get('version')})" if prod else
+                  " (--settings-from adds production's)"))
+    columns = ["setting", "this run", f"{engine}'s default", *(["production"] if prod else []), "from"]
+    return TableData(columns, [[r["setting"], str(r["run"]), "-" if r["default"] is None else str(r["default"]),
                                 *([str(r["production"]) if r["production"] is not None else "-"] if prod else []),
                                 r["from"]] for r in rows], caption, len(columns))
 

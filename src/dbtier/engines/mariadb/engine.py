@@ -61,9 +61,6 @@ class MariaDB:
     def check_lab(self, options: LabOptions, devices: list[DeviceSpec]) -> Sizes:
         if options.io_mode not in FLUSH_METHODS:
             raise UserError(f"--io-mode {options.io_mode}: choose one of {', '.join(FLUSH_METHODS)}")
-        if options.production:
-            raise UserError("--settings-from (production's settings are PostgreSQL's): not with --engine mariadb "
-                            "yet; run it on PostgreSQL (the default engine)")
         check_cpu_scale(options.cpu_scale)
         if options.cache_bytes < MIN_BUFFER_POOL:
             raise UserError(f"--cache {units.size_text(options.cache_bytes)}: InnoDB needs at least 6MB of buffer pool")
@@ -92,7 +89,10 @@ class MariaDB:
                    say)
 
     def settings_from(self, path) -> dict:
-        raise UserError("--settings-from reads PostgreSQL's settings; not with --engine mariadb")
+        """Production's variables from the output of SHOW GLOBAL VARIABLES (engines/mariadb/production.py),
+        checked: the file, the server, every variable, those applied, its buffer pool in bytes and I/O mode."""
+        from dbtier.engines.mariadb import production
+        return production.settings_from(path)
 
     def version(self, options: LabOptions) -> str:
         return binaries.find(options.mariadb_bin).version if options.mariadb_bin else binaries.SERIES

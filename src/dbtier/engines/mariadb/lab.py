@@ -34,7 +34,7 @@ from dbtier.devices.session import Device, Session
 from dbtier.devices.spec import DeviceSpec
 from dbtier.engines import osuser
 from dbtier.engines.base import LabLifecycle, Measurement
-from dbtier.engines.mariadb import PAGE_BYTES, binaries, measure, settings
+from dbtier.engines.mariadb import PAGE_BYTES, binaries, measure, production, settings
 from dbtier.engines.mariadb.handle import MariaHandle
 from dbtier.engines.mariadb.placement import Placement
 from dbtier.engines.mariadb.server import Folders, Server
@@ -455,6 +455,19 @@ class Lab(LabLifecycle):
         self.recording.measured(measured)
         m.result = measured.result
 
+    def settings_compared(self) -> list[dict]:
+        """The variables this run used where they differ from MariaDB's defaults or production's
+        (engines/mariadb/production.py), read from the server itself; [] once it has stopped."""
+        if self.server is None or self.server.proc is None:
+            return []
+        prod = self.options.production
+        names = sorted({*production.APPLIED, *production.COMPARED, *(k.replace("-", "_") for k in self.sets)})
+        rows = self.execute("SELECT VARIABLE_NAME, GLOBAL_VALUE, DEFAULT_VALUE, GLOBAL_VALUE_ORIGIN FROM "
+                            "information_schema.SYSTEM_VARIABLES WHERE LOWER(VARIABLE_NAME) IN ("
+                            + ", ".join(["%s"] * len(names)) + ") ORDER BY VARIABLE_NAME", names)
+        given = {k: v for k, v in self.sets.items() if not prod or prod["applied"].get(k) != v}
+        return production.compared(rows, prod, given)
+
     def describe(self) -> dict:
         return {
             "engine": "mariadb",
@@ -469,6 +482,9 @@ class Lab(LabLifecycle):
             "page_cache": self.page_cache.describe(),
             "settings": dict(self.server.settings) if self.server else {},
             "user_settings": dict(self.sets),
+            **({"production": {k: self.options.production[k] for k in ("file", "server", "applied")}}
+               if self.options.production else {}),
+            "settings_compared": self.settings_compared(),
             "placement": self.placement.describe(),
             "devices": self.session.describe() if self.session else [],
         }

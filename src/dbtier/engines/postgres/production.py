@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from dbtier.engines.base import read_settings_file
 from dbtier.errors import UserError
 from dbtier.engines.postgres import settings as lab_settings
 
@@ -70,16 +71,9 @@ def _refuse(path: Path, what: str) -> UserError:
 def read(path: Path) -> Snapshot:
     """The snapshot, checked: a UserError in one line naming the file (and the line of broken JSON)."""
     path = Path(path).expanduser()
+    text = read_settings_file(path, MAX_BYTES, _refuse)
     try:
-        if not path.is_file():
-            raise _refuse(path, "no such file")
-        if path.stat().st_size > MAX_BYTES:
-            raise _refuse(path, f"larger than {MAX_BYTES >> 20} MB, not a snapshot")
-        doc = json.loads(path.read_bytes().decode("utf-8"))
-    except OSError as exc:
-        raise UserError(f"--settings-from {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise _refuse(path, "not UTF-8 text") from None
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise _refuse(path, f"line {exc.lineno}: not JSON ({exc.msg})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
