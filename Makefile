@@ -38,11 +38,12 @@ native-test:
 	cmake --build build/asan
 	ctest --test-dir build/asan --output-on-failure
 
-# First the modules that judge no timing, two at once (a module on one worker); then the rest alone,
+# First the modules that judge no timing, three at once (a module on one worker: their servers and
+# emulated devices wait as much as they compute, so a third keeps two CPUs busy); then the rest alone,
 # so that what they time has the machine to themselves (tests/conftest.py: PARALLEL). Both always run.
 python-test: setup
 	@status=0; \
-	$(VENV)/bin/pytest -q -n 2 --dist loadfile -m parallel --durations=10 || status=1; \
+	$(VENV)/bin/pytest -q -n 3 --dist loadfile -m parallel --durations=10 || status=1; \
 	$(VENV)/bin/pytest -q -m "not parallel" --durations=20 || status=1; \
 	exit $$status
 

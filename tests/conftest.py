@@ -73,8 +73,8 @@ def gib_file():
 
 #: Modules that judge no timing (no elapsed time, rate or latency of a live run, nothing under
 #: retry_while_host_steals) and look at nothing another test changes (their own folders only: no scan of
-#: every process, of /tmp or /dev/shm, no machine-wide counter). `make test` runs them first, two at once
-#: (pytest -n 2 -m parallel, a module on one worker); every other module after, alone, so that what it
+#: every process, of /tmp or /dev/shm, no machine-wide counter). `make test` runs them first, three at once
+#: (pytest -n 3 -m parallel, a module on one worker); every other module after, alone, so that what it
 #: times has the machine to itself. A module belongs here only when both hold.
 PARALLEL = frozenset(f"tests.{m}" for m in """
     cli.test_devices_cli cli.test_exec_bypass cli.test_options cli.test_reproduce cli.test_run_cli

@@ -51,12 +51,15 @@ def test_each_device_sees_its_part_and_innodb_agrees(sysbench_run):
     assert io[("redo log", "disk")]["flushes"] >= transactions
     # restarted cold (the buffer pool neither dumped nor loaded): each table's pages read from its device
     assert io[("sbtest1", "disk")]["reads"] > 0 and io[("sbtest2", "flash")]["reads"] > 0
-    # each of InnoDB's reads of the tables seen, one for one (Innodb_data_reads). Its Innodb_data_read
-    # counts the pages a read brought into the buffer pool at 16 KiB each (Innodb_pages_read), and a
-    # read may take more than a page: measured, 121 reads of 2,211,840 bytes for 117 pages counted
+    # each of InnoDB's reads of the tables seen, one for one (Innodb_data_reads), but for a background
+    # read (purge's) between the server's counters and the trace's window at either end: they are read
+    # one query apart (measure.ServerCounters). Found so once in about 100 runs on a loaded machine:
+    # 113 reads in the trace, 114 counted. Its Innodb_data_read counts the pages a read brought into
+    # the buffer pool at 16 KiB each (Innodb_pages_read), and a read may take more than a page:
+    # measured, 121 reads of 2,211,840 bytes for 117 pages counted
     status = doc["innodb_status"]
     tables = [r for (obj, _dev), r in io.items() if obj.startswith("sbtest")]
-    assert sum(r["reads"] for r in tables) == status["Innodb_data_reads"], (tables, status)
+    assert abs(sum(r["reads"] for r in tables) - status["Innodb_data_reads"]) <= 2, (tables, status)
     assert sum(r["read_bytes"] for r in tables) >= status["Innodb_data_read"] == status["Innodb_pages_read"] * PAGE
     assert status["Innodb_log_writes"] > 0
 

@@ -38,17 +38,24 @@ def _snapshot(connect) -> dict:
 
 
 class ServerCounters(_Base):
-    """InnoDB's status counters, performance_schema's waits and its I/O per file, over the interval."""
+    """InnoDB's status counters, performance_schema's waits and its I/O per file, over the interval: read
+    just before the emulation starts and just after it stops (outside it, so that the queries' own calls
+    are neither charged nor dilated), so that the server's counters and the trace's window differ by what
+    falls within the emulation's start and stop at each end (a background read, purge's, that the trace's
+    window leaves out and the counters take in), not by the time other collectors' figures take."""
+    start_rank, stop_rank = 5, 35
 
     def __init__(self, connect):
         self.connect = connect
 
-    def prepare(self) -> None:
+    def start(self, interval) -> None:
         self.before = _snapshot(self.connect)
 
+    def stop(self, interval) -> None:
+        self.after = _snapshot(self.connect)
+
     def contribute(self, interval, figures: dict) -> None:
-        after = _snapshot(self.connect)
-        b = self.before
+        after, b = self.after, self.before
         figures["innodb_status"] = {k: v - b["status"].get(k, 0) for k, v in after["status"].items()}
         figures["top_events"] = top_events(b["waits"], after["waits"], figures["server_cpu_s"], interval.elapsed_s)
         rows = []
