@@ -35,7 +35,7 @@ $(VENV)/.installed: $(SOURCES) | system-packages
 # The interposer and the models under AddressSanitizer and UBSan.
 native-test:
 	cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DDBTIER_SANITIZE=ON -DDBTIER_TESTS=ON >/dev/null
-	cmake --build build/asan
+	cmake --build build/asan --parallel
 	ctest --test-dir build/asan --output-on-failure
 
 # First the modules that judge no timing, three at once (a module on one worker: their servers and
