@@ -109,8 +109,10 @@ def recover(lab, state: Path, roles: dict[str, int], ledger, log_path: Path, tim
         took = timed_start(session, lambda: cluster.start(timeout=START_TIMEOUT_S))
     except UserError:
         tail = log_tail(log_path, 40)
-        why = next((ln.split(":  ", 1)[-1] for ln in tail.splitlines() if "PANIC:" in ln),
-                   next((ln.split(":  ", 1)[-1] for ln in tail.splitlines() if "FATAL:" in ln), ""))
+        said = [ln for ln in log_tail(log_path, 100_000).splitlines()
+                if ("PANIC:" in ln or "FATAL:" in ln) and not _REFUSED_CONNECTION.search(ln)]
+        first = next((ln for ln in said if "PANIC:" in ln), said[0] if said else "")
+        why = first.split(":  ", 1)[-1]
         return Checked(False, log_tail=tail, problems=["the server did not start" + (f": {why}" if why else "")])
     out = Checked(True, took)
     try:
@@ -128,6 +130,11 @@ def recover(lab, state: Path, roles: dict[str, int], ledger, log_path: Path, tim
     if "PANIC" in out.log_tail:
         out.problems.append("the server logged a PANIC")
     return out
+
+
+#: the server's FATAL answers to connections tried while it starts (timed_start's polls), not why it stopped
+_REFUSED_CONNECTION = re.compile(r"FATAL:  the database system is (starting up|not yet accepting connections|"
+                                 r"shutting down|in recovery mode)")
 
 
 def _amcheck(live, socket_dir: Path) -> str | None:
