@@ -165,8 +165,10 @@ def test_a_run_with_its_credits_spent_live_and_predicted(recorded, tmp_path, mod
         assert 'credits = "empty"' in (next(out.glob("random-index-*")) / "experiment.toml").read_text()
         held = {h["limit"]: h for h in live["devices"][0]["limits"]}
         # nearly every read waits its slot: one that came 1 ms or more after the last (the client or the host
-        # paused) had earned its token and is not held (1,498 of 1,500 once in CI), 3% allowed
-        assert held["iops_credits"]["rate"] == 1000 and held["iops_credits"]["requests"] >= 0.97 * ROWS
+        # paused) had earned its token and is not held (1,498 of 1,500 once in CI; 1,432 in another, the
+        # hypervisor stealing 20 ms of CPU over the 3 s, just under what retries), 10% allowed: with its
+        # credits full instead, none of the 1,500 would be held
+        assert held["iops_credits"]["rate"] == 1000 and held["iops_credits"]["requests"] >= 0.90 * ROWS
         # a read that came after a pause had earned its token: a WAL write may then wait on the burst rate
         assert all(h["held_pct"] < 1 for k, h in held.items() if k != "iops_credits"), held
         assert live["elapsed_s"] >= ROWS / 1000
