@@ -97,7 +97,7 @@ def damaged_page(problems: list[str], state: Path, roles: dict[str, int]) -> tup
     for text in problems:
         if m := _PAGE_ID.search(text):
             space, page = int(m[1]), int(m[2])
-            path = next((p for p in _tablespaces(folders) if _space_id(p) == space), None)
+            path = next((p for p in _tablespaces(state, folders) if _space_id(p) == space), None)
         elif m := _PAGE_IN_FILE.search(text):
             page, path = int(m[1]), (folders.data / m[2]).resolve()
         else:
@@ -107,10 +107,10 @@ def damaged_page(problems: list[str], state: Path, roles: dict[str, int]) -> tup
     return None
 
 
-def _tablespaces(folders: Folders):
-    yield from sorted(folders.data.glob("ibdata*"))
-    yield from sorted(folders.undo.glob("undo[0-9]*"))
-    yield from sorted(folders.data.rglob("*.ibd"))
+def _tablespaces(state: Path, folders: Folders) -> list[Path]:
+    """Every tablespace of a state: the system tablespace, the undo tablespaces, each table's file
+    wherever it was placed."""
+    return [*sorted(folders.data.glob("ibdata*")), *sorted(folders.undo.glob("undo*")), *sorted(state.rglob("*.ibd"))]
 
 
 def _space_id(path: Path) -> int | None:
@@ -175,8 +175,8 @@ def _page_ranges(ibdata: Path) -> list[tuple[int, int | None]]:
 def _innochecksum(live: Server, state: Path, folders: Folders) -> str | None:
     """innochecksum over every tablespace of the stopped server: the system tablespace (but its
     doublewrite buffer), the undo tablespaces and each table's file, wherever it was placed."""
-    checks = [(path, _page_ranges(path)) for path in sorted(folders.data.glob("ibdata*"))]
-    checks += [(path, [(0, None)]) for path in (*sorted(folders.undo.glob("undo*")), *sorted(state.rglob("*.ibd")))]
+    checks = [(path, _page_ranges(path) if path.name.startswith("ibdata") else [(0, None)])
+              for path in _tablespaces(state, folders)]
     exe = live.install.exe("innochecksum")
     env = {k: v for k, v in live.env.items() if k != "LD_PRELOAD"}
     bad = []
