@@ -92,7 +92,7 @@ PARALLEL = frozenset(f"tests.{m}" for m in """
     prediction.test_error prediction.test_events
     production.test_import production.test_stats production.test_tutorial
     report.test_html report.test_output_failure report.test_replayview report.test_schema report.test_terminal
-    report.test_verdict
+    report.test_verdict report.test_fidelity_notes
     reproduce.test_run
     test_imports test_isolation test_preloaded test_workspace
     workloads.test_client workloads.test_seed000 workloads.test_seed001 workloads.test_seed003
