@@ -89,7 +89,7 @@ PARALLEL = frozenset(f"tests.{m}" for m in """
     engines.mariadb.test_runs engines.mariadb.test_production_settings workloads.test_builtins_innodb
     experiments.test_breakdown experiments.test_experiment experiments.test_loaded experiments.test_sweep
     measure.test_iostat measure.test_objects measure.test_observations measure.test_pgpath measure.test_trace
-    prediction.test_error prediction.test_events
+    prediction.test_error prediction.test_events prediction.test_thread_waits
     production.test_import production.test_stats production.test_tutorial
     report.test_html report.test_output_failure report.test_replayview report.test_schema report.test_terminal
     report.test_verdict report.test_fidelity_notes
@@ -207,6 +207,18 @@ def _preloaded_dbtier() -> Preloaded | None:
             except (OSError, RuntimeError):
                 pass
     return _preloaded
+
+
+def compiled(folder: Path, name: str, source: str, *args: str) -> tuple[Path, subprocess.CompletedProcess]:
+    """A C program built from source in folder with the compiler's args (skipped where there is no C
+    compiler): its path, and how the compiler fared."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    (folder / f"{name}.c").write_text(source)
+    proc = subprocess.run([cc, "-O1", "-o", str(folder / name), str(folder / f"{name}.c"), *args],
+                          capture_output=True, text=True)
+    return folder / name, proc
 
 
 def dbtier(*args: str, check: bool = False, fresh: bool = False, **kw) -> subprocess.CompletedProcess:

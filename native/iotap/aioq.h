@@ -26,6 +26,7 @@ struct dbt_aio_req {
     struct dbt_outcome out;   /* while out.ticket: the drive has not chosen it yet; ask again at out.complete */
     struct dbt_aio_event ev;  /* what the reap returns */
     uint64_t done;            /* when it completes (valid once out.ticket is 0) */
+    uint8_t at_once;          /* done in io_submit (buffered) and traced there as a call that ended at done */
     struct dbt_aio_req *next;
     _Alignas(16) unsigned char scratch[DBT_AIO_SCRATCH];
 };

@@ -193,7 +193,8 @@ static const struct named durlog_kinds[] = {{"write", DBT_DL_WRITE}, {"truncate"
 static const struct named durlog_flags[] = {
     {"paused", DBT_DLF_PAUSED}, {"direct", DBT_DLF_DIRECT}, {"dsync", DBT_DLF_DSYNC}, {"reread", DBT_DLF_REREAD},
 };
-static const struct named sync_flags[] = {{"kill", DBT_SF_KILL}, {"sem", DBT_SF_SEM}, {"epoll", DBT_SF_EPOLL}, {"aio", DBT_SF_AIO}};
+static const struct named sync_flags[] = {{"kill", DBT_SF_KILL}, {"sem", DBT_SF_SEM}, {"epoll", DBT_SF_EPOLL},
+                                          {"aio", DBT_SF_AIO}, {"futex", DBT_SF_FUTEX}, {"cond", DBT_SF_COND}};
 static const struct named trace_reserved[] = {{"client", DBT_TF_RESERVED_CLIENT}};
 
 static const struct named constants[] = {

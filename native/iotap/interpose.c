@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <link.h>
 #include <linux/aio_abi.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <spawn.h>
@@ -666,7 +667,9 @@ static uint64_t file_size_of(void *ctx) {
 
 /* The heart of it, called after the real call moved `len` bytes (or flushed, or advised), with the
  * guard set: ask the core, wait as it says, record. */
-static void account(int fd, uint64_t e, int op, uint64_t off, uint64_t len, uint64_t t0, uint32_t aux) {
+/* The call counted and emulated (and traced): when it returned to the program (its record's end), or 0
+ * if the core charged nothing for it. */
+static uint64_t account(int fd, uint64_t e, int op, uint64_t off, uint64_t len, uint64_t t0, uint32_t aux) {
     uint64_t host_end = now_ns();
     struct dbt_call c = {t0, host_end, off, len, UINT64_MAX, FD_FILE(e), aux, (uint8_t)op, (uint8_t)FD_DEV(e),
                          FD_FLAGS(e)};
@@ -691,7 +694,7 @@ static void account(int fd, uint64_t e, int op, uint64_t off, uint64_t len, uint
         sleep_until(o.complete);
         dbt_emulate_resume(g_state, &c, &hooks, now_ns(), &o);
     }
-    if (!o.charged) return;
+    if (!o.charged) return 0;
     struct dbt_device_slot *d = &g_state->dev[c.dev];
     int moves = op == DBT_TOP_READ || op == DBT_TOP_WRITE || op == DBT_TOP_FLUSH;
     if (moves) atomic_fetch_add_explicit(&d->c.host_ns, host_end - t0, memory_order_relaxed);
@@ -707,6 +710,7 @@ static void account(int fd, uint64_t e, int op, uint64_t off, uint64_t len, uint
                                          * device's time, not the program's CPU: the next charge starts here */
         tl_cpu_mark = thread_cpu_ns();
     }
+    return end;
 }
 
 static uint64_t current_pos_minus(int fd, ssize_t moved) {
@@ -1037,6 +1041,51 @@ EXPORT int sem_wait(sem_t *sem) {
     return r;
 }
 
+/* A condition variable's wait that was woken (0): a sleep on its address. One that timed out, or any
+ * the interposer makes itself (cond_wait_own), is not recorded. */
+EXPORT int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex) {
+    ENSURE(pthread_cond_wait, EINVAL);
+    if (LIKELY(!sleep_traceable())) return real_pthread_cond_wait(cond, mutex);
+    uint64_t t0 = now_ns();
+    int r = real_pthread_cond_wait(cond, mutex);
+    if (r == 0 && sync_traced()) trace_sync(DBT_SYNC_SLEEP, DBT_SF_COND, (uint64_t)(uintptr_t)cond, 1, t0, now_ns(), 1);
+    return r;
+}
+
+EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *at) {
+    ENSURE(pthread_cond_timedwait, EINVAL);
+    if (LIKELY(!sleep_traceable())) return real_pthread_cond_timedwait(cond, mutex, at);
+    uint64_t t0 = now_ns();
+    int r = real_pthread_cond_timedwait(cond, mutex, at);
+    if (r == 0 && sync_traced()) trace_sync(DBT_SYNC_SLEEP, DBT_SF_COND, (uint64_t)(uintptr_t)cond, 1, t0, now_ns(), 1);
+    return r;
+}
+
+EXPORT int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
+                                  const struct timespec *at) {
+    ENSURE(pthread_cond_clockwait, EINVAL);
+    if (LIKELY(!sleep_traceable())) return real_pthread_cond_clockwait(cond, mutex, clock, at);
+    uint64_t t0 = now_ns();
+    int r = real_pthread_cond_clockwait(cond, mutex, clock, at);
+    if (r == 0 && sync_traced()) trace_sync(DBT_SYNC_SLEEP, DBT_SF_COND, (uint64_t)(uintptr_t)cond, 1, t0, now_ns(), 1);
+    return r;
+}
+
+/* The interposer's own waits and wakes (its AIO contexts'): libc's, never traced as the program's. */
+static int cond_wait_own(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *at) {
+    if (at) {
+        ENSURE_REAL(pthread_cond_timedwait, EINVAL);
+        return real_pthread_cond_timedwait(cond, mutex, at);
+    }
+    ENSURE_REAL(pthread_cond_wait, EINVAL);
+    return real_pthread_cond_wait(cond, mutex);
+}
+
+static int cond_broadcast_own(pthread_cond_t *cond) {
+    ENSURE_REAL(pthread_cond_broadcast, EINVAL);
+    return real_pthread_cond_broadcast(cond);
+}
+
 /* epoll_wait and epoll_pwait: a sleep, with the events it returned (0: it timed out). */
 #define WRAP_EPOLL(ret, name, params, args)                                                        \
     EXPORT ret name params {                                                                       \
@@ -1294,10 +1343,13 @@ static int aio_emulate(struct aio_ctx *x, struct iocb *cb, uint64_t e) {
     /* A buffered read or write is done in io_submit, as Linux does it (the page cache's time is the
      * submitter's); a direct one, and any fsync (Linux hands it to a worker), completes later. */
     int at_once = !moved || (op != DBT_OP_FLUSH && !(FD_FLAGS(e) & DBT_TF_DIRECT));
+    r->at_once = 0;
     if (at_once) {
-        if (moved) account((int)cb->aio_fildes, e, op, (uint64_t)cb->aio_offset, len, t0, 0);
-        r->call = (struct dbt_call){t0, now_ns(), 0, 0, UINT64_MAX, -1, 0, (uint8_t)op, (uint8_t)FD_DEV(e), 0};
+        uint64_t ended = moved ? account((int)cb->aio_fildes, e, op, (uint64_t)cb->aio_offset, len, t0, 0) : 0;
+        r->call = (struct dbt_call){t0, ended ? ended : now_ns(), 0, 0, UINT64_MAX, -1, 0, (uint8_t)op,
+                                    (uint8_t)FD_DEV(e), 0};
         r->out.charged = 0; /* counted and traced by account, or not at all (an error) */
+        r->at_once = ended != 0;
     } else {
         r->call = (struct dbt_call){t0, host_end, op == DBT_OP_FLUSH ? 0 : (uint64_t)cb->aio_offset, len,
                                     UINT64_MAX, FD_FILE(e), 0, (uint8_t)op, (uint8_t)FD_DEV(e), FD_FLAGS(e)};
@@ -1311,7 +1363,7 @@ static int aio_emulate(struct aio_ctx *x, struct iocb *cb, uint64_t e) {
         if (r->out.charged)
             atomic_fetch_add_explicit(&g_state->dev[r->call.dev].c.host_ns, host_end - t0, memory_order_relaxed);
     }
-    pthread_cond_broadcast(&x->cv);
+    cond_broadcast_own(&x->cv);
     aio_wake_kernel_waiters(x, (int)cb->aio_fildes);
     pthread_mutex_unlock(&x->mu);
     return 0;
@@ -1383,7 +1435,8 @@ static void aio_reaped(struct dbt_aio_req *r, uint64_t end, int waited) {
 
 /* io_getevents: at least min_nr and at most nr events (fewer once the timeout passed), or -errno.
  * Traced as a sleep (DBT_SF_AIO) that the latest completion among the emulated requests it returned
- * ended: a replay holds the reaper until that request completes there. */
+ * ended (one done at once in io_submit, a buffered one, completed as its call returned): a replay
+ * holds the reaper until that request completes there. */
 static long aio_getevents(uint64_t ctx, long min_nr, long nr, struct io_event *events, const struct timespec *timeout) {
     if (UNLIKELY(g_cpu_excess > 0.0)) cpu_dilate();
     int traced = sync_traced();
@@ -1424,7 +1477,7 @@ static long aio_getevents(uint64_t ctx, long min_nr, long nr, struct io_event *e
             uint32_t n = dbt_aio_reap(&x->q, g_state, &hooks, now, want, out, &next);
             for (uint32_t i = 0; i < n; i++) {
                 aio_reaped(out[i], now, waited);
-                if (out[i]->out.charged) {
+                if (out[i]->out.charged || out[i]->at_once) {
                     emulated++;
                     if (out[i]->done > latest) latest = out[i]->done;
                 }
@@ -1461,11 +1514,11 @@ static long aio_getevents(uint64_t ctx, long min_nr, long nr, struct io_event *e
         if (x->kernel_inflight && until > now + 1000000ull) until = now + 1000000ull; /* the kernel's: polled */
         uint64_t lead = atomic_load_explicit(&g_state->wake_p90_ns, memory_order_relaxed) + LEAD_MARGIN_NS + EARLY_NS;
         if (until == UINT64_MAX) {
-            pthread_cond_wait(&x->cv, &x->mu);
+            cond_wait_own(&x->cv, &x->mu, NULL);
         } else if (until > now + lead) {
             uint64_t t = until - lead;
             struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
-            pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+            cond_wait_own(&x->cv, &x->mu, &ts);
         } else {
             pthread_mutex_unlock(&x->mu);
             uint64_t end;
@@ -1493,7 +1546,7 @@ static long aio_destroy(uint64_t ctx) {
         aio_unlink(x); /* the kernel may give the id to the next io_setup */
         pthread_mutex_lock(&x->mu);
         x->dead = 1;
-        pthread_cond_broadcast(&x->cv);
+        cond_broadcast_own(&x->cv);
         for (;;) {
             struct dbt_aio_req *out[64];
             uint64_t next, now = now_ns();
@@ -1514,15 +1567,51 @@ static long aio_destroy(uint64_t ctx) {
     return r < 0 ? -errno : 0;
 }
 
+static long real_syscall_of(long number, long a, long b, long c, long d, long e, long f) {
+#if KERNEL_CALL_OWN
+    return LIKELY(real_syscall != NULL) ? real_syscall(number, a, b, c, d, e, f) : kernel_call(number, a, b, c, d, e, f);
+#else /* kernel_call is this very function's caller here */
+    ENSURE_REAL(syscall, -1);
+    return real_syscall(number, a, b, c, d, e, f);
+#endif
+}
+
+#ifdef SYS_futex
+/* A futex waited on or woken through syscall() (MariaDB's locks and group commit: trace.h), traced as
+ * a sleep that a wake ended, or a wake that ended sleeps: a replay then keeps the wait between threads
+ * as a dependency. A wait that did not sleep (the word had changed: EAGAIN), timed out or was
+ * interrupted, and a wake that woke nobody, are not recorded. The call itself is passed on unchanged. */
+static long futex_call(long a, long b, long c, long d, long e, long f) {
+    int cmd = (int)b & FUTEX_CMD_MASK;
+    int waits = cmd == FUTEX_WAIT || cmd == FUTEX_WAIT_BITSET;
+    int wakes = cmd == FUTEX_WAKE || cmd == FUTEX_WAKE_BITSET;
+    if (LIKELY(!(waits ? sleep_traceable() : wakes && sync_traced())))
+        return real_syscall_of(SYS_futex, a, b, c, d, e, f);
+    uint64_t t0 = now_ns();
+    long r = real_syscall_of(SYS_futex, a, b, c, d, e, f);
+    int saved = errno;
+    uint32_t own = ((int)b & FUTEX_PRIVATE_FLAG) != 0;
+    if (waits && r == 0 && sync_traced())
+        trace_sync(DBT_SYNC_SLEEP, DBT_SF_FUTEX, (uint64_t)a, own, t0, now_ns(), 1);
+    else if (wakes && r > 0)
+        trace_sync(DBT_SYNC_WAKE, DBT_SF_FUTEX, (uint64_t)a, own, t0, now_ns(), r);
+    errno = saved;
+    return r;
+}
+#endif
+
 /* libc's syscall(): the AIO calls of a program without libaio (MariaDB reaps through it), and libaio's
- * own, come here; io_uring is reached through it too (fio's engine, liburing's setup). Up to six
- * arguments are passed on, as libc's does. */
+ * own, come here; io_uring is reached through it too (fio's engine, liburing's setup), and futexes a
+ * program waits on itself (futex_call). Up to six arguments are passed on, as libc's does. */
 EXPORT long syscall(long number, ...) {
     va_list ap;
     va_start(ap, number);
     long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
     long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
     va_end(ap);
+#ifdef SYS_futex
+    if (number == SYS_futex && UNLIKELY(g_state != NULL) && !tl_guard) return futex_call(a, b, c, d, e, f);
+#endif
     if (UNLIKELY(g_state != NULL) && !tl_guard &&
         (number == SYS_io_submit || number == SYS_io_getevents || number == SYS_io_destroy ||
          (number == SYS_io_pgetevents && aio_emulating((uint64_t)a)))) {
@@ -1537,13 +1626,7 @@ EXPORT long syscall(long number, ...) {
         }
         return r;
     }
-#if KERNEL_CALL_OWN
-    long r = LIKELY(real_syscall != NULL) ? real_syscall(number, a, b, c, d, e, f)
-                                          : kernel_call(number, a, b, c, d, e, f);
-#else /* kernel_call is this very function here */
-    ENSURE_REAL(syscall, -1);
-    long r = real_syscall(number, a, b, c, d, e, f);
-#endif
+    long r = real_syscall_of(number, a, b, c, d, e, f);
     if (UNLIKELY(g_state != NULL) && r >= 0) {
 #if defined(SYS_io_uring_setup) && defined(SYS_io_uring_enter) && defined(SYS_io_uring_register)
         if (number == SYS_io_uring_setup || number == SYS_io_uring_enter || number == SYS_io_uring_register)

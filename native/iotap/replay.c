@@ -277,8 +277,10 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
         }
         const struct dbt_replay_event *d = ev[i].dep >= 0 && ev[i].dep < (int64_t)n ? &ev[ev[i].dep] : NULL;
         int wake = d && d->kind == DBT_TK_SYNC && d->op == DBT_SYNC_WAKE && d->stream != ev[i].stream;
+        /* a reap may wait for a request done at once in io_submit (a buffered one): an ordinary call */
+        int reaped = d && (is_async(d) || (d->kind == DBT_TK_CALL && (ev[i].flags & DBT_SF_AIO)));
         if (ev[i].dep >= (int64_t)n || (d && (ev[i].kind != DBT_TK_SYNC || ev[i].op != DBT_SYNC_SLEEP ||
-                                              !(wake || (is_async(d) && ev[i].guard < 0))))) {
+                                              !(wake || (reaped && ev[i].guard < 0))))) {
             snprintf(err, errlen, "event %llu depends on event %lld, which is neither another process's wake nor "
                      "an asynchronous call", (unsigned long long)i, (long long)ev[i].dep);
             goto out;
@@ -399,11 +401,12 @@ int dbt_replay_with(struct dbt_state *s, const struct dbt_replay_event *ev, uint
             if (col.objects && (flags & DBT_TF_PAGE_CACHE))
                 dbt_objio_call(col.objects, e->file, dev, e->op, flags, (1ull << 63) | i); /* where the placement put it */
             goes_on = end;
-        } else if (e->op == DBT_SYNC_SLEEP && e->dep >= 0 && is_async(&ev[e->dep])) {
+        } else if (e->op == DBT_SYNC_SLEEP && e->dep >= 0 && ev[e->dep].kind == DBT_TK_CALL) {
             /* a reap: once its request completed here, as long after as the recorded reap took after the
-             * later of its start and that request's recorded completion */
+             * later of its start and that request's recorded completion (one done at once: its call's end) */
             const struct dbt_replay_event *c = &ev[e->dep];
-            uint64_t recorded = e->t0 > c->done_ns ? e->t0 : c->done_ns;
+            uint64_t done = is_async(c) ? c->done_ns : c->t1;
+            uint64_t recorded = e->t0 > done ? e->t0 : done;
             uint64_t from = out->end[e->dep] > start ? out->end[e->dep] : start;
             end = goes_on = from + (e->t1 > recorded ? e->t1 - recorded : 0);
         } else if (e->op == DBT_SYNC_SLEEP && e->dep >= 0 && unheld) {

@@ -51,7 +51,8 @@ struct dbt_replay_event {
     uint64_t file_size; /* a read call: the file's size (UINT64_MAX unknown) */
     int64_t file;
     int64_t dep;       /* a sleep: the index of the wake that ended it (another process's), or of the
-                          asynchronous call whose completion it reaped (any process's), or -1 */
+                          asynchronous call whose completion it reaped (any process's; a reap's, flags
+                          DBT_SF_AIO, may be a call done at once in io_submit: a buffered one), or -1 */
     int64_t guard;     /* a sleep with a dep: the waker's sleep before its wake (-1: none). The waker has
                           been awake since then (holding what the sleeper waits for: a lock, its I/O); a
                           sleeper that comes before that, in the replay, finds nothing held and waits

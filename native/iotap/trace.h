@@ -40,12 +40,22 @@ enum dbt_trace_kind { DBT_TK_REQUEST = 1, DBT_TK_CALL = 2, DBT_TK_SYNC = 3 };
  *          len: the events epoll_wait returned (0: it timed out)
  *   SLEEP (AIO): an io_getevents on a context with emulated requests. offset: the context; len: the
  *          emulated requests it returned; complete_ns: the latest modelled completion among them (the
- *          request it waited for: its call record has this pid and complete_ns), end_ns if none */
+ *          request it waited for: its call record has this pid and complete_ns; a buffered request,
+ *          done at once in io_submit, is an ordinary call whose end_ns it is), end_ns if none
+ *   WAKE and SLEEP (FUTEX): a futex a program waits on and wakes through libc's syscall() (MariaDB's
+ *          locks and its group commit's waits; libc's own pthread futexes are not seen). offset: the
+ *          futex's address; aux: 1 if the futex is the process's own (FUTEX_PRIVATE_FLAG: only its
+ *          threads share that address), 0 if shared; a wake's len: the sleepers it woke (never 0)
+ *   WAKE and SLEEP (COND): a condition variable's signal or broadcast (every one: libc does not say
+ *          whether anyone slept: a wake's len is 0), and a wait on it that was woken (not one that timed
+ *          out). offset: its address; aux: 1 (the process's own) */
 enum dbt_sync_op { DBT_SYNC_WAKE = 1, DBT_SYNC_SLEEP = 2 };
 #define DBT_SF_KILL 0x01u  /* flags of a sync record: what it was */
 #define DBT_SF_SEM 0x02u
 #define DBT_SF_EPOLL 0x04u
 #define DBT_SF_AIO 0x08u
+#define DBT_SF_FUTEX 0x10u
+#define DBT_SF_COND 0x20u
 
 /* record flags */
 #define DBT_TF_DIRECT 0x01u    /* fd opened O_DIRECT */

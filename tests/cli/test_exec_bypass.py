@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.conftest import dbtier
+from tests.conftest import compiled, dbtier
 
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed (make setup installs it as root)")
 
@@ -126,18 +126,13 @@ def test_a_program_whose_children_keep_the_environment_still_reports(shm_dir):
 @pytest.fixture(scope="module")
 def static_writer(tmp_path_factory):
     """A statically linked program that writes its first argument's file (gcc -static)."""
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        pytest.skip("no C compiler")
-    folder = tmp_path_factory.mktemp("static")
-    source = folder / "w.c"
-    source.write_text('#include <fcntl.h>\n#include <unistd.h>\n'
-                      'int main(int c, char **v) { int fd = open(v[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);\n'
-                      '  return c < 2 || fd < 0 || write(fd, "static\\n", 7) != 7; }\n')
-    proc = subprocess.run([cc, "-static", "-O1", "-o", str(folder / "w"), str(source)], capture_output=True, text=True)
+    program, proc = compiled(tmp_path_factory.mktemp("static"), "w",
+                             '#include <fcntl.h>\n#include <unistd.h>\n'
+                             'int main(int c, char **v) { int fd = open(v[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);\n'
+                             '  return c < 2 || fd < 0 || write(fd, "static\\n", 7) != 7; }\n', "-static")
     if proc.returncode != 0:
         pytest.skip(f"static linking is unavailable here (libc.a missing?): {proc.stderr.strip()[:200]}")
-    return folder / "w"
+    return program
 
 
 def test_a_static_command_is_refused_before_it_runs(static_writer, shm_dir):
@@ -241,9 +236,6 @@ def uring_program(tmp_path_factory):
     liburing (2.2 on) makes its system calls and maps its rings itself, past libc, so the ring is seen
     only where the program calls liburing. The library: the system's, or the one dbtier fetches for
     MariaDB's server (it links it)."""
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        pytest.skip("no C compiler")
     from pathlib import Path
     lib = Path("/usr/lib/x86_64-linux-gnu/liburing.so.2")
     if not lib.exists():
@@ -251,18 +243,15 @@ def uring_program(tmp_path_factory):
             pytest.skip("no liburing.so.2 here, and no apt-get to fetch MariaDB's")
         from dbtier.engines.mariadb import binaries
         lib = binaries.find().basedir / binaries.LIB_DIR / "liburing.so.2"
-    folder = tmp_path_factory.mktemp("uring")
-    source = folder / "u.c"
-    source.write_text('#include <fcntl.h>\n#include <unistd.h>\n'
-                      'int io_uring_queue_init(unsigned entries, void *ring, unsigned flags);\n'
-                      'static char ring[4096] __attribute__((aligned(64)));  /* struct io_uring, with room */\n'
-                      'int main(int c, char **v) { if (c < 2 || io_uring_queue_init(8, ring, 0) != 0) return 3;\n'
-                      '  int fd = open(v[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);\n'
-                      '  return fd < 0 || write(fd, "ring\\n", 5) != 5; }\n')
-    proc = subprocess.run([cc, "-O1", "-o", str(folder / "u"), str(source), str(lib), f"-Wl,-rpath,{lib.parent}"],
-                          capture_output=True, text=True)
+    program, proc = compiled(tmp_path_factory.mktemp("uring"), "u",
+                             '#include <fcntl.h>\n#include <unistd.h>\n'
+                             'int io_uring_queue_init(unsigned entries, void *ring, unsigned flags);\n'
+                             'static char ring[4096] __attribute__((aligned(64)));  /* struct io_uring, with room */\n'
+                             'int main(int c, char **v) { if (c < 2 || io_uring_queue_init(8, ring, 0) != 0) return 3;\n'
+                             '  int fd = open(v[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);\n'
+                             '  return fd < 0 || write(fd, "ring\\n", 5) != 5; }\n', str(lib), f"-Wl,-rpath,{lib.parent}")
     assert proc.returncode == 0, proc.stderr
-    return folder / "u"
+    return program
 
 
 def test_a_ring_made_through_liburing_is_refused(uring_program, shm_dir):

@@ -706,6 +706,20 @@ static void async_flash_32(void) {
     ev[33].guard = 0;
     CHECK(dbt_replay(s, ev, 35, T, T, 1.0, NULL, &res, err, sizeof err) != 0 && strstr(err, "neither"),
           "a guarded reap is refused: %s", err);
+    /* a buffered request is done at once in io_submit (an ordinary call of its submitter): a reap that
+     * waited for it ends as long after that call's end in the replay (the drive still busy with the
+     * reads above) as it did after the recorded one (recorded: 300 us, the reap 500 ns after) */
+    struct dbt_replay_event once[2] = {async_read(T, file, 0, PAGE, 0, 0), reap(T, T + 300000 + 500, 0, 1)};
+    once[0].flags = 0, once[0].t1 = T + 300000;
+    uint64_t s2[2], e2[2];
+    struct dbt_replay_result r2 = {s2, e2, NULL, NULL, 0};
+    CHECK(dbt_replay(s, once, 2, T, T, 1.0, NULL, &r2, err, sizeof err) == 0, "replayed: %s", err);
+    CHECK(e2[0] > s2[0] && e2[1] == e2[0] + 500, "the reap ends 500 ns after the read's replayed end (%llu, %llu)",
+          (unsigned long long)e2[0], (unsigned long long)e2[1]);
+    free(r2.requests);
+    once[1].flags = 0;  /* a plain sleep may not wait for a call */
+    CHECK(dbt_replay(s, once, 2, T, T, 1.0, NULL, &r2, err, sizeof err) != 0 && strstr(err, "neither"),
+          "a sleep that is no reap waiting for a call is refused: %s", err);
     munmap(s, s->size);
 }
 

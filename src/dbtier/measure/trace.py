@@ -30,6 +30,8 @@ WAKE, SLEEP = _LAYOUT.enum("sync_op")["wake"], _LAYOUT.enum("sync_op")["sleep"]
 _SYNC_FLAGS = _LAYOUT.flags("sync")  # a sync record's flags: what it was
 SYNC_KILL, SYNC_SEM, SYNC_EPOLL = _SYNC_FLAGS["kill"], _SYNC_FLAGS["sem"], _SYNC_FLAGS["epoll"]
 SYNC_AIO = _SYNC_FLAGS["aio"]  # a sleep in io_getevents: its complete_ns is the request it waited for
+SYNC_FUTEX = _SYNC_FLAGS["futex"]  # a futex waited on or woken through syscall(): its aux says if it is the process's own
+SYNC_COND = _SYNC_FLAGS["cond"]  # a condition variable's wait (woken) or signal: the process's own
 SYNC_FLAG_BITS = functools.reduce(operator.or_, _SYNC_FLAGS.values())  # every flag a wake or sleep may have
 
 OPS = {code: name for name, code in _LAYOUT.enum("trace_op").items()}

@@ -1,0 +1,137 @@
+"""Waits between threads that a program makes on its own futexes (MariaDB's locks and its group
+commit: syscall(SYS_futex), which the interposer sees) and on condition variables (its row locks,
+its thread pool's task queue) are traced as a sleep and the wake that ended it, and a replay ties the
+two: the waiting thread goes on when the thread that woke it gets there, so that a slower device for
+the waker's I/O delays the waiter too."""
+
+import numpy as np
+import pytest
+
+from tests.conftest import compiled, dbtier
+
+#: a waiter sleeps on a futex word of its process (or a condition variable) until the main thread, after
+#: an fsync'd write on the emulated device, sets it and wakes it (signals it); ROUNDS times. The main
+#: thread wakes it only once /proc says it is asleep (a wake that finds nobody asleep is not recorded).
+PROGRAM = r"""
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ROUNDS 6
+static _Atomic int word;
+static int use_cond;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+
+static _Atomic int waiter_tid;
+
+/* whether the waiter is asleep (in its wait: it does nothing else), so that every wake finds it so */
+static int waiter_asleep(void) {
+    char path[64], stat[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", atomic_load(&waiter_tid));
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = 0;
+    char *end = strrchr(stat, ')');
+    return end && end[1] == ' ' && end[2] == 'S';
+}
+
+static void *waiter(void *arg) {
+    (void)arg;
+    atomic_store(&waiter_tid, (int)syscall(SYS_gettid));
+    for (int round = 1; round <= ROUNDS; round++) {
+        if (use_cond) {
+            pthread_mutex_lock(&mu);
+            while (atomic_load(&word) < round) pthread_cond_wait(&cv, &mu);
+            pthread_mutex_unlock(&mu);
+        } else {
+            while (atomic_load(&word) < round)
+                syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, round - 1, NULL, NULL, 0);
+        }
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) return 2;
+    use_cond = strcmp(argv[2], "cond") == 0;
+    int fd = open(argv[1], O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    if (fd < 0) return 3;
+    pthread_t t;
+    pthread_create(&t, NULL, waiter, NULL);
+    char page[8192] = {1};
+    struct timespec pause = {0, 30 * 1000 * 1000};
+    for (int round = 1; round <= ROUNDS; round++) {
+        nanosleep(&pause, NULL);
+        if (pwrite(fd, page, sizeof page, (off_t)round * 65536) != sizeof page || fdatasync(fd) != 0) return 4;
+        struct timespec tick = {0, 1000 * 1000};
+        while (!waiter_asleep()) nanosleep(&tick, NULL);
+        if (use_cond) {
+            pthread_mutex_lock(&mu);
+            atomic_store(&word, round);
+            pthread_cond_signal(&cv);
+            pthread_mutex_unlock(&mu);
+        } else {
+            atomic_store(&word, round);
+            syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        }
+    }
+    pthread_join(t, NULL);
+    printf("%p\n", use_cond ? (void *)&cv : (void *)&word);
+    return close(fd) == 0 ? 0 : 5;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    program, proc = compiled(tmp_path_factory.mktemp("futex"), "waits", PROGRAM, "-pthread")
+    assert proc.returncode == 0, proc.stderr
+    return program
+
+
+@pytest.mark.parametrize("kind", ["futex", "cond"])
+def test_a_wait_between_threads_is_traced_and_tied_to_the_wake_that_ended_it(program, shm_dir, tmp_path, kind):
+    import pyarrow.parquet as pq
+
+    from dbtier.measure import trace
+    from dbtier.prediction import events
+
+    traced = tmp_path / "trace"
+    proc = dbtier("exec", "-q", "--trace", str(traced), "-d", f"d=hdd-sata-7200:{shm_dir}", "--",
+                  str(program), str(shm_dir / "f"), kind)
+    assert proc.returncode == 0, proc.stderr
+    address = int(proc.stdout.split()[-1], 16)
+    out = tmp_path / "t.parquet"
+    assert dbtier("trace", "-q", "-o", str(out), str(traced)).returncode == 0
+    recs = trace.from_table(pq.read_table(out))
+    flag = trace.SYNC_FUTEX if kind == "futex" else trace.SYNC_COND
+    sync = recs[(recs["kind"] == trace.SYNC) & ((recs["flags"] & flag) != 0)]
+    sleeps, wakes = sync[sync["op"] == trace.SLEEP], sync[sync["op"] == trace.WAKE]
+    # every wake woke the waiter, asleep since before the main thread's write (30 ms of pause, then a
+    # disk's fsync): six of each, all on the program's own word (condition variable), marked as its own
+    assert len(wakes) == 6 and len(sleeps) == 6, (len(wakes), len(sleeps))
+    assert set(sync["offset"]) == {address} and set(sync["aux"]) == {1}
+    assert set(wakes["len"]) == ({1} if kind == "futex" else {0})  # a futex's wake says whom it woke; a signal does not
+    main_tid, waiter_tid = int(wakes["tid"][0]), int(sleeps["tid"][0])
+    assert main_tid != waiter_tid and set(wakes["tid"]) == {main_tid} and set(sleeps["tid"]) == {waiter_tid}
+    assert (sleeps["end_ns"] >= wakes["submit_ns"]).all() and (sleeps["submit_ns"] < wakes["submit_ns"]).all()
+
+    # the replay's streams: each sleep depends on the wake that ended it (main thread's stream)
+    calls_and_syncs = recs[recs["kind"] != trace.REQUEST]
+    streams = events.prepare(calls_and_syncs)
+    ev = streams.events
+    tied = np.flatnonzero((ev["kind"] == trace.SYNC) & (ev["op"] == trace.SLEEP) & (ev["dep"] >= 0))
+    assert len(tied) == 6
+    assert (ev["op"][ev["dep"][tied]] == trace.WAKE).all()
+    assert (ev["t0"][ev["dep"][tied]] <= ev["t1"][tied]).all()
