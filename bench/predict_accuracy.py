@@ -11,7 +11,10 @@ Prints one row per case, the error statistics, and the replay's speed with the t
 predictor's measured error, from which `dbtier advise --catalog` takes each answer's likely range
 live and its risk of missing a target.
 
-Run: python bench/predict_accuracy.py [--only WORKLOAD ...] [--json PATH] [--save]   (about 20 minutes)"""
+--engine mariadb: the same on MariaDB (InnoDB's redo log in the WAL's place), its own workloads.
+
+Run: python bench/predict_accuracy.py [--engine mariadb] [--only WORKLOAD ...] [--json PATH] [--save]
+(about 20 minutes; MariaDB's about 10)"""
 
 from __future__ import annotations
 
@@ -45,10 +48,19 @@ WORKLOADS = [
     ("io-modes direct", "io-modes", ["--orders", "4000", "--io-mode", "direct"], "lineitem"),
 ]
 
+#: --engine mariadb: the workloads that mean the same on InnoDB (a table moved: an index stays in its table's file)
+MARIADB_WORKLOADS = [
+    ("random-index direct", "random-index", ["--rows", "3000", "--io-mode", "direct"], "t"),
+    ("table-scan buffered", "table-scan", ["--rows", "6000", "--scans", "2", "--io-mode", "buffered"], "t"),
+    ("oltp direct", "oltp", ["--items", "5000", "--customers", "300", "--clients", "4", "--duration", "15",
+                             "--warmup", "3", "--io-mode", "direct"], "stock"),
+]
 
-def targets(obj: str) -> list[tuple[str, str]]:
+
+def targets(obj: str, log: str = "wal") -> list[tuple[str, str]]:
+    name = "WAL" if log == "wal" else "redo log"
     return [("as recorded", RECORDED), ("all on flash", "data=ssd"), (f"{obj} on flash", f"data=hdd,{obj}=ssd"),
-            ("WAL on flash", "data=hdd,wal=ssd")]
+            (f"{name} on flash", f"data=hdd,{log}=ssd")]
 
 
 def dbtier(*args: str) -> None:
@@ -99,19 +111,26 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", help="workload names (first column) to run")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--save", action="store_true", help="write the cases into the package's measured errors")
+    ap.add_argument("--engine", choices=("postgres", "mariadb"), default="postgres")
     args = ap.parse_args()
+    if args.save and args.engine != "postgres":
+        ap.error("--save writes PostgreSQL's cases (advise --catalog's measured error is PostgreSQL's)")
+    engine = ["--engine", args.engine]
+    workloads = WORKLOADS if args.engine == "postgres" else MARIADB_WORKLOADS
+    log = "wal" if args.engine == "postgres" else "log"
     work = Path(tempfile.mkdtemp(prefix="dbtier-predict-bench-"))
     rows, speeds, latencies = [], [], []
     try:
-        for name, workload, params, obj in WORKLOADS:
+        for name, workload, params, obj in workloads:
             if args.only and name not in args.only and workload not in args.only:
                 continue
             out = work / name.replace(" ", "-")
             out.mkdir()
-            dbtier("run", workload, *params, *DEVICES, "--place", RECORDED, "--trace", "-q", "--output", str(out / "rec"))
+            dbtier("run", workload, *engine, *params, *DEVICES, "--place", RECORDED, "--trace", "-q", "--output",
+                   str(out / "rec"))
             run_dir = next((out / "rec").glob(f"{workload}-*"))
             trace_mb = (run_dir / "trace.parquet").stat().st_size / 1e6
-            for label, place in targets(obj):
+            for label, place in targets(obj, log):
                 pj = out / f"p-{len(rows)}.json"
                 t = time.perf_counter()
                 dbtier("predict", str(run_dir), "--place", place, "--json", str(pj))
@@ -122,8 +141,8 @@ def main() -> None:
                     live = rec
                 else:
                     lj = out / f"l-{len(rows)}.json"
-                    dbtier("run", workload, *params, *DEVICES, "--place", place, "-q", "--output", str(out / "live"),
-                           "--json", str(lj))
+                    dbtier("run", workload, *engine, *params, *DEVICES, "--place", place, "-q", "--output",
+                           str(out / "live"), "--json", str(lj))
                     live = live_headline(json.loads(lj.read_text()), workload)
                 err = 100.0 * (pred - live) / live
                 rows.append({"workload": name, "layout": label, "figure": figure(workload), "recorded": rec,
@@ -133,9 +152,9 @@ def main() -> None:
                 speeds.append((doc["replay"]["calls"], doc["replay"]["engine_seconds"], doc["replay"]["seconds"]))
                 if workload == "oltp" and place != RECORDED:
                     lat = doc["phases"][0].get("latency", {})
-                    live_lat = json.loads(lj.read_text())["metrics"]["latency"]
+                    live_lat = json.loads(lj.read_text()).get("metrics", {}).get("latency", {})
                     for t in ("new_order", "payment"):
-                        if t in lat:
+                        if t in lat and t in live_lat:
                             latencies.append((label, t, lat[t]["recorded"].get("p50_ms"), lat[t]["predicted"].get("p50_ms"),
                                               live_lat[t].get("p50_ms"), lat[t]["predicted"].get("p90_ms"),
                                               live_lat[t].get("p90_ms")))

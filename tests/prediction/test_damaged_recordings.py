@@ -356,6 +356,9 @@ CASES = [
     Case("timeline-unknown-event", "'nap', not one of", timeline(lambda steps: steps[0].__setitem__("event", "nap"))),
     Case("timeline-times-as-words", "has no times in nanoseconds",
          timeline(lambda steps: [s.__setitem__("t0_ns", "soon") for s in steps if s["event"] == "measured"])),
+    Case("timeline-threads-not-named", "its threads are not thread id: name",
+         timeline(lambda steps: [s.__setitem__("threads", {"main": 7}) for s in steps if s["event"] == "measured"])),
+    Case("engine-unknown", "lab/engine: 'oracle' is not one of", edit_result(setter("lab.engine", "oracle"))),
     # -- transactions
     Case("transactions-not-parquet", "transactions.parquet: it cannot be read", replace_file("transactions.parquet", b"nope")),
     Case("transactions-negative-latency", "latency_us' holds latencies no client measured", transactions(pa.table(

@@ -127,7 +127,7 @@ def advise(run_dir: Path | None, from_stats: Path | None, fast, catalog_name, ta
 
     out = console(wide=wide)
     Workspace.locate(workspace)  # checked before anything is read or made
-    rec = recording.load(run_dir)
+    rec = recording.load_for_advice(run_dir)
     q = advice_mod.question(rec, fast, slow, budget, cost, max_cost)
     specs = None
     if verify:
@@ -230,7 +230,7 @@ def _catalog(run_dir, catalog_name, target, max_cost, most, max_risk, duration, 
     span = volumes.parse_duration(duration)
     out = console(wide=wide)
     Workspace.locate(workspace)
-    rec = recording.load(run_dir)
+    rec = recording.load_for_advice(run_dir)
     if verify:
         from dbtier.advisor import verify as verify_mod
         verify_mod.check_trusted(rec)

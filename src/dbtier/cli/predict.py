@@ -15,7 +15,8 @@ from dbtier.report import jsonout, outputs
               help="give a device of the run another profile, or add a device (repeatable)")
 @click.option("--place", "places", multiple=True, metavar="KEY=DEVICE,...",
               help="a whole placement, as 'dbtier run --place' takes it (roles data, indexes, wal, temp, or any "
-                   "table or index of the run; what it does not name goes with data); default: as recorded")
+                   "table or index of the run; a MariaDB run's: data, log, undo, temp, binlog, or a table; what it "
+                   "does not name goes with data); default: as recorded")
 @click.option("--page-cache", metavar="SIZE", help="the emulated OS page cache's size (a buffered run only)")
 @click.option("--cpu-scale", type=float, default=1.0, show_default=True, metavar="K",
               help="the server's CPU time between calls times this (2: a server twice as slow)")
@@ -47,8 +48,10 @@ def predict(run_dir: Path, devices, places, page_cache, cpu_scale, credits, spre
     files and when each process woke another. The replay runs each process as a closed loop that keeps
     its own CPU time between calls, sends every call through the same emulation core the live run
     used, and keeps the waits between processes as dependencies: a faster WAL flush or I/O worker
-    shortens the wait of the backend behind it. It prints what 'dbtier run' prints, beside the
-    recorded figures.
+    shortens the wait of the backend behind it. A MariaDB run (--engine mariadb) is replayed thread
+    by thread: its connections' threads, its row-lock and latch waits (futexes and condition
+    variables), its thread pool's tasks each on its own, and its asynchronous I/O's completions. It
+    prints what 'dbtier run' prints, beside the recorded figures.
 
     \b
     A replay cannot change what the server decided in the recorded run: the database's own cache

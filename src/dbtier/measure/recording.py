@@ -29,10 +29,13 @@ class RunRecording:
 
     def measured(self, interval) -> None:
         """A measured interval (measure/interval.py): its window, and which process was which (a
-        replay ends it when its clients' backends are done)."""
+        replay ends it when its clients' backends are done); on a threaded server, which thread was
+        which (threads: OS thread id -> the server's name for it)."""
         self.timeline.append({"event": "measured", "phase": interval.label, "t0_ns": interval.t0_ns,
                               "t1_ns": interval.t1_ns,
-                              "processes": {str(p): kind for p, kind in interval.notes.get("processes", {}).items()}})
+                              "processes": {str(p): kind for p, kind in interval.notes.get("processes", {}).items()},
+                              **({"threads": {str(t): name for t, name in interval.notes["threads"].items()}}
+                                 if "threads" in interval.notes else {})})
         self.names.update(interval.notes.get("names", {}))
 
     def transactions_timed(self, script: str, clients, ends_epoch_us, latency_ms, on_backend: bool = False) -> None:

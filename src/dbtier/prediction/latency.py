@@ -83,9 +83,10 @@ class Placed:
     recorded: dict        # per script: the recorded latency summary
 
 
-def prepare(txns: dict | None, streams, clients: set[int], t0_ns: int, t1_ns: int) -> Placed | None:
-    """The transactions a client timed in [t0, t1], each client's found on the backend whose events
-    end just before its transactions do (None: no transactions)."""
+def prepare(txns: dict | None, streams, clients: np.ndarray, t0_ns: int, t1_ns: int) -> Placed | None:
+    """The transactions a client timed in [t0, t1], each client's found on the backend (a stream
+    marked in clients: one flag per stream) whose events end just before its transactions do (None:
+    no transactions)."""
     if not txns:
         return None
     window = (txns["end_ns"] >= t0_ns) & (txns["end_ns"] <= t1_ns)
@@ -98,7 +99,7 @@ def prepare(txns: dict | None, streams, clients: set[int], t0_ns: int, t1_ns: in
     backends = {}
     for a, b in zip(bounds[:-1], bounds[1:]):
         s = int(stream[a])
-        if int(streams.pids[s]) in clients and np.any(ev["kind"][a:b] == trace.CALL):
+        if clients[s] and np.any(ev["kind"][a:b] == trace.CALL):
             backends[s] = (np.arange(a, b), ev["t0"][a:b].astype(np.int64), ev["t1"][a:b].astype(np.int64))
     ends_sorted = {s: np.sort(t1) for s, (_idx, _t0, t1) in backends.items()}
     by_pid: dict[int, list[int]] = {}

@@ -201,23 +201,24 @@ class RecordedLab:
     placement: dict                      # the recorded --place: roles and objects -> device names
     settings: dict[str, str] = field(default_factory=dict)  # the server's settings as the run had them
     credits: float = 1.0                 # capped volumes' burst credits when the measured part began
+    engine: str = "postgres"             # the database it ran (engines.ENGINES)
 
     def options(self, workspace: Path | None = None):
         """The lab options a live run of the recorded workload takes (advise --verify)."""
-        from dbtier.engines.postgres.lab import LabOptions
+        from dbtier import engines
 
-        return LabOptions(cache_bytes=self.cache_bytes, io_mode=self.io_mode,
-                          page_cache_bytes=self.page_cache.bytes if self.page_cache else None,
-                          sets=dict(self.user_settings), workspace=workspace, cpu_scale=self.cpu_scale,
-                          credits=self.credits)
+        return engines.get(self.engine).lab_options(
+            cache_bytes=self.cache_bytes, io_mode=self.io_mode,
+            page_cache_bytes=self.page_cache.bytes if self.page_cache else None, sets=dict(self.user_settings),
+            workspace=workspace, cpu_scale=self.cpu_scale, credits=self.credits)
 
 
 def recorded_lab(result: dict, where: Path) -> RecordedLab:
     """The lab of a run's result document (checked against the published schema already), each figure
     checked; `where` names the document in the messages."""
+    from dbtier import engines, units
     from dbtier.devices import profile as profiles
     from dbtier.devices.spec import NAME
-    from dbtier.engines.postgres import capacity, settings
     from dbtier.experiments import scale_model
 
     lab = result.get("lab")
@@ -227,15 +228,20 @@ def recorded_lab(result: dict, where: Path) -> RecordedLab:
     def bad(what: str) -> Damaged:
         return Damaged(where, what)
 
+    engine_name = lab.get("engine", "postgres")
+    if engine_name not in engines.names():
+        raise bad(f"lab.engine is {_short(repr(engine_name), 40)}, not one of {', '.join(engines.names())}")
+    engine = engines.get(engine_name)
     memory = hostfs.mem_total()
     cache = lab.get("cache_bytes")
-    if not isinstance(cache, int) or isinstance(cache, bool) or cache < capacity.MIN_CACHE:
-        raise bad(f"lab.cache_bytes is {cache!r}, not a database cache PostgreSQL can run with (at least 128kB)")
+    if not isinstance(cache, int) or isinstance(cache, bool) or cache < engine.min_cache:
+        raise bad(f"lab.cache_bytes is {cache!r}, not a database cache {engine.title} can run with (at least "
+                  f"{units.size_text(engine.min_cache)})")
     if memory is not None and cache > memory:
         raise bad(f"lab.cache_bytes is {cache:,}, more than this machine's {memory:,} bytes of memory")
     io_mode = lab.get("io_mode")
-    if io_mode not in settings.IO_MODES:
-        raise bad(f"lab.io_mode is {io_mode!r}, not one of {', '.join(settings.IO_MODES)}")
+    if io_mode not in engine.io_modes:
+        raise bad(f"lab.io_mode is {io_mode!r}, not one of {', '.join(engine.io_modes)}")
     cpu_scale = lab.get("cpu_scale", 1.0)
     if isinstance(cpu_scale, bool) or not isinstance(cpu_scale, (int, float)) or not 1.0 <= cpu_scale <= 1000.0:
         raise bad(f"lab.cpu_scale is {cpu_scale!r}; a run's --cpu-scale is from 1 to 1000")
@@ -251,7 +257,7 @@ def recorded_lab(result: dict, where: Path) -> RecordedLab:
     if not isinstance(user, dict) or not all(isinstance(v, str) for v in user.values()):
         raise bad("lab.user_settings is not a map of setting names to their values")
     try:
-        sets = settings.parse_sets([f"{k}={v}" for k, v in user.items()])
+        sets = engine.parse_settings([f"{k}={v}" for k, v in user.items()])
     except UserError as exc:
         raise UserError(f"{where}: the recorded run carries a setting dbtier would refuse ({exc}); a run dbtier "
                         "wrote cannot carry it: the run directory was altered") from None
@@ -292,7 +298,7 @@ def recorded_lab(result: dict, where: Path) -> RecordedLab:
         raise bad("two devices have the same dir")
     placement = lab.get("placement") or {}
     names = [n for n, _ in out]
-    for role in ("data", "indexes", "wal", "temp"):
+    for role in engine.roles:
         if placement.get(role) not in names:
             raise bad(f"lab.placement puts {role} on {placement.get(role)!r}, which is not a device of the run")
     objects = placement.get("objects") or {}
@@ -300,7 +306,7 @@ def recorded_lab(result: dict, where: Path) -> RecordedLab:
     if stray is not None:
         raise bad(f"lab.placement puts {stray} on {objects[stray]!r}, which is not a device of the run")
     return RecordedLab(cache, io_mode, page_cache, float(cpu_scale), sets, float(factor), out,
-                       {n: d for n, d in dirs.items() if d is not None}, placement, dict(server), float(credits))
+                       {n: d for n, d in dirs.items() if d is not None}, placement, dict(server), float(credits), engine_name)
 
 
 def _page_cache(pc, memory: int | None, bad) -> PageCache | None:
@@ -474,10 +480,12 @@ def check_timeline(timeline, where: Path) -> list[dict]:
             raise Damaged(where, f"timeline[{i}] ({event}) begins before the event before it ended")
         last = t1
         if event == "measured":
-            procs = step.get("processes")
+            procs, threads = step.get("processes"), step.get("threads", {})
             if not isinstance(step.get("phase"), str) or not isinstance(procs, dict) or \
                     not all(k.isdigit() and isinstance(v, str) for k, v in procs.items()):
                 raise Damaged(where, f"timeline[{i}] (measured) names no phase, or its processes are not pid: name")
+            if not isinstance(threads, dict) or not all(k.isdigit() and isinstance(v, str) for k, v in threads.items()):
+                raise Damaged(where, f"timeline[{i}] (measured): its threads are not thread id: name")
     return timeline
 
 
@@ -665,11 +673,6 @@ def load(run_dir: Path) -> Recording:
         raise _fail(run_dir, f"a {_short(str(kind), 40)} result, not one run's; give the run directory of one layout"
                     if kind else "result.json is not a dbtier run's result")
     check_result(result, result_path)
-    engine = (result.get("lab") or {}).get("engine", "postgres")
-    if engine != "postgres":  # its trace is saved, for the user's own reading; the replay is PostgreSQL's
-        raise _fail(run_dir, f"a run on {engine}: predict and advise replay PostgreSQL's runs only yet (the replay "
-                    "follows PostgreSQL's processes, InnoDB works in threads); compare layouts live with "
-                    f"dbtier compare --engine {engine}")
     _check_recorded(result, result_path)
     lab = recorded_lab(result, result_path)
     read = read_trace(run_dir, [n for n, _ in lab.devices])
@@ -682,6 +685,22 @@ def load(run_dir: Path) -> Recording:
     if measured != len(phases):
         raise Damaged(run_dir / "trace.parquet", f"the trace's course has {measured} measured interval(s), and "
                       f"result.json {len(phases)} phase(s)")
+    if lab.engine != "postgres" and any("threads" not in t for t in meta["timeline"] if t["event"] == "measured"):
+        raise _fail(run_dir, f"a run on {lab.engine} recorded without the names of its server's threads (an older "
+                    "dbtier's): the replay cannot tell its connections from its own threads; record it again with "
+                    "--trace")
     names = {(db, node): (name, kind) for db, node, name, kind in meta.get("names", [])}
     return Recording(run_dir, result, meta, records, {i: p for i, (_d, p) in files.items()},
                      {i: d for i, (d, _p) in files.items()}, layout, names, read_transactions(run_dir), lab)
+
+
+def load_for_advice(run_dir: Path) -> Recording:
+    """A recording advise can answer for: PostgreSQL's yet (its candidates and their moves are
+    PostgreSQL's objects and tablespaces); a MariaDB run is refused in one line pointing at predict."""
+    rec = load(run_dir)
+    if rec.lab.engine != "postgres":
+        log = "log" if rec.lab.engine == "mariadb" else "wal"
+        raise _fail(Path(run_dir), f"a run on {rec.lab.engine}: advise weighs PostgreSQL's objects only yet; ask "
+                    f"layouts of it one at a time with dbtier predict {run_dir} -d fast=PROFILE --place "
+                    f"data={rec.lab.placement.get('data')},{log}=fast")
+    return rec

@@ -23,13 +23,19 @@ from dbtier.prediction import events as event_streams
 from dbtier.prediction import latency
 from dbtier.prediction.recording import Recording
 from dbtier.crash import safety
-from dbtier.prediction.scenario import Scenario, file_devices, file_identities
+from dbtier.prediction.scenario import Scenario, file_devices, file_identities, mariadb_names
 from dbtier.workspace import Workspace
 
 #: processes whose work does not decide when a measured interval ends (the clients' backends do)
 BACKGROUND = {"postmaster", "dbtier wait sampler", "checkpointer", "background writer", "walwriter", "io worker",
               "autovacuum launcher", "autovacuum worker", "logical replication launcher", "archiver",
               "walsummarizer", "walreceiver", "walsender", "startup", "slotsync worker"}
+#: on a threaded server (an interval that names its threads): the threads that serve a client's
+#: connection (MariaDB's; engines/mariadb/measure.py), and one the interval does not name (a connection
+#: that came and went within it); every other thread is the server's own
+CLIENT_THREADS = {"thread/sql/one_connection", None}
+#: a threaded server's pool workers, whose tasks do not wait for each other (events.prepare)
+POOL_THREADS = {"thread/innodb/thread_pool_thread"}
 _PER_SECOND = re.compile(r"(_per_s|^tps|^tpm|^nopm)$")
 _PER_ITEM = re.compile(r"^(ms|us|s)_per_")
 _TXN_RATE = re.compile(r"^(tps|tpm|nopm)$")
@@ -161,7 +167,7 @@ class _Span:
 @dataclass
 class _Interval:
     step: dict                         # the timeline's entry
-    clients: set[int]                  # a measured interval's client backends
+    clients: np.ndarray                # per stream: it served the client (a backend, a connection's thread)
     streams: event_streams.Streams     # prepared once, placed by each replay
     calls: int = 0                     # the calls among its events
     ending: _Ending | None = None      # a measured interval's: what decides its end
@@ -189,6 +195,7 @@ class Predictor:
         self.identities = file_identities(rec, self.recorded_dev)
         self.counter: native.ObjectIO | None = None  # the replay's I/O per file and device, made once
         self.named: dict[int, tuple[str, str]] = {}  # file index -> (object, kind), as files are named
+        self.name_of = mariadb_names(rec) if rec.lab.engine == "mariadb" else None  # another engine's naming
         self.dsync: dict[int, bool] = {}  # file index -> its dsync scope, as files are laid out
         self.timeline: list[_Interval | dict] = []
         for step in rec.meta["timeline"]:
@@ -196,15 +203,19 @@ class Predictor:
                 self.timeline.append(step)
                 continue
             recs = event_streams.interval_records(rec.records, step["t0_ns"], step["t1_ns"])
-            procs = step.get("processes", {})
+            procs, threads = step.get("processes", {}), step.get("threads")
+            # a process's backends come one after another (_client_order); a threaded server's connections are threads
             clients = {int(p) for p in np.unique(recs["pid"]) if procs.get(str(int(p))) not in BACKGROUND} \
-                if step["event"] == "measured" else set()
-            streams = event_streams.prepare(recs, clients)
-            item = _Interval(step, clients, streams, int(np.count_nonzero(streams.events["kind"] == trace.CALL)))
+                if step["event"] == "measured" and threads is None else set()
+            pooled = {int(t) for t, name in (threads or {}).items() if name in POOL_THREADS}
+            streams = event_streams.prepare(recs, clients, pooled)
+            served = _clients(streams, procs, threads) if step["event"] == "measured" else \
+                np.zeros(len(streams.pids), dtype=bool)
+            item = _Interval(step, served, streams, int(np.count_nonzero(streams.events["kind"] == trace.CALL)))
             if step["event"] == "measured":
-                item.ending = _ending(streams, procs, step["t1_ns"])
-                item.span = _span(streams, procs)
-                item.transactions = latency.prepare(rec.transactions, streams, clients, step["t0_ns"], step["t1_ns"])
+                item.ending = _ending(streams, served, step["t1_ns"])
+                item.span = _span(streams, served)
+                item.transactions = latency.prepare(rec.transactions, streams, served, step["t0_ns"], step["t1_ns"])
             self.timeline.append(item)
 
     @functools.cached_property
@@ -239,7 +250,7 @@ class Predictor:
         """Whether a measured interval had more than one client process making calls while the
         recording's or the scenario's devices include a disk (the model that queues and chooses)."""
         disks = any(p.kind == "hdd" for _n, p in [*self.rec.lab.devices, *scenario.devices])
-        return disks and any(isinstance(i, _Interval) and len(i.clients) > 1 for i in self.timeline)
+        return disks and any(isinstance(i, _Interval) and np.count_nonzero(i.clients) > 1 for i in self.timeline)
 
     def _spread(self, prediction: Prediction, scenario: Scenario, claim, n: int, seed: int) -> None:
         """Concurrent processes on a drive that queues and chooses reach it, live, in an order their
@@ -357,7 +368,7 @@ class Predictor:
                                    **({"latency": txn} if txn else {})})
                     continue
                 emu = emulated.figures(devices, before, after, elapsed, None, rec.files, rec.names,
-                                       counted=counted.rows(), named=self.named)
+                                       counted=counted.rows(), named=self.named, name_of=self.name_of)
                 predicted = PhaseResult(elapsed, cpu_s, emu.io_wait_s, emu.devices, emu.object_io)
                 txn, unplaced = latency.replayed(item.transactions, start, end, scenario.cpu_scale)
                 if unplaced:
@@ -431,7 +442,16 @@ def _cpu_bound_note(rec: Recording, phase: dict, elapsed: float, cpu_scale: floa
             "CPU-bound run may take longer than predicted")
 
 
-def _ending(streams, processes: dict, t1_ns: int) -> _Ending | None:
+def _clients(streams, processes: dict, threads: dict | None) -> np.ndarray:
+    """Per stream, whether it served the workload's client: a backend process (not one of
+    PostgreSQL's own), or on a threaded server a thread its interval names as a connection's, or does
+    not name (CLIENT_THREADS)."""
+    if threads is not None:
+        return np.array([threads.get(str(int(t))) in CLIENT_THREADS for t in streams.tids], dtype=bool)
+    return np.array([processes.get(str(int(p))) not in BACKGROUND for p in streams.pids], dtype=bool)
+
+
+def _ending(streams, clients: np.ndarray, t1_ns: int) -> _Ending | None:
     """How much later (or earlier) the interval ends in the replay than it did recorded, beyond the
     shift it started with (_Ending.shift). The interval ended when its client had its last answer:
     the client processes' backends busy to the end of the recorded interval decide it (a connection
@@ -441,8 +461,7 @@ def _ending(streams, processes: dict, t1_ns: int) -> _Ending | None:
     if not len(ev):
         return None
     last = np.r_[np.flatnonzero(np.diff(ev["stream"])), len(ev) - 1]
-    fg = np.array([i for i in last if processes.get(str(int(streams.pids[ev["stream"][i]]))) not in BACKGROUND],
-                  dtype=np.int64)
+    fg = last[clients[ev["stream"][last]]].astype(np.int64)
     if not len(fg):
         return None
     t0, t1 = ev["t0"][fg].astype(np.int64), ev["t1"][fg].astype(np.int64)
@@ -453,7 +472,7 @@ def _ending(streams, processes: dict, t1_ns: int) -> _Ending | None:
                    t1_ns - recorded_end)
 
 
-def _span(streams, processes: dict) -> _Span | None:
+def _span(streams, clients: np.ndarray) -> _Span | None:
     """How long the client's main work took replayed against recorded, from its first call to its last,
     is what a rate the workload counted over its own run (tpm) scales by (_Span.ratio). Its main work:
     the backends busy for at least a tenth as long as the longest-busy one (not a connection that only
@@ -467,7 +486,7 @@ def _span(streams, processes: dict) -> _Span | None:
     first, last = calls[cut], calls[np.r_[cut[1:], len(calls)] - 1]
     t0, t1 = ev["t0"][calls].astype(np.int64), ev["t1"][calls].astype(np.int64)
     began, ended = np.minimum.reduceat(t0, cut), np.maximum.reduceat(t1, cut)
-    client = np.array([processes.get(str(int(streams.pids[s]))) not in BACKGROUND for s in stream[cut]], dtype=bool)
+    client = clients[stream[cut]]
     if not client.any():
         return None
     busy = ended - began

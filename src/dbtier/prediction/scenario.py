@@ -6,6 +6,7 @@ follow `data`, and `data` the first device), the page cache's size, the server's
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from dbtier.devices import credits as burst_credits
 from dbtier.devices import native
@@ -16,7 +17,7 @@ from dbtier.experiments.scale_model import ScaleModel
 from dbtier.units import parse_option_size
 from dbtier.errors import UserError
 from dbtier.measure.objects import owner
-from dbtier.engines.postgres import placement as placement_mod
+from dbtier import engines
 from dbtier.devices.native import pg_path as classify
 from dbtier.prediction.recording import Recording
 
@@ -24,7 +25,7 @@ from dbtier.prediction.recording import Recording
 @dataclass
 class Scenario:
     devices: list[tuple[str, Profile]]        # in order: the recorded ones (maybe swapped), then added ones
-    placement: placement_mod.Placement | None = None  # None: every file where the recorded run had it
+    placement: Any = None                     # the engine's Placement; None: every file where the recorded run had it
     page_cache_bytes: int | None = None       # None: as recorded
     cpu_scale: float = 1.0
     credits: float | None = None              # capped volumes' burst credits at the start; None: as recorded
@@ -88,8 +89,13 @@ def build(rec: Recording, device_texts: tuple[str, ...], place_texts: tuple[str,
     if not (cpu_scale > 0) or cpu_scale > 1000:
         raise UserError(f"--cpu-scale {cpu_scale}: give a factor above 0 (2 = a server twice as slow)")
     if place_texts:
-        scenario.placement = placement_mod.parse(list(place_texts), scenario.names)
+        scenario.placement = engines.get(rec.lab.engine).parse_placement(list(place_texts), scenario.names)
         scenario.placement.check_objects(objects_of(rec), "the recorded run")
+        roles, recorded = scenario.placement.roles, rec.lab.placement
+        if rec.lab.engine == "mariadb" and roles["binlog"] != roles["data"] and recorded["binlog"] == recorded["data"]:
+            raise UserError(f"--place binlog={roles['binlog']}: the recorded run kept no binary log (it is on when "
+                            "binlog has a device of its own), so a replay has none to move; record the run with "
+                            "--place binlog=DEVICE")
     if page_cache is not None:
         from dbtier.devices.pagecache import check_page_cache
         if rec.lab.io_mode == "direct":
@@ -104,7 +110,11 @@ def build(rec: Recording, device_texts: tuple[str, ...], place_texts: tuple[str,
 
 def file_identities(rec: Recording, files) -> dict[int, tuple[str, str | None, str | None]]:
     """Each file's class (wal, temp, or a relation's), and for a relation the name --place knows it
-    by and its kind: what a placement decides a file's device from."""
+    by and its kind: what a placement decides a file's device from. InnoDB's: its kind (table, system,
+    log, undo, temp, binlog...) and object, as the run named them (engines/mariadb/measure.name_of)."""
+    if rec.lab.engine == "mariadb":
+        name_of = mariadb_names(rec)
+        return {f: (kind, name, kind) for f in files for name, kind in [name_of(rec.files.get(f, ""))]}
     run_names = {}  # (database, relfilenode) -> the name the run's --place used, from where each object lay
     for o in rec.result.get("objects", []):
         parts = str(o.get("path") or "").split("/")
@@ -133,6 +143,8 @@ def file_devices(rec: Recording, scenario: Scenario, recorded: dict[int, int],
         identities = file_identities(rec, recorded)
     index = {n: i for i, n in enumerate(scenario.names)}
     roles, objects = scenario.placement.roles, scenario.placement.objects
+    if rec.lab.engine == "mariadb":
+        return {f: index[scenario.placement.device_of_file(identities[f][0], identities[f][1])] for f in recorded}
     out = {}
     for f in recorded:
         cls, name, kind = identities[f]
@@ -148,3 +160,14 @@ def file_devices(rec: Recording, scenario: Scenario, recorded: dict[int, int],
         else:
             out[f] = index[roles["indexes" if kind == "index" else "data"]]
     return out
+
+
+def mariadb_names(rec: Recording):
+    """A MariaDB run's naming of its files (path -> (object, kind)), as its live run named them: its
+    lab's database, its dumps in the data device's folder."""
+    from dbtier.engines.mariadb.lab import DATABASE
+    from dbtier.engines.mariadb.measure import name_of
+
+    data = rec.lab.dirs.get(rec.lab.placement.get("data"))
+    dumps = str(data / "dump") if data is not None else None
+    return lambda path: name_of(path, DATABASE, dumps)

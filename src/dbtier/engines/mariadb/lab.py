@@ -434,8 +434,7 @@ class Lab(LabLifecycle):
 
     def save_trace(self, out: Path, meta: dict) -> Path | None:
         """The run's trace (with --trace) as Parquet at `out`, with its course (measured, warm and cold
-        intervals), as PostgreSQL's: every call and device request, for the user's own analysis (predict
-        replays PostgreSQL's only yet)."""
+        intervals) and which server thread served the clients, as PostgreSQL's: what predict replays."""
         return self.recording.save(self.session, out, meta) if self.options.trace else None
 
     @contextlib.contextmanager
@@ -448,7 +447,8 @@ class Lab(LabLifecycle):
         parts = [collectors.Emulation(self.session, self.devices, name_of=lambda path: measure.name_of(path, DATABASE, dumps),
                                       dilated=self.options.cpu_scale != 1.0,
                                       credits=None if self._measured_once else self.options.credits),
-                 collectors.ServerCpu(self.server.proc.pid), measure.ServerCounters(self.server.connect)]
+                 collectors.ServerCpu(self.server.proc.pid), measure.ServerCounters(self.server.connect),
+                 measure.ServerThreads(self.server.connect)]
         self._measured_once = True  # the run's first measured interval starts with --credits, the rest as left
         with interval.measured(parts, label) as measured:
             yield m

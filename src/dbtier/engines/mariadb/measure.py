@@ -24,6 +24,13 @@ FILES = ("SELECT FILE_NAME, EVENT_NAME, COUNT_READ, SUM_NUMBER_OF_BYTES_READ, CO
          "COUNT_MISC, SUM_TIMER_WAIT FROM performance_schema.file_summary_by_instance")
 PICO = 1e12
 TOP = 8
+#: the name the listing's own connection's thread is given (it serves no client)
+LISTING_THREAD = "dbtier thread list"
+#: the server's threads by their OS ids (what the trace records as tid), the asking connection's named so
+THREADS = (f"SELECT THREAD_OS_ID, IF(PROCESSLIST_ID <=> CONNECTION_ID(), '{LISTING_THREAD}', NAME) "
+           "FROM performance_schema.threads WHERE THREAD_OS_ID IS NOT NULL")
+#: the thread that serves a client's connection (one per connection: thread_handling's default)
+CLIENT_THREAD = "thread/sql/one_connection"
 
 
 def _snapshot(connect) -> dict:
@@ -66,6 +73,43 @@ class ServerCounters(_Base):
                 rows.append({"file": key[0], "event": key[1], "reads": d[0], "read_bytes": d[1], "writes": d[2],
                              "write_bytes": d[3], "misc": d[4], "wait_s": d[5] / PICO})
         figures["file_io"] = sorted(rows, key=lambda r: -r["wait_s"])
+
+
+class ServerThreads(_Base):
+    """Which of the server's threads served a client's connection and which were its own (InnoDB's page
+    cleaner, its thread pool's workers, purge...): what a replay needs to tell when the clients were
+    done, as PostgreSQL's processes tell it. performance_schema lists a connection's thread while it is
+    connected and the server's own for as long as they live, which is beyond the interval: listed as it
+    starts and as it stops, a thread in neither listing is a connection's that came and went within it
+    (the replay takes it so: prediction/replay.py). Listed outside the server counters' window (ranks
+    4 and 36), whose scans of the listing would count among the interval's rows read, on one connection
+    held from the first listing to the last: a new one at the end could be given the thread a client's
+    just closed connection left in the server's thread cache, and name it as the listing's."""
+    start_rank, stop_rank = 4, 36
+
+    def __init__(self, connect):
+        self.connect = connect
+        self.seen: dict[int, str] = {}
+        self._conn = None
+
+    def _list(self) -> None:
+        with self._conn.cursor() as cur:
+            cur.execute(THREADS)
+            for tid, name in cur.fetchall():
+                self.seen.setdefault(int(tid), str(name))
+
+    def start(self, interval) -> None:
+        self._conn = self.connect(None)
+        self._list()
+
+    def stop(self, interval) -> None:
+        try:
+            self._list()
+        finally:
+            self._conn.close()
+
+    def contribute(self, interval, figures: dict) -> None:
+        interval.notes["threads"] = dict(self.seen)
 
 
 def top_events(before: dict, after: dict, server_cpu_s: float, elapsed_s: float) -> list[dict]:

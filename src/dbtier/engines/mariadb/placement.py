@@ -22,6 +22,12 @@ POSTGRES_ROLES = {"wal": "its redo log is log", "indexes": "an index is in its t
                   "dump": "dumps are written where data is"}
 
 
+#: the role whose device holds each kind of InnoDB file (measure.name_of's kinds); a table's own file
+#: follows data unless the table is placed by name
+ROLE_OF_KIND = {"table": "data", "system": "data", "log": "log", "undo": "undo", "temp": "temp", "binlog": "binlog",
+                "dump": "data", "other": "data"}
+
+
 @dataclass
 class Placement:
     roles: dict[str, str]                                  # every role -> device name
@@ -42,6 +48,12 @@ class Placement:
 
     def describe(self) -> dict:
         return {**self.roles, "objects": dict(self.objects)}
+
+    def device_of_file(self, kind: str, name: str | None) -> str:
+        """The device of one file of InnoDB's, by its kind and object (measure.name_of)."""
+        if kind == "table" and name in self.objects:
+            return self.objects[name]
+        return self.roles[ROLE_OF_KIND.get(kind, "data")]
 
 
 def parse(texts, devices: list[str]) -> Placement:
