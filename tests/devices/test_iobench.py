@@ -98,7 +98,14 @@ def test_real_folder_agrees_with_fio(tmp_path, disk_dir):
 
     def disk_noisy(runs):
         """Either engine against itself: if its own runs spread over more than 10%, the disk was not steady
-        enough to judge a 10% agreement."""
+        enough to judge a 10% agreement. And the kernel counting more reads of the disk than an engine
+        made: another process of this machine read it meanwhile (measured once: 11,689 r/s in the
+        diskstats, 11,117 timed by fio, in CI's serial part)."""
+        for results in runs:
+            for r in results:
+                if r["diskstats"]["r/s"] > 1.05 * r["iops"]:
+                    return (f"the disk served {r['diskstats']['r/s']:,.0f} reads/s while {r['engine']} made "
+                            f"{r['iops']:,.0f}: another process read it meanwhile")
         for engine in ("fio", "dbtier"):
             figures = iops(runs, engine)
             spread = (max(figures) - min(figures)) / statistics.median(figures)
