@@ -107,15 +107,32 @@ def test_a_wait_between_threads_is_traced_and_tied_to_the_wake_that_ended_it(pro
     from dbtier.measure import trace
     from dbtier.prediction import events
 
-    traced = tmp_path / "trace"
-    proc = dbtier("exec", "-q", "--trace", str(traced), "-d", f"d=hdd-sata-7200:{shm_dir}", "--",
-                  str(program), str(shm_dir / "f"), kind)
-    assert proc.returncode == 0, proc.stderr
-    address = int(proc.stdout.split()[-1], 16)
-    out = tmp_path / "t.parquet"
-    assert dbtier("trace", "-q", "-o", str(out), str(traced)).returncode == 0
-    recs = trace.from_table(pq.read_table(out))
+    def traced_run(attempt: int):
+        traced = tmp_path / f"trace-{attempt}"
+        proc = dbtier("exec", "-q", "--trace", str(traced), "-d", f"d=hdd-sata-7200:{shm_dir}", "--",
+                      str(program), str(shm_dir / "f"), kind)
+        assert proc.returncode == 0, proc.stderr
+        out = tmp_path / f"t-{attempt}.parquet"
+        assert dbtier("trace", "-q", "-o", str(out), str(traced)).returncode == 0
+        return int(proc.stdout.split()[-1], 16), trace.from_table(pq.read_table(out))
+
+    def woken_in_time(recs) -> bool:
+        """Whether any sleep ended within the tie's window of its round's wake (else the host held the
+        waiter back each time, and there is no tie to check); a run whose sleeps and wakes do not pair
+        is checked (and fails) below."""
+        sync = recs[(recs["kind"] == trace.SYNC) & ((recs["flags"] & flag) != 0)]
+        ends, wakes = sync["end_ns"][sync["op"] == trace.SLEEP], sync["submit_ns"][sync["op"] == trace.WAKE]
+        return len(ends) != len(wakes) or bool(((ends.astype(np.int64) - wakes.astype(np.int64))
+                                                <= events.WAKE_WINDOW_NS).any())
+
     flag = trace.SYNC_FUTEX if kind == "futex" else trace.SYNC_COND
+    for attempt in range(3):
+        address, recs = traced_run(attempt)
+        if woken_in_time(recs):
+            break
+    else:
+        pytest.skip(f"in each of 3 runs every waiter woke more than {events.WAKE_WINDOW_NS / 1e6:g} ms after its "
+                    "wake: this host is too loaded to check the tie now")
     sync = recs[(recs["kind"] == trace.SYNC) & ((recs["flags"] & flag) != 0)]
     sleeps, wakes = sync[sync["op"] == trace.SLEEP], sync[sync["op"] == trace.WAKE]
     # every wake woke the waiter, asleep since before the main thread's write (30 ms of pause, then a
@@ -127,11 +144,16 @@ def test_a_wait_between_threads_is_traced_and_tied_to_the_wake_that_ended_it(pro
     assert main_tid != waiter_tid and set(wakes["tid"]) == {main_tid} and set(sleeps["tid"]) == {waiter_tid}
     assert (sleeps["end_ns"] >= wakes["submit_ns"]).all() and (sleeps["submit_ns"] < wakes["submit_ns"]).all()
 
-    # the replay's streams: each sleep depends on the wake that ended it (main thread's stream)
+    # the replay's streams: each sleep depends on the wake that ended it (its round's, on the main thread's
+    # stream), if it woke within events.WAKE_WINDOW_NS of it; one that woke later (a loaded host: three
+    # test modules at once held one waiter back past it once) keeps its recorded length
     calls_and_syncs = recs[recs["kind"] != trace.REQUEST]
     streams = events.prepare(calls_and_syncs)
-    ev = streams.events
-    tied = np.flatnonzero((ev["kind"] == trace.SYNC) & (ev["op"] == trace.SLEEP) & (ev["dep"] >= 0))
-    assert len(tied) == 6
-    assert (ev["op"][ev["dep"][tied]] == trace.WAKE).all()
-    assert (ev["t0"][ev["dep"][tied]] <= ev["t1"][tied]).all()
+    ev, rec = streams.events, streams.records
+    slept = np.flatnonzero((ev["kind"] == trace.SYNC) & (ev["op"] == trace.SLEEP) & ((rec["flags"] & flag) != 0))
+    woke = np.flatnonzero((ev["kind"] == trace.SYNC) & (ev["op"] == trace.WAKE) & ((rec["flags"] & flag) != 0))
+    assert len(slept) == len(woke) == 6
+    for sleep, wake in zip(slept, woke):  # each in time order, a round's sleep and wake
+        in_time = int(rec["end_ns"][sleep]) - int(rec["submit_ns"][wake]) <= events.WAKE_WINDOW_NS
+        assert ev["dep"][sleep] == (wake if in_time else -1), (sleep, wake, ev["dep"][sleep])
+    assert (ev["dep"][slept] >= 0).any()
