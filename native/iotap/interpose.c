@@ -666,9 +666,8 @@ static uint64_t file_size_of(void *ctx) {
 }
 
 /* The heart of it, called after the real call moved `len` bytes (or flushed, or advised), with the
- * guard set: ask the core, wait as it says, record. */
-/* The call counted and emulated (and traced): when it returned to the program (its record's end), or 0
- * if the core charged nothing for it. */
+ * guard set: ask the core, wait as it says, record. Returns when the call returned to the program (its
+ * record's end), or 0 if the core charged nothing for it. */
 static uint64_t account(int fd, uint64_t e, int op, uint64_t off, uint64_t len, uint64_t t0, uint32_t aux) {
     uint64_t host_end = now_ns();
     struct dbt_call c = {t0, host_end, off, len, UINT64_MAX, FD_FILE(e), aux, (uint8_t)op, (uint8_t)FD_DEV(e),
@@ -1042,34 +1041,26 @@ EXPORT int sem_wait(sem_t *sem) {
 }
 
 /* A condition variable's wait that was woken (0): a sleep on its address. One that timed out, or any
- * the interposer makes itself (cond_wait_own), is not recorded. */
-EXPORT int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex) {
-    ENSURE(pthread_cond_wait, EINVAL);
-    if (LIKELY(!sleep_traceable())) return real_pthread_cond_wait(cond, mutex);
-    uint64_t t0 = now_ns();
-    int r = real_pthread_cond_wait(cond, mutex);
-    if (r == 0 && sync_traced()) trace_sync(DBT_SYNC_SLEEP, DBT_SF_COND, (uint64_t)(uintptr_t)cond, 1, t0, now_ns(), 1);
-    return r;
-}
+ * the interposer makes itself (cond_wait_own), is not recorded; errno is left as the wait left it. */
+#define WRAP_COND_WAIT(name, params, args)                                                         \
+    EXPORT int name params {                                                                       \
+        ENSURE(name, EINVAL);                                                                      \
+        if (LIKELY(!sleep_traceable())) return real_##name args;                                   \
+        uint64_t t0 = now_ns();                                                                    \
+        int r = real_##name args;                                                                  \
+        int saved = errno;                                                                         \
+        if (r == 0 && sync_traced())                                                               \
+            trace_sync(DBT_SYNC_SLEEP, DBT_SF_COND, (uint64_t)(uintptr_t)cond, 1, t0, now_ns(), 1); \
+        errno = saved;                                                                             \
+        return r;                                                                                  \
+    }
 
-EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *at) {
-    ENSURE(pthread_cond_timedwait, EINVAL);
-    if (LIKELY(!sleep_traceable())) return real_pthread_cond_timedwait(cond, mutex, at);
-    uint64_t t0 = now_ns();
-    int r = real_pthread_cond_timedwait(cond, mutex, at);
-    if (r == 0 && sync_traced()) trace_sync(DBT_SYNC_SLEEP, DBT_SF_COND, (uint64_t)(uintptr_t)cond, 1, t0, now_ns(), 1);
-    return r;
-}
-
-EXPORT int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
-                                  const struct timespec *at) {
-    ENSURE(pthread_cond_clockwait, EINVAL);
-    if (LIKELY(!sleep_traceable())) return real_pthread_cond_clockwait(cond, mutex, clock, at);
-    uint64_t t0 = now_ns();
-    int r = real_pthread_cond_clockwait(cond, mutex, clock, at);
-    if (r == 0 && sync_traced()) trace_sync(DBT_SYNC_SLEEP, DBT_SF_COND, (uint64_t)(uintptr_t)cond, 1, t0, now_ns(), 1);
-    return r;
-}
+WRAP_COND_WAIT(pthread_cond_wait, (pthread_cond_t *cond, pthread_mutex_t *mutex), (cond, mutex))
+WRAP_COND_WAIT(pthread_cond_timedwait, (pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *at),
+               (cond, mutex, at))
+WRAP_COND_WAIT(pthread_cond_clockwait,
+               (pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock, const struct timespec *at),
+               (cond, mutex, clock, at))
 
 /* The interposer's own waits and wakes (its AIO contexts'): libc's, never traced as the program's. */
 static int cond_wait_own(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *at) {
