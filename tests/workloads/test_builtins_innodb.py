@@ -47,10 +47,12 @@ def test_random_lookups_read_each_rows_page_from_its_disk(module_shm_dir, tmp_pa
     assert 0.9 * pages <= on_disk <= 1.15 * pages + 20, (on_disk, pages)
     assert innodb_read(doc) == pytest.approx(doc["innodb_status"]["Innodb_data_read"], rel=0.02)
     # each lookup through the index (a scan would read every row for each key), waiting for the disk:
-    # its time for the table's reads is most of the run's (about 80%)
+    # the disk's time for the table's reads is more than the server's CPU time (measured alone: 0.40 s
+    # against 0.09 s, the disk about 80% of the elapsed; the elapsed itself is no measure here, where
+    # three modules share the CPUs: once 0.20 s of the disk in 0.48 s)
     assert doc["innodb_status"]["Handler_read_rnd_next"] < ROWS
     disk_s = sum(r["device_s"] for r in doc["object_io"] if r["object"] == "t")
-    assert disk_s > 0.5 * doc["elapsed_s"], (disk_s, doc["elapsed_s"])
+    assert disk_s > doc["server_cpu_s"], (disk_s, doc["server_cpu_s"], doc["elapsed_s"])
     assert doc["lab"]["placement"]["objects"] == {"t": "disk"}
 
 
