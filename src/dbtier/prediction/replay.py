@@ -15,6 +15,7 @@ import numpy as np
 
 from dbtier import lifecycle
 from dbtier.devices import native
+from dbtier.engines.mariadb import measure as mariadb_measure
 from dbtier.devices.pagecache import PageCache
 from dbtier.devices.session import Device, Session
 from dbtier.measure import emulated, trace
@@ -33,9 +34,9 @@ BACKGROUND = {"postmaster", "dbtier wait sampler", "checkpointer", "background w
 #: on a threaded server (an interval that names its threads): the threads that serve a client's
 #: connection (MariaDB's; engines/mariadb/measure.py), and one the interval does not name (a connection
 #: that came and went within it); every other thread is the server's own
-CLIENT_THREADS = {"thread/sql/one_connection", None}
+CLIENT_THREADS = {mariadb_measure.CLIENT_THREAD, None}
 #: a threaded server's pool workers, whose tasks do not wait for each other (events.prepare)
-POOL_THREADS = {"thread/innodb/thread_pool_thread"}
+POOL_THREADS = {mariadb_measure.POOL_THREAD}
 _PER_SECOND = re.compile(r"(_per_s|^tps|^tpm|^nopm)$")
 _PER_ITEM = re.compile(r"^(ms|us|s)_per_")
 _TXN_RATE = re.compile(r"^(tps|tpm|nopm)$")

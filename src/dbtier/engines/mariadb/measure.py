@@ -31,6 +31,8 @@ THREADS = (f"SELECT THREAD_OS_ID, IF(PROCESSLIST_ID <=> CONNECTION_ID(), '{LISTI
            "FROM performance_schema.threads WHERE THREAD_OS_ID IS NOT NULL")
 #: the thread that serves a client's connection (one per connection: thread_handling's default)
 CLIENT_THREAD = "thread/sql/one_connection"
+#: InnoDB's thread pool's workers, whose tasks do not wait for each other (prediction/events.prepare)
+POOL_THREAD = "thread/innodb/thread_pool_thread"
 
 
 def _snapshot(connect) -> dict:
