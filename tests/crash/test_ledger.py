@@ -3,7 +3,6 @@ over how long, and whether it is the last commits."""
 
 from __future__ import annotations
 
-
 from dbtier.crash.ledger import Acknowledged, judge
 
 MS = 1_000_000
