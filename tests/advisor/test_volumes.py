@@ -344,16 +344,42 @@ def test_a_day_of_scans_on_st1_spends_its_throughput_credits(made, tmp_path):
     assert lasts == pytest.approx(bucket / (demand - base), rel=0.05)  # as printed, rounded
 
 
+def _p99_as_recorded_and_device_free(run, workspace) -> tuple[float, float]:
+    """The run's p99 predicted on its own layout, and with every file on a device that takes no time:
+    what a faster volume can take off it at most."""
+    from dbtier.prediction import recording, scenario
+    from dbtier.prediction.replay import Predictor
+    from dbtier.workspace import Workspace
+
+    rec = recording.load(run)
+    predictor = Predictor(rec, Workspace.open(workspace))
+    target = volumes.parse_target("p99<=1ms")
+    same = predictor.predict(scenario.build(rec, (), (), None, 1.0), figures=False, latency=True)
+    free = predictor.predict(scenario.build(rec, ("free=ram-san{latency_us=1,interface_mb_s=100000}",),
+                                            ("data=free,indexes=free,wal=free",), None, 1.0),
+                             figures=False, latency=True)
+    return volumes.figure(target, same.phases), volumes.figure(target, free.phases)
+
+
 def test_a_p99_target_on_a_pgbench_run_lowers_the_latency(module_shm_dir, tmp_path):
     """pgbench on a gp3 at its baseline judges layouts by tps; a p99 target is a time, lower the
     better: the search climbs io2's IOPS (its latency below gp3's), and a target just above the best it
     can predict is met, by io2, well under the recorded layout's own predicted p99. The bound is the
     replay's, not the live run's: a 3 s pgbench's live p99 on a busy host moved 16.8 to 20.0 ms between
-    runs, so a target taken from it asked for more or less than the replay could reach."""
-    out = tmp_path / "rec"
-    dbtier("run", "pgbench", "-i", "-s", "2", "-c", "4", "-T", "3", "-d", "vol=ebs-gp3", "--trace", "-q",
-           "--workspace", str(module_shm_dir), "-o", str(out), check=True)
-    (run,) = out.glob("pgbench-*")
+    runs, so a target taken from it asked for more or less than the replay could reach. A recording whose
+    p99 no device could lower (the host stalled the transactions themselves: 26.8 ms predicted as
+    recorded, io2's best 26.3, once in CI) is made again."""
+    for attempt in range(3):
+        out = tmp_path / f"rec{attempt}"
+        dbtier("run", "pgbench", "-i", "-s", "2", "-c", "4", "-T", "3", "-d", "vol=ebs-gp3", "--trace", "-q",
+               "--workspace", str(module_shm_dir), "-o", str(out), check=True)
+        (run,) = out.glob("pgbench-*")
+        as_recorded, device_free = _p99_as_recorded_and_device_free(run, module_shm_dir)
+        if device_free < 0.9 * as_recorded:
+            break
+    else:
+        pytest.skip(f"in 3 recordings the p99 was not the device's: {as_recorded:.1f} ms predicted as recorded, "
+                    f"{device_free:.1f} ms with every I/O free (a host that stalled the transactions itself)")
     proc = dbtier("advise", str(run), "--catalog", "aws", "--target", "p99<=0.01ms", "--volumes", "1",
                   "-o", str(tmp_path), "--workspace", str(module_shm_dir))
     assert proc.returncode == 2 and "the best predicted: p99" in proc.stderr
