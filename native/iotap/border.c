@@ -199,6 +199,7 @@ static const struct named trace_reserved[] = {{"client", DBT_TF_RESERVED_CLIENT}
 
 static const struct named constants[] = {
     {"trace_format", DBT_TRACE_FORMAT},
+    {"sync_coverage", DBT_SYNC_COVERAGE},
     {"trace_op_uncommitted", DBT_TRACE_OP_UNCOMMITTED},
     {"trace_size_unknown", DBT_TRACE_SIZE_UNKNOWN},
     {"trace_size_page", DBT_TRACE_SIZE_PAGE},

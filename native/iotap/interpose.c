@@ -1049,8 +1049,8 @@ EXPORT int sem_wait(sem_t *sem) {
         uint64_t t0 = now_ns();                                                                    \
         int r = real_##name args;                                                                  \
         int saved = errno;                                                                         \
-        if (r == 0 && sync_traced())                                                               \
-            trace_sync(DBT_SYNC_SLEEP, DBT_SF_COND, (uint64_t)(uintptr_t)cond, 1, t0, now_ns(), 1); \
+        if ((r == 0 || r == ETIMEDOUT) && sync_traced()) /* woken (len 1), or a timer's (len 0) */     \
+            trace_sync(DBT_SYNC_SLEEP, DBT_SF_COND, (uint64_t)(uintptr_t)cond, 1, t0, now_ns(), r == 0); \
         errno = saved;                                                                             \
         return r;                                                                                  \
     }
@@ -1570,8 +1570,9 @@ static long real_syscall_of(long number, long a, long b, long c, long d, long e,
 #ifdef SYS_futex
 /* A futex waited on or woken through syscall() (MariaDB's locks and group commit: trace.h), traced as
  * a sleep that a wake ended, or a wake that ended sleeps: a replay then keeps the wait between threads
- * as a dependency. A wait that did not sleep (the word had changed: EAGAIN), timed out or was
- * interrupted, and a wake that woke nobody, are not recorded. The call itself is passed on unchanged. */
+ * as a dependency. A wait that timed out is traced too (len 0: a timer's sleep, which nobody ended). A
+ * wait that did not sleep (the word had changed: EAGAIN) or was interrupted, and a wake that woke
+ * nobody, are not recorded. The call itself is passed on unchanged. */
 static long futex_call(long a, long b, long c, long d, long e, long f) {
     int cmd = (int)b & FUTEX_CMD_MASK;
     int waits = cmd == FUTEX_WAIT || cmd == FUTEX_WAIT_BITSET;
@@ -1582,8 +1583,8 @@ static long futex_call(long a, long b, long c, long d, long e, long f) {
     long r = real_syscall_of(SYS_futex, a, b, c, d, e, f);
     int saved = errno;
     uint32_t own = ((int)b & FUTEX_PRIVATE_FLAG) != 0;
-    if (waits && r == 0 && sync_traced())
-        trace_sync(DBT_SYNC_SLEEP, DBT_SF_FUTEX, (uint64_t)a, own, t0, now_ns(), 1);
+    if (waits && (r == 0 || saved == ETIMEDOUT) && sync_traced())
+        trace_sync(DBT_SYNC_SLEEP, DBT_SF_FUTEX, (uint64_t)a, own, t0, now_ns(), r == 0);
     else if (wakes && r > 0)
         trace_sync(DBT_SYNC_WAKE, DBT_SF_FUTEX, (uint64_t)a, own, t0, now_ns(), r);
     errno = saved;

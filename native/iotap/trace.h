@@ -16,6 +16,10 @@
  * flags from the library's description (dbt_layout_json, border.c), never a copy: a change to any of
  * them here moves this number, since traces already recorded keep the old meaning. */
 #define DBT_TRACE_FORMAT 2
+/* What the sync records cover, raised when a kind of wait is newly traced (the layout unchanged): 2,
+ * futex and condition-variable waits that timed out (a threaded server's timers and idle pool
+ * workers; before, their sleeps were gaps a replay took for work) */
+#define DBT_SYNC_COVERAGE 2
 
 #define DBT_TRACE_SEG_RECS 65536u
 #define DBT_TRACE_MAX_SEGS 4096u
@@ -45,10 +49,11 @@ enum dbt_trace_kind { DBT_TK_REQUEST = 1, DBT_TK_CALL = 2, DBT_TK_SYNC = 3 };
  *   WAKE and SLEEP (FUTEX): a futex a program waits on and wakes through libc's syscall() (MariaDB's
  *          locks and its group commit's waits; libc's own pthread futexes are not seen). offset: the
  *          futex's address; aux: 1 if the futex is the process's own (FUTEX_PRIVATE_FLAG: only its
- *          threads share that address), 0 if shared; a wake's len: the sleepers it woke (never 0)
+ *          threads share that address), 0 if shared; a wake's len: the sleepers it woke (never 0); a
+ *          sleep's len: 1 if a wake ended it, 0 if it timed out (a timer's: nobody woke it)
  *   WAKE and SLEEP (COND): a condition variable's signal or broadcast (every one: libc does not say
- *          whether anyone slept: a wake's len is 0), and a wait on it that was woken (not one that timed
- *          out). offset: its address; aux: 1 (the process's own) */
+ *          whether anyone slept: a wake's len is 0), and a wait on it that slept: len 1 if it was
+ *          woken, 0 if it timed out. offset: its address; aux: 1 (the process's own) */
 enum dbt_sync_op { DBT_SYNC_WAKE = 1, DBT_SYNC_SLEEP = 2 };
 #define DBT_SF_KILL 0x01u  /* flags of a sync record: what it was */
 #define DBT_SF_SEM 0x02u

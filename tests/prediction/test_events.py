@@ -81,3 +81,29 @@ def test_a_pool_workers_tasks_are_streams_of_their_own_and_a_buffered_reap_waits
     other["pid"][other["tid"] == 2] = 8
     o = events.prepare(other[np.argsort(other["submit_ns"], kind="stable")])
     assert (o.events["dep"][(o.records["flags"] & FUTEX) != 0] == -1).all()
+
+
+def test_a_wait_that_timed_out_is_a_timers_and_cuts_a_pool_workers_task():
+    """A pool worker (thread 2) waits on its queue's condition variable with a timeout, and the wait times
+    out (len 0: nobody woke it) though thread 1 signalled the same variable meanwhile (for another
+    waiter); it then runs a task that wakes thread 1's futex. The timed-out wait is tied to nothing, and
+    the task after it is a stream of its own: the worker's gap is a sleep, not work kept at its pace
+    (a MariaDB TPC-C's worker slept 3.1 s so, which a replay on flash kept as CPU time)."""
+    rec = records([
+        (SYNC, SLEEP, COND, 2, 100, 3100, 0xB0, 0, 1, 3100),         # 0: the worker's wait, timed out
+        (SYNC, WAKE, COND, 1, 2000, 2010, 0xB0, 0, 1, 2010),         # 1: a signal of the same variable
+        (SYNC, SLEEP, FUTEX, 1, 2500, 3300, 0xA0, 1, 1, 3300),       # 2: thread 1 waits on a lock
+        (SYNC, WAKE, FUTEX, 2, 3200, 3210, 0xA0, 1, 1, 3210),        # 3: the task releases it
+    ])
+    s = events.prepare(rec, pooled={2})
+    sleep = np.flatnonzero((s.records["op"] == SLEEP) & ((s.records["flags"] & COND) != 0))
+    (woken,) = np.flatnonzero((s.records["op"] == SLEEP) & ((s.records["flags"] & FUTEX) != 0))
+    assert s.events["dep"][sleep].tolist() == [-1]
+    (release,) = np.flatnonzero((s.records["op"] == WAKE) & ((s.records["flags"] & FUTEX) != 0))
+    assert s.events["dep"][woken] == release
+    assert s.events["stream"][sleep[0]] == s.events["stream"][release]  # the task begins at the wait's end
+    # the same wait woken (len 1) would be the signal's
+    rec["len"][0] = 1
+    w = events.prepare(rec, pooled={2})
+    (signal,) = np.flatnonzero((w.records["op"] == WAKE) & ((w.records["flags"] & COND) != 0))
+    assert w.events["dep"][sleep].tolist() == [signal]

@@ -14,6 +14,7 @@ from tests.conftest import compiled, dbtier
 #: thread wakes it only once /proc says it is asleep (a wake that finds nobody asleep is not recorded).
 PROGRAM = r"""
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -62,8 +63,24 @@ static void *waiter(void *arg) {
     return NULL;
 }
 
+/* waits nobody ends: a condition variable's and a futex's, each timing out after 20 ms */
+static int time_out(void) {
+    struct timespec at;
+    clock_gettime(CLOCK_REALTIME, &at);
+    at.tv_nsec += 20 * 1000 * 1000;
+    if (at.tv_nsec >= 1000000000) at.tv_sec++, at.tv_nsec -= 1000000000;
+    pthread_mutex_lock(&mu);
+    int r = pthread_cond_timedwait(&cv, &mu, &at);
+    pthread_mutex_unlock(&mu);
+    struct timespec rel = {0, 20 * 1000 * 1000};
+    long f = syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, &rel, NULL, 0);
+    printf("%p %p\n", (void *)&cv, (void *)&word);
+    return r == ETIMEDOUT && f == -1 ? 0 : 6;
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) return 2;
+    if (strcmp(argv[2], "timeout") == 0) return time_out();
     use_cond = strcmp(argv[2], "cond") == 0;
     int fd = open(argv[1], O_CREAT | O_WRONLY | O_TRUNC, 0600);
     if (fd < 0) return 3;
@@ -157,3 +174,26 @@ def test_a_wait_between_threads_is_traced_and_tied_to_the_wake_that_ended_it(pro
         in_time = int(rec["end_ns"][sleep]) - int(rec["submit_ns"][wake]) <= events.WAKE_WINDOW_NS
         assert ev["dep"][sleep] == (wake if in_time else -1), (sleep, wake, ev["dep"][sleep])
     assert (ev["dep"][slept] >= 0).any()
+
+
+def test_a_wait_that_timed_out_is_traced_as_a_timers(program, shm_dir, tmp_path):
+    """A condition variable's timed wait and a futex's that time out (20 ms each) are sleeps nobody
+    ended: traced with len 0, so that a replay keeps their length and a pool worker's next task begins
+    at their end (events.py)."""
+    import pyarrow.parquet as pq
+
+    from dbtier.measure import trace
+
+    traced = tmp_path / "trace"
+    proc = dbtier("exec", "-q", "--trace", str(traced), "-d", f"d=hdd-sata-7200:{shm_dir}", "--",
+                  str(program), str(shm_dir / "f"), "timeout")
+    assert proc.returncode == 0, proc.stderr
+    cond, word = (int(x, 16) for x in proc.stdout.split()[-2:])
+    out = tmp_path / "t.parquet"
+    assert dbtier("trace", "-q", "-o", str(out), str(traced)).returncode == 0
+    recs = trace.from_table(pq.read_table(out))
+    sleeps = recs[(recs["kind"] == trace.SYNC) & (recs["op"] == trace.SLEEP)]
+    for flag, address in ((trace.SYNC_COND, cond), (trace.SYNC_FUTEX, word)):
+        (s,) = sleeps[(sleeps["flags"] & flag) != 0]
+        assert s["offset"] == address and s["len"] == 0 and s["aux"] == 1
+        assert s["end_ns"] - s["submit_ns"] >= 19_000_000, s  # it slept its 20 ms

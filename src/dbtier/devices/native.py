@@ -185,6 +185,11 @@ def trace_format() -> int:
     return layout().constant("trace_format")
 
 
+def sync_coverage() -> int:
+    """Which waits this build's sync records cover (native/iotap/trace.h: DBT_SYNC_COVERAGE)."""
+    return layout().constant("sync_coverage")
+
+
 def max_devices() -> int:
     """The most devices one emulation has (state.h)."""
     return layout().constant("max_devices")

@@ -215,7 +215,8 @@ class Session:
                       json.dumps({"chunk_bytes": native.chunk_bytes(), "chunks": chunks.tolist(),
                                   "cursors": cursors[:len(self.devices)]}), mode=0o644)
         write_private(self.trace_dir / "meta.json",
-                      json.dumps({**meta, "trace_format": native.trace_format(), "devices": self.describe()},
+                      json.dumps({**meta, "trace_format": native.trace_format(),
+                                  "sync_coverage": native.sync_coverage(), "devices": self.describe()},
                                  indent=1), mode=0o644)
 
     def remove(self) -> None:

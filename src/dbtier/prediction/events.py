@@ -253,7 +253,9 @@ def _dependencies(recs: np.ndarray, stream: np.ndarray) -> np.ndarray:
     for i in np.flatnonzero(is_sync & client & (recs["op"] == SLEEP)):
         dep[i] = first_wake[int(recs["pid"][i])]
     wakes = np.flatnonzero(is_sync & ~client & (recs["op"] == WAKE))
-    sleeps = np.flatnonzero(is_sync & ~client & (recs["op"] == SLEEP) & ~_reaps(recs))
+    # a futex's or condition variable's wait that timed out was a timer's: nobody's wake ends it
+    timed_out = ((recs["flags"] & (trace.SYNC_FUTEX | trace.SYNC_COND)) != 0) & (recs["len"] == 0)
+    sleeps = np.flatnonzero(is_sync & ~client & (recs["op"] == SLEEP) & ~_reaps(recs) & ~timed_out)
     if not len(wakes) or not len(sleeps):
         return dep
     cls, target = _aims(recs, np.r_[wakes, sleeps], len(wakes))

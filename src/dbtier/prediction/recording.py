@@ -48,6 +48,10 @@ MAX_ELAPSED_S = 366 * 86400.0
 #: file indexes the state's file table holds (native/iotap/state.h)
 FILE_CAP = 65536
 TIMELINE_EVENTS = ("measured", "warm", "page cache emptied")
+#: the least sync coverage (native.sync_coverage) a threaded server's recording needs: its timers' and
+#: idle pool workers' waits that timed out (a replay of an older one kept them as work, 8 s for 4 clients
+#: on flash where 0.9 s was right)
+THREADED_SYNC_COVERAGE = 2
 _WORKLOAD = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _TRACE_COLUMNS = ("submit_ns", "start_ns", "complete_ns", "end_ns", "offset", "len", "file", "pid", "aux", "tid",
@@ -689,6 +693,9 @@ def load(run_dir: Path) -> Recording:
         raise _fail(run_dir, f"a run on {lab.engine} recorded without the names of its server's threads (an older "
                     "dbtier's): the replay cannot tell its connections from its own threads; record it again with "
                     "--trace")
+    if lab.engine != "postgres" and meta.get("sync_coverage", 1) < THREADED_SYNC_COVERAGE:
+        raise _fail(run_dir, f"a run on {lab.engine} recorded before its server's timed waits were traced (an older "
+                    "dbtier's): the replay would take its idle threads' waits for work; record it again with --trace")
     names = {(db, node): (name, kind) for db, node, name, kind in meta.get("names", [])}
     return Recording(run_dir, result, meta, records, {i: p for i, (_d, p) in files.items()},
                      {i: d for i, (d, _p) in files.items()}, layout, names, read_transactions(run_dir), lab)
