@@ -77,6 +77,7 @@ def gib_file():
 #: (pytest -n 3 -m parallel, a module on one worker); every other module after, alone, so that what it
 #: times has the machine to itself. A module belongs here only when both hold.
 PARALLEL = frozenset(f"tests.{m}" for m in """
+    advisor.test_advise_innodb
     cli.test_devices_cli cli.test_exec_bypass cli.test_options cli.test_reproduce cli.test_run_cli
     crash.test_crash_findings crash.test_crash_innodb crash.test_ledger crash.test_matrix crash.test_pagestory
     crash.test_safety crash.test_states

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from dbtier import engines
 from dbtier.advisor import budget as budget_mod
 from dbtier.advisor.candidates import Candidate, candidates as find_candidates
 from dbtier.advisor.search import MINOR_SHARE, Advisor, Option, Search, headline, placement_for
@@ -84,14 +85,16 @@ def extreme_placements(q: Question) -> list:
     """Everything on the slow device, and everything that can move on the fast one: what a live run
     must have room for, whichever placement the search picks."""
     every = frozenset(c.name for c in q.candidates)
-    return [placement_for(frozenset(), q.slow, q.fast), placement_for(every, q.slow, q.fast)]
+    engine = engines.get(q.rec.lab.engine)
+    return [placement_for(frozenset(), q.slow, q.fast, engine=engine),
+            placement_for(every, q.slow, q.fast, engine=engine)]
 
 
 def advise(q: Question, progress=lambda _n, _what: None, workspace=None) -> tuple[dict, Advisor]:
     """workspace: where each prediction's state is made (a claim of it; the default one if None)."""
     started = time.perf_counter()
     predictor = Predictor(q.rec, workspace)
-    advisor = Advisor(predictor, q.candidates, q.devices, q.slow, q.fast, progress)
+    advisor = Advisor(predictor, q.candidates, q.devices, q.slow, q.fast, progress, q.rec.lab.engine)
     search = advisor.run(q.budget)
     return document(q, advisor, search, time.perf_counter() - started), advisor
 
@@ -138,11 +141,14 @@ def document(q: Question, advisor: Advisor, search: Search, seconds: float) -> d
         per_gib = ((o.speedup - prev.speedup) / ((o.fast_bytes - prev.fast_bytes) / (1 << 30))
                    if prev and o.fast_bytes > prev.fast_bytes else None)
         curve.append({**_option(q, o), "gain_per_gib": per_gib})
-    notes = ["sizes are each object's at the end of the recorded run; leave room for growth (the WAL grows "
-             f"to max_wal_size, {rec.lab.settings.get('max_wal_size', 'its setting')}, between "
-             "checkpoints)"]
+    notes = ["sizes are each object's at the end of the recorded run; leave room for growth " +
+             ("(the redo log is one file of innodb_log_file_size, written round; undo grows with long "
+              "transactions, temp with sorts that spill)" if rec.lab.engine == "mariadb" else
+              f"(the WAL grows to max_wal_size, {rec.lab.settings.get('max_wal_size', 'its setting')}, between "
+              "checkpoints)")]
     return {
         "kind": "advice", "run_dir": str(rec.run_dir), "workload": rec.result.get("workload"),
+        "engine": rec.lab.engine,
         "devices": {"slow": {"name": q.slow, "profile": q.profile(q.slow).name},
                     "fast": {"name": q.fast, "profile": q.profile(q.fast).name}},
         "budget": {**q.budget.to_dict(), "described": q.budget.describe()},

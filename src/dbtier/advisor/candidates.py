@@ -1,22 +1,31 @@
-"""What can go on the fast device: every table (its TOAST, free space and visibility maps with it),
-index and materialized view of the run, the WAL and temp files; each with the bytes it takes and what
-the recorded run measured of it (the reasons an object matters)."""
+"""What can go on the fast device: on PostgreSQL every table (its TOAST, free space and visibility maps
+with it), index and materialized view of the run, the WAL, temp files and the catalogs; on MariaDB
+every table (its indexes are in its file), the redo log, the undo tablespaces, temp, the binary log and
+the system tablespace. Each with the bytes it takes and what the recorded run measured of it (the
+reasons an object matters)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dbtier import engines
 from dbtier.measure.objects import owner
 from dbtier.engines.placing import OBJECT_NAME
 from dbtier.prediction.recording import Recording
 from dbtier.prediction.scenario import file_identities
 
-#: the roles a placement names instead of an object
+#: PostgreSQL's roles a placement names instead of an object
 WAL, TEMP = "wal", "temp"
 #: the system catalogs and the cluster's own files (commit status, the relation cache's init files):
 #: they go where `data` goes, so a placement gives them the fast device with data=fast and every
-#: table not on it named on the slow one
+#: table not on it named on the slow one (InnoDB's system tablespace likewise: engine.system_part)
 CATALOGS = "catalogs"
+
+
+def role_parts(engine) -> tuple[str, ...]:
+    """The roles that are candidates of their own (PostgreSQL's WAL and temp; InnoDB's redo log, undo,
+    temp and binary log): every role but data, the indexes' and the dumps'."""
+    return tuple(r for r in engine.roles if r not in ("data", engine.index_role, engine.dump_role))
 
 
 @dataclass
@@ -91,8 +100,69 @@ def _laid_out_bytes(rec: Recording) -> dict[str, int]:
 
 
 def candidates(rec: Recording) -> list[Candidate]:
+    """Everything a placement can move, largest device time first."""
+    return _innodb_candidates(rec) if rec.lab.engine == "mariadb" else _postgres_candidates(rec)
+
+
+def _innodb_candidates(rec: Recording) -> list[Candidate]:
+    """Every table of the run (its indexes in its file), the redo log, undo, temp and binary log by
+    their roles, and the system tablespace (with the doublewrite buffer and the server's other files),
+    which goes where data goes."""
+    from dbtier.engines.mariadb.handle import SYSTEM_DATABASES
+    from dbtier.engines.mariadb.placement import ROLE_OF_KIND
+
+    system = engines.get("mariadb").system_part
+
+    def key(kind: str, name: str | None) -> str:
+        """The candidate a file of this kind and object belongs to; the server's own tables (mysql.*)
+        go with the system tablespace."""
+        role = ROLE_OF_KIND.get(kind, "data")
+        if role != "data":
+            return role
+        own = kind == "table" and name and name.partition(".")[0] not in SYSTEM_DATABASES
+        return name if own else system
+
+    io: dict[str, dict] = {}
+    for phase in rec.phases:
+        for row in phase.get("object_io", []):
+            k = key(row["kind"], row["object"])
+            acc = io.setdefault(k, {"reads": 0, "random_reads": 0, "read_bytes": 0, "writes": 0,
+                                    "flushes": 0, "cached_reads": 0, "device_s": 0.0})
+            reads = int(row.get("reads", 0))
+            acc["reads"] += reads
+            acc["random_reads"] += round(reads * (1 - float(row.get("sequential_pct") or 0.0) / 100))
+            for f in ("read_bytes", "writes", "flushes", "cached_reads"):
+                acc[f] += int(row.get(f, 0))
+            acc["device_s"] += float(row.get("device_s", 0.0))
+    ids = file_identities(rec, {int(f): 0 for f, _c, _a in rec.layout["chunks"]})
+    chunk = int(rec.layout["chunk_bytes"])
+    laid: dict[str, int] = {}
+    for f, _c, _a in rec.layout["chunks"]:
+        kind, name, _ = ids[int(f)]
+        laid[key(kind, name)] = laid.get(key(kind, name), 0) + chunk
+    out = []
+    for o in rec.result.get("objects", []):
+        if o["kind"] == "table" and OBJECT_NAME.match(o["object"]):
+            total = o.get("total_bytes")
+            out.append(Candidate(o["object"], "table", int(total if total is not None else o["bytes"]),
+                                 "its file at the end of the run (its indexes with it)", **io.get(o["object"], {})))
+    named = {c.name for c in out}
+    roles = role_parts(engines.get("mariadb"))
+    for name in sorted(set(io) | set(laid)):
+        if name in named or not (name in roles or name == system or OBJECT_NAME.match(name)):
+            continue
+        if name == "log" and rec.result.get("redo_log_bytes") is not None:
+            size, by = int(rec.result["redo_log_bytes"]), "the redo log's file (innodb_log_file_size)"
+        else:
+            size, by = laid.get(name, 0), "the run's file layout (1 MiB chunks)"
+        kind = name if name in roles or name == system else "table"
+        out.append(Candidate(name, kind, size, by, **io.get(name, {})))
+    return sorted(out, key=lambda c: (-c.device_s, -c.bytes, c.name))
+
+
+def _postgres_candidates(rec: Recording) -> list[Candidate]:
     """Every object the run named (tables, indexes, materialized views), the WAL, temp and the system
-    catalogs, largest device time first."""
+    catalogs."""
     io = _measured_io(rec)
     laid = _laid_out_bytes(rec)
 

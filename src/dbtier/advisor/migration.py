@@ -1,6 +1,6 @@
-"""What a DBA runs in production to make an advice true: a psql script that makes a tablespace per
-new device, moves each table and index whose device changes (ALTER TABLE/INDEX ... SET TABLESPACE, in
-an order that frees room on a device before filling it), the database's default tablespace (the
+"""What a DBA runs in production to make an advice true on PostgreSQL (MariaDB's: migration_innodb.py):
+a psql script that makes a tablespace per new device, moves each table and index whose device changes
+(ALTER TABLE/INDEX ... SET TABLESPACE, in an order that frees room on a device before filling it), the database's default tablespace (the
 catalogs and every table bound for it, in one move), temp files' tablespace, and the WAL (which SQL
 cannot move: the shell steps, with the server stopped). Each move says the bytes it copies, the lock
 it holds meanwhile, and its time estimated from the device models it reads from and writes to."""
@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dbtier import engines
 from dbtier.advisor.candidates import CATALOGS, TEMP, WAL, Candidate
 from dbtier.devices import native, patterns
 from dbtier.devices.profile import Profile
-from dbtier.engines.postgres.placement import ROLES, Placement, tablespace_of
+from dbtier.engines.postgres.placement import Placement, tablespace_of
 from dbtier.units import fmt_bytes
 
 #: the copy's I/O as the model is asked it: sequential, 128 KiB at a time (the kernel's read-ahead and
@@ -158,8 +159,18 @@ def script(steps: dict, devices: dict[str, str], title: str) -> str:
 
 
 def doc(steps: dict) -> dict:
-    return {"moves": [{"name": m.name, "kind": m.kind, "bytes": m.bytes, "from": m.source, "to": m.target,
-                       "seconds": m.seconds, "lock": m.lock()} for m in steps["moves"]],
+    moves = steps["moves"]
+    secs = [m.seconds for m in moves]
+    time_text = f", about {sum(secs):,.1f} s of copying" if moves and None not in secs else ""
+    extra = (" and the WAL (with the server stopped)" if steps["wal"] else "") + \
+        (", temp's tablespace" if steps["temp"] else "")
+    made = len(steps["new_devices"])
+    summary = (f"migration.sql: {made} tablespace{'' if made == 1 else 's'} to make, {len(moves)} "
+               f"move{'' if len(moves) == 1 else 's'} of {fmt_bytes(sum(m.bytes for m in moves))}{time_text}{extra}; "
+               "each holds a lock while it copies")
+    return {"file": "migration.sql", "summary": summary,
+            "moves": [{"name": m.name, "kind": m.kind, "bytes": m.bytes, "from": m.source, "to": m.target,
+                       "seconds": m.seconds, "lock": m.lock()} for m in moves],
             "new_devices": steps["new_devices"], "temp": steps["temp"], "default": list(steps["default"]),
             "wal": {"from": steps["wal"][0], "to": steps["wal"][1], "bytes": steps["wal"][2]} if steps["wal"] else None}
 
@@ -168,16 +179,26 @@ def _t(seconds: float) -> str:
     return f"{seconds:,.1f} s" if seconds < 120 else f"{seconds / 60:,.0f} min"
 
 
-def recorded_placement(rec) -> Placement:
+def recorded_placement(rec):
+    engine = engines.get(rec.lab.engine)
     placed = rec.lab.placement
-    return Placement({r: placed.get(r, placed["data"]) for r in ROLES}, dict(placed.get("objects") or {}))
+    return engine.make_placement({r: placed.get(r, placed["data"]) for r in engine.roles},
+                                 dict(placed.get("objects") or {}))
 
 
-def write(folder, rec, cands: list[Candidate], then: Placement, profiles: dict[str, Profile], title: str) -> dict:
-    """migration.sql in the advice's folder; its moves as a document."""
+def write(folder, rec, cands: list[Candidate], then, profiles: dict[str, Profile], title: str) -> dict:
+    """The migration script in the advice's folder (PostgreSQL's migration.sql, MariaDB's migration.sh);
+    its moves as a document, with the file's name and a line that sums it up."""
+    engine = engines.get(rec.lab.engine)
     now = recorded_placement(rec)
-    then = Placement({**now.roles, **then.roles}, dict(then.objects))
+    then = engine.make_placement({**now.roles, **then.roles}, dict(then.objects))
     profiles = {**dict(rec.lab.devices), **profiles}
+    names = {n: p.name for n, p in profiles.items()}
+    if engine.name == "mariadb":
+        from dbtier.advisor import migration_innodb
+        steps = migration_innodb.plan(cands, now, then, profiles, engine.system_part)
+        (folder / "migration.sh").write_text(migration_innodb.script(steps, names, title))
+        return migration_innodb.doc(steps)
     steps = plan(cands, now, then, profiles)
-    (folder / "migration.sql").write_text(script(steps, {n: p.name for n, p in profiles.items()}, title))
+    (folder / "migration.sql").write_text(script(steps, names, title))
     return doc(steps)

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dbtier import engines
 from dbtier.advisor.budget import Budget
-from dbtier.advisor.candidates import CATALOGS, TEMP, WAL, Candidate
-from dbtier.engines.postgres.placement import ROLES, Placement
+from dbtier.advisor.candidates import Candidate, role_parts
 from dbtier.prediction.replay import Predictor
 from dbtier.prediction.scenario import Scenario
 
@@ -70,19 +70,26 @@ class Search:
 
 
 def placement_for(fast: frozenset[str], slow_device: str, fast_device: str,
-                  objects: list[str] = ()) -> Placement:
-    """The candidates in `fast` on the fast device (the WAL and temp by their roles), all else on the
-    slow. The catalogs go with `data`: on the fast device, every object of `objects` (all the
-    candidate tables and indexes) not in `fast` is named on the slow one."""
-    roles = {r: slow_device for r in ROLES}
-    for role in (WAL, TEMP):
+                  objects: list[str] = (), engine=None, used: tuple[str, ...] | None = None):
+    """The candidates in `fast` on the fast device (the WAL, temp and InnoDB's redo log, undo and binary
+    log by their roles), all else on the slow. What follows `data` (PostgreSQL's catalogs, InnoDB's
+    system tablespace) goes with it: on the fast device, every object of `objects` (all the candidate
+    tables and indexes) not in `fast` is named on the slow one. engine: the run's (PostgreSQL's if None);
+    used: the roles the run used (None: all), the others following data (nothing of the run is there)."""
+    engine = engine or engines.get("postgres")
+    parts = role_parts(engine)
+    roles = {r: slow_device for r in engine.roles}
+    for role in parts:
         if role in fast:
             roles[role] = fast_device
-    placed = {n: fast_device for n in sorted(fast) if n not in (WAL, TEMP, CATALOGS)}
-    if CATALOGS in fast:
+    placed = {n: fast_device for n in sorted(fast) if n not in parts and n != engine.system_part}
+    if engine.system_part in fast:
         roles["data"] = fast_device
         placed.update({n: slow_device for n in objects if n not in fast})
-    return Placement(roles, dict(sorted(placed.items())))
+    for role in parts:
+        if used is not None and role not in used:
+            roles[role] = roles["data"]
+    return engine.make_placement(roles, dict(sorted(placed.items())))
 
 
 def headline(phases: list[dict], side: str = "predicted") -> tuple[str, float, bool]:
@@ -101,10 +108,12 @@ class Advisor:
     placement, remembered)."""
 
     def __init__(self, predictor: Predictor, candidates: list[Candidate], devices: list, slow: str, fast: str,
-                 progress=lambda _done, _what: None):
+                 progress=lambda _done, _what: None, engine: str = "postgres"):
         self.predictor = predictor
+        self.engine = engines.get(engine)
+        self.parts = role_parts(self.engine)
         self.candidates = {c.name: c for c in candidates}
-        self.objects = [c.name for c in candidates if c.name not in (WAL, TEMP, CATALOGS)]
+        self.objects = [c.name for c in candidates if c.name not in (*self.parts, self.engine.system_part)]
         self.devices, self.slow, self.fast = devices, slow, fast
         self.progress = progress
         self.predictions = 0
@@ -114,13 +123,14 @@ class Advisor:
 
     # -- one placement ----------------------------------------------------------------------------
 
-    def placement(self, fast: frozenset[str]) -> Placement:
-        return placement_for(fast, self.slow, self.fast, self.objects)
+    def placement(self, fast: frozenset[str]):
+        return placement_for(fast, self.slow, self.fast, self.objects, self.engine,
+                             tuple(r for r in self.parts if r in self.candidates))
 
     def place_text(self, fast: frozenset[str]) -> str:
         """The --place text, shortest: what goes where `data` goes is not named."""
         p = self.placement(fast)
-        parts = [f"data={p.roles['data']}"] + [f"{r}={p.roles[r]}" for r in (WAL, TEMP)
+        parts = [f"data={p.roles['data']}"] + [f"{r}={p.roles[r]}" for r in self.parts
                                                   if p.roles[r] != p.roles["data"]]
         parts += [f"{n}={d}" for n, d in p.objects.items() if d != p.roles["data"] or
                   self.candidates[n].kind == "index"]
@@ -177,13 +187,12 @@ class Advisor:
         return self.search
 
     def _role_level(self) -> list[frozenset]:
-        """The placements by role: data (the tables and the catalogs), indexes, the WAL, temp, each on
-        the fast device or not."""
-        groups = [
-            frozenset(n for n, c in self.candidates.items() if c.kind in ("table", "materialized view", "catalog")),
-            frozenset(n for n, c in self.candidates.items() if c.kind == "index"),
-            frozenset(n for n in (WAL,) if n in self.candidates),
-            frozenset(n for n in (TEMP,) if n in self.candidates)]
+        """The placements by role: data (the tables and what follows data), indexes (PostgreSQL's), and
+        each other role (the WAL or redo log, temp, undo...), each on the fast device or not."""
+        data_kinds = ("table", "materialized view", "catalog", self.engine.system_part)
+        groups = [frozenset(n for n, c in self.candidates.items() if c.kind in data_kinds),
+                  frozenset(n for n, c in self.candidates.items() if c.kind == "index")]
+        groups += [frozenset({r}) for r in self.parts if r in self.candidates]
         groups = [g for g in groups if g]
         out = []
         for k in range(1, len(groups) + 1):

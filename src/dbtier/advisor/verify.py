@@ -13,8 +13,6 @@ from dbtier.advisor.search import headline
 from dbtier.devices.spec import DeviceSpec
 from dbtier.errors import UserError
 from dbtier.experiments import loaded, preflight
-from dbtier.engines.postgres.lab import LabOptions
-from dbtier.engines.postgres.placement import Placement
 from dbtier.prediction import recording
 from dbtier.prediction.recording import Recording
 from dbtier.workloads import registry, restore
@@ -59,6 +57,7 @@ def workload_of(rec: Recording) -> Workload:
             v = tuple(v)
         values[p.key] = v
     workload = cls(**values)
+    workload.for_engine(rec.lab.engine)  # as the run was told it (MariaDB's terminals, schema, checks)
     named = workload.user_files() if isinstance(workload, UserWorkload) else []
     for option, path in named:
         if not path.exists():
@@ -77,23 +76,24 @@ def workload_of(rec: Recording) -> Workload:
     return workload
 
 
-def options_of(rec: Recording, workspace: Path | None) -> LabOptions:
+def options_of(rec: Recording, workspace: Path | None):
     """The recorded lab's options, checked as the command line's are when the recording was loaded
     (its --set settings as --set checks them: a recording cannot open what a command line could not)."""
     return recording.lab_options(rec, workspace)
 
 
-def check(rec: Recording, devices: list[DeviceSpec], placements: list[Placement], workspace: Path | None) -> None:
+def check(rec: Recording, devices: list[DeviceSpec], placements: list, workspace: Path | None) -> None:
     """What a live run would refuse, refused before any prediction."""
     check_trusted(rec)
     workload, options = workload_of(rec), options_of(rec, workspace)
-    seeded = loaded.loads_a_seed(workload, options, "postgres")  # verify loads once, as compare does
+    engine = rec.lab.engine
+    seeded = loaded.loads_a_seed(workload, options, engine)  # verify loads once, as compare does
     for placement in placements:
-        preflight.check_run(workload, devices, placement, options, rec.result.get("cache_state", "cold"),
+        preflight.check_run(workload, devices, placement, options, rec.result.get("cache_state", "cold"), engine,
                             seeded=seeded)
 
 
-def run(rec: Recording, devices: list[DeviceSpec], placements: list[tuple[str, Placement]], output: Path,
+def run(rec: Recording, devices: list[DeviceSpec], placements: list[tuple], output: Path,
         workspace_path: Path | None, workspace, say: Callable[[str], None], progress_for,
         cluster: str | None = None) -> list[dict]:
     """Each (label, placement) run live, on `devices` or on its own (label, placement, devices); returns
@@ -111,12 +111,14 @@ def run(rec: Recording, devices: list[DeviceSpec], placements: list[tuple[str, P
     out = []
     from dbtier.experiments.loaded import loaded_seed
 
-    with loaded_seed(workload, options, "postgres", lambda: progress_for("setup, once: "), say) as (seed, kept):
+    engine = rec.lab.engine
+    with loaded_seed(workload, options, engine, lambda: progress_for("setup, once: "), say) as (seed, kept):
         for label, placement, *own in placements:
             with run_dir(output, f"{workload.name}-{label}", workspace) as folder:
                 with progress_for(f"{label}: ") as progress:
                     result = run_workload(workload, own[0] if own else devices, placement,
-                                          replace(options, seed=seed), progress, folder.path, say, cache_state)
+                                          replace(options, seed=seed), progress, folder.path, say, cache_state,
+                                          engine)
                 if kept is not None:
                     result["loaded_cluster"] = kept
                 jsonout.write(folder.path / "result.json", result)

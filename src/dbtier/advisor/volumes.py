@@ -24,19 +24,35 @@ import re
 import time
 from dataclasses import dataclass
 
-from dbtier.advisor.candidates import Candidate
+from dbtier import engines
+from dbtier.advisor.candidates import Candidate, role_parts
 from dbtier.advisor.catalog import Catalog, Offer
 from dbtier.advisor.search import headline
 from dbtier.devices import profile as profiles
 from dbtier.devices.profile import Profile
-from dbtier.engines.postgres.placement import ROLES, Placement
 from dbtier.errors import UserError
 from dbtier.prediction import error as prediction_error
 from dbtier.prediction.replay import Predictor
 from dbtier.prediction.scenario import Scenario
 
-#: the parts of a database a volume holds, as --place names their roles
+#: the parts of a PostgreSQL database a volume holds, as --place names their roles (parts_for: any engine's)
 PARTS = ("data", "indexes", "wal", "temp")
+
+
+#: a catalogue's offers say what they may hold in PostgreSQL's words (data, indexes, wal, temp); InnoDB's
+#: parts in those words: its logs are written as a WAL is, its undo tablespaces as data
+CATALOG_ROLE = {"log": "wal", "binlog": "wal", "undo": "data"}
+
+
+def parts_for(engine) -> tuple[str, ...]:
+    """The parts a volume holds on this engine: data, the indexes where they have a role of their own
+    (PostgreSQL's), and every other role a candidate names (the WAL or the redo log, undo, temp...)."""
+    return ("data",) + ((engine.index_role,) if engine.index_role else ()) + role_parts(engine)
+
+
+def _placement(engine, where: dict[str, str]):
+    """Each role on its part's volume (a role no part names goes with data)."""
+    return engine.make_placement({r: where.get(r, where["data"]) for r in engine.roles}, {})
 #: a volume is sized this much above what its objects take at the end of the run: room to grow
 HEADROOM = 1.25
 #: a provisioning step is taken while it predicts at least this much better
@@ -157,9 +173,10 @@ def current_scenario(rec, credits: float | None = None) -> Scenario:
     every answer is, with no device keeping what the live run's own timing added to it."""
     devices = list(rec.lab.devices) + [(f"cur_{n}", p) for n, p in rec.lab.devices]
     placed = rec.lab.placement
-    roles = {r: f"cur_{placed.get(r, placed['data'])}" for r in ROLES}
+    engine = engines.get(rec.lab.engine)
+    roles = {r: f"cur_{placed.get(r, placed['data'])}" for r in engine.roles}
     objects = {o: f"cur_{d}" for o, d in (placed.get("objects") or {}).items()}
-    return Scenario(devices, Placement(roles, objects), credits=credits)
+    return Scenario(devices, engine.make_placement(roles, objects), credits=credits)
 
 
 def measured_figure(target: Target | None, run: dict) -> float | None:
@@ -290,17 +307,17 @@ class Volume:
 
 # -- the search ---------------------------------------------------------------------------------------
 
-def parts_of(cands: list[Candidate]) -> dict[str, dict]:
+def parts_of(cands: list[Candidate], engine=None) -> dict[str, dict]:
     """Each part's bytes and whether the run's I/O reached it: a part the run never touched goes with data."""
-    kind_part = {"table": "data", "materialized view": "data", "catalog": "data", "index": "indexes",
-                 "wal": "wal", "temp": "temp"}
-    out = {p: {"bytes": 0, "active": False, "device_s": 0.0} for p in PARTS}
+    engine = engine or engines.get("postgres")
+    parts, roles = parts_for(engine), role_parts(engine)
+    out = {p: {"bytes": 0, "active": False, "device_s": 0.0} for p in parts}
     for c in cands:
-        part = out[kind_part.get(c.kind, "data")]
+        part = out[engine.index_role if c.kind == "index" else c.name if c.name in roles else "data"]
         part["bytes"] += c.bytes
         part["active"] |= c.active
         part["device_s"] += c.device_s
-    for p in PARTS[1:]:
+    for p in parts[1:]:
         if not out[p]["active"]:
             out["data"]["bytes"] += out[p]["bytes"]
             del out[p]
@@ -321,10 +338,10 @@ def layouts(parts: list[str], most: int) -> list[tuple[frozenset, ...]]:
     return [tuple(frozenset(b) for b in sorted(blocks, key=lambda b: "data" not in b)) for blocks in out]
 
 
-def volume_name(block: frozenset, taken: frozenset = frozenset()) -> str:
+def volume_name(block: frozenset, taken: frozenset = frozenset(), parts: tuple[str, ...] = PARTS) -> str:
     """A volume named by the parts it holds (data_wal), never as a device of the recorded run is: a
     migration moves from one to the other."""
-    name = "_".join(p for p in PARTS if p in block)
+    name = "_".join(p for p in parts if p in block)
     return f"new_{name}" if name in taken else name
 
 
@@ -340,6 +357,11 @@ class Answer:
     interval: tuple[float, float] | None = None  # the live figure it likely stands for (the measured error)
     risk: float | None = None       # the share of the measured errors under which it misses the target
     max_risk: float = RISK
+    engine: object = None           # the run's (PostgreSQL's if None)
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return parts_for(self.engine or engines.get("postgres"))
 
     @property
     def safe(self) -> bool:
@@ -347,7 +369,7 @@ class Answer:
         return bool(self.met) and self.risk is not None and self.risk <= self.max_risk
 
     def name(self, block: frozenset) -> str:
-        return volume_name(block, self.taken)
+        return volume_name(block, self.taken, self.parts)
 
     def devices(self) -> list[tuple[str, str]]:
         return [(self.name(b), c.spec) for b, c in zip(self.layout, self.choices)]
@@ -355,15 +377,14 @@ class Answer:
     def volumes(self) -> list[tuple[str, Choice]]:
         return [(self.name(b), c) for b, c in zip(self.layout, self.choices)]
 
-    def placement(self) -> Placement:
-        where = {p: self.name(b) for b in self.layout for p in b}
-        return Placement({r: where.get(r, where["data"]) for r in ROLES}, {})
+    def placement(self):
+        return _placement(self.engine or engines.get("postgres"), {p: self.name(b) for b in self.layout for p in b})
 
     def place_text(self) -> str:
         """--place, as short as it can be said: data's volume, then each part elsewhere."""
         where = {p: self.name(b) for b in self.layout for p in b}
         data = where["data"]
-        return ",".join([f"data={data}"] + [f"{p}={where[p]}" for p in PARTS[1:] if where.get(p, data) != data])
+        return ",".join([f"data={data}"] + [f"{p}={where[p]}" for p in self.parts[1:] if where.get(p, data) != data])
 
     def device_args(self) -> str:
         return " ".join(f"-d '{n}={s}'" if "{" in s else f"-d {n}={s}" for n, s in self.devices())
@@ -373,6 +394,8 @@ class VolumeSearch:
     def __init__(self, predictor: Predictor, rec, catalog: Catalog, target: Target | None, max_cost: float | None,
                  most: int, credits: float | None, progress=lambda _n, _what: None, max_risk: float = RISK):
         self.predictor, self.rec, self.catalog = predictor, rec, catalog
+        self.engine = engines.get(rec.lab.engine)
+        self.parts = parts_for(self.engine)
         self.max_risk = max_risk
         self.target, self.max_cost, self.most, self.credits = target, max_cost, most, credits
         self.progress = progress
@@ -390,8 +413,7 @@ class VolumeSearch:
         names = [n for n, _ in self.recorded]
         devices = list(self.recorded) + [(n, p) for n, p in volumes if n not in names]
         devices = [(n, dict(volumes).get(n, p)) for n, p in devices]
-        roles = {r: where.get(r, where["data"]) for r in ROLES}
-        scenario = Scenario(devices, Placement(roles, {}), credits=self.credits)
+        scenario = Scenario(devices, _placement(self.engine, where), credits=self.credits)
         latency = self.target is not None and self.target.figure == "p99"
         pred = self.predictor.predict(scenario, figures=False, latency=latency)
         self.predictions += 1
@@ -414,11 +436,11 @@ class VolumeSearch:
         if key in self.alone:
             return self.alone[key]
         ref = profiles.load(REFERENCE)
-        name = volume_name(block, self.taken)
-        where = {p: (name if p in block else "dbtier_ref") for p in PARTS}
+        name = volume_name(block, self.taken, self.parts)
+        where = {p: (name if p in block else "dbtier_ref") for p in self.parts}
         out = []
         for offer in self.catalog.priced():
-            if offer.roles and not block <= set(offer.roles):
+            if offer.roles and not {CATALOG_ROLE.get(p, p) for p in block} <= set(offer.roles):
                 continue
             vol = Volume(offer, need)
             if not vol.fits(need):
@@ -457,7 +479,7 @@ class VolumeSearch:
         started = time.perf_counter()
         ref = profiles.load(REFERENCE)
         names = list(parts)
-        self.reference = self.predict([("dbtier_ref", ref)], {p: "dbtier_ref" for p in PARTS})
+        self.reference = self.predict([("dbtier_ref", ref)], {p: "dbtier_ref" for p in self.parts})
         candidates: list[Answer] = []
         for layout in layouts(names, self.most):
             options = []
@@ -471,7 +493,7 @@ class VolumeSearch:
                 if self.max_cost is not None and cost > self.max_cost:
                     continue
                 candidates.append(Answer(layout, tuple(c for c, _v in combo), cost, self._estimate([v for _c, v in combo]),
-                                         taken=self.taken))
+                                         taken=self.taken, engine=self.engine))
         if not candidates:
             return {"seconds": time.perf_counter() - started}
         sign = -1 if self.higher else 1
@@ -532,7 +554,8 @@ class VolumeSearch:
                         lo = mid
                         continue
                     choices = best.choices[:i] + (c,) + best.choices[i + 1:]
-                    a = self._whole(Answer(best.layout, choices, sum(x.cost for x in choices), taken=self.taken))
+                    a = self._whole(Answer(best.layout, choices, sum(x.cost for x in choices), taken=self.taken,
+                                           engine=self.engine))
                     if a.safe:
                         best, hi = a, mid
                     else:
@@ -606,7 +629,7 @@ def price_of(profile: Profile, catalog: Catalog) -> Choice | None:
 
 
 def _answer_doc(a: Answer, current_cost: float | None, parts: dict) -> dict:
-    return {"volumes": [{"name": a.name(b), "parts": [p for p in PARTS if p in b],
+    return {"volumes": [{"name": a.name(b), "parts": [p for p in a.parts if p in b],
                          "bytes": sum(parts[p]["bytes"] for p in b if p in parts),
                          "offer": c.offer.name, "spec": c.spec, "provisioned": c.describe(), "monthly": c.cost}
                         for b, c in zip(a.layout, a.choices)],
@@ -636,8 +659,7 @@ def sustained(search: VolumeSearch, a: Answer, duration_s: float) -> list[str]:
     names = [n for n, _ in search.recorded]
     devices = list(search.recorded) + [(n, p) for n, p in volumes if n not in names]
     devices = [(n, dict(volumes).get(n, p)) for n, p in devices]
-    roles = {r: where.get(r, where["data"]) for r in ROLES}
-    full = search.predictor.predict(Scenario(devices, Placement(roles, {}), credits=1.0))
+    full = search.predictor.predict(Scenario(devices, _placement(search.engine, where), credits=1.0))
     search.predictions += 1
     value_empty = a.value  # the search judged it with the credits spent
     value_full = figure(search.target, full.phases)
@@ -697,8 +719,9 @@ def advise(rec, catalog: Catalog, target: Target | None, max_cost: float | None,
     if not 0 <= max_risk < 1:
         raise UserError(f"--risk {max_risk:g}: the share of the predictor's measured errors an answer may miss "
                         "the target under, from 0 to below 1 (0.1: one in ten)")
-    if not 1 <= most <= 4:
-        raise UserError(f"--volumes {most}: from 1 to 4 (data, indexes, the WAL and temp each on its own)")
+    parts_named = parts_for(engines.get(rec.lab.engine))
+    if not 1 <= most <= len(parts_named):
+        raise UserError(f"--volumes {most}: from 1 to {len(parts_named)} ({', '.join(parts_named)} each on its own)")
     if not catalog.priced():
         raise UserError(f"catalogue {catalog.name}: no offer has a price; give prices in a catalogue of your own")
     predictor = Predictor(rec, workspace)
@@ -707,7 +730,7 @@ def advise(rec, catalog: Catalog, target: Target | None, max_cost: float | None,
     current_value = check_target(target, predictor, rec, 0.0 if sustained_run else None)
     search = VolumeSearch(predictor, rec, catalog, target, max_cost, most, 0.0 if sustained_run else None, progress,
                           max_risk)
-    parts = parts_of(find_candidates(rec))
+    parts = parts_of(find_candidates(rec), engines.get(rec.lab.engine))
     info = search.run(parts)
     ranked = search.ranked()
     current = [(n, p, price_of(p, catalog)) for n, p in rec.lab.devices]

@@ -176,7 +176,7 @@ def advise(run_dir, fast: str, slow: str | None = None, budget: str | None = Non
     output = outputs.check_dir(Path(output), "--output")
     workspace = Path(workspace) if workspace else None
     Workspace.locate(workspace)
-    rec = recording.load_for_advice(Path(run_dir))
+    rec = recording.load(Path(run_dir))
     q = advice_mod.question(rec, fast, slow, budget, cost, max_cost)
     ws = Workspace.open(workspace)
     ws.reap()

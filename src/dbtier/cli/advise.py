@@ -28,7 +28,8 @@ VERIFY_MAX = 10
                    "p99<=20ms, or p99[NAME]<=20ms for one transaction type, pgbench script or replayed statement "
                    "class ('p99[class 12]<=5ms')")
 @click.option("--volumes", "most_volumes", type=int, default=3, show_default=True, metavar="N",
-              help="with --catalog, at most this many volumes (data, indexes, the WAL, temp)")
+              help="with --catalog, at most this many volumes (data, indexes, the WAL, temp; MariaDB's data, log, "
+                   "undo, temp)")
 @click.option("--risk", "max_risk", type=float, metavar="FRACTION",
               help="with --catalog and --target, the largest share of the predictor's measured errors under which "
                    "the advice may miss the target (default 0.1; 0: none of them)")
@@ -65,7 +66,9 @@ def advise(run_dir: Path | None, from_stats: Path | None, fast, catalog_name, ta
       dbtier advise RUN_DIR --fast nvme=nvme-gen4 --cost fast=0.10,slow=0.02 --max-cost 5 --verify 2
 
     The candidates are the run's tables (each with its TOAST), indexes, materialized views, the WAL,
-    temp files and the system catalogs, sized as they were at the end of the run. Placements that
+    temp files and the system catalogs; on a MariaDB run its tables (each index in its table's file),
+    the redo log, undo, temp, the binary log and the system tablespace; each sized as it was at the
+    end of the run. Placements that
     fit the budget are predicted by replaying the run's trace ('dbtier predict'): every role-level
     one; of the objects with at least 1% of the device time, up to 12, every one with no room left
     for another (beyond 12, a MILP (HiGHS) picks from each object's predicted benefit, and its best
@@ -75,7 +78,8 @@ def advise(run_dir: Path | None, from_stats: Path | None, fast, catalog_name, ta
     \b
     It prints the placement to use (and its --place text), the next best ones, the speed-up against
     fast storage curve (where the next gigabyte stops paying), and the objects that matter with what
-    the run measured of them. --verify K runs the K best live and prints predicted beside measured.
+    the run measured of them, and writes the script that makes it so (migration.sql for PostgreSQL,
+    migration.sh for MariaDB). --verify K runs the K best live and prints predicted beside measured.
     A prediction keeps what the run decided: its database cache, plans and data (see 'dbtier
     predict --help').
 
@@ -90,7 +94,8 @@ def advise(run_dir: Path | None, from_stats: Path | None, fast, catalog_name, ta
     --catalog NAME|FILE asks which volumes to buy instead:
       dbtier advise RUN_DIR --catalog aws --target 'p99<=20ms'
       dbtier advise RUN_DIR --catalog azure --max-cost 200 --volumes 2 --duration 24h
-    each part of the database (data, indexes, the WAL, temp) on each offer, provisioned step by step
+    each part of the database (data, indexes, the WAL, temp; MariaDB's data, log, undo, temp) on each
+    offer, provisioned step by step
     (size, IOPS, throughput), predicted; every layout on at most --volumes volumes combined and priced;
     the cheapest that meet the target predicted whole. It prints the finding, the answers ranked with
     their monthly price and the saving against the recorded layout, the -d and --place to run each."""
@@ -127,7 +132,7 @@ def advise(run_dir: Path | None, from_stats: Path | None, fast, catalog_name, ta
 
     out = console(wide=wide)
     Workspace.locate(workspace)  # checked before anything is read or made
-    rec = recording.load_for_advice(run_dir)
+    rec = recording.load(run_dir)
     q = advice_mod.question(rec, fast, slow, budget, cost, max_cost)
     specs = None
     if verify:
@@ -180,8 +185,9 @@ def advise(run_dir: Path | None, from_stats: Path | None, fast, catalog_name, ta
         out.print(str(advice_dir), markup=False)
         return
     adviseview.show(out, doc)
-    out.print(_migration_line(doc["migration"]), markup=False, soft_wrap=True)
-    out.print(f"advice: {advice_dir} (result.json, report.html, migration.sql)", markup=False, soft_wrap=True)
+    out.print(doc["migration"]["summary"], markup=False, soft_wrap=True)
+    out.print(f"advice: {advice_dir} (result.json, report.html, {doc['migration']['file']})", markup=False,
+              soft_wrap=True)
 
 
 
@@ -230,7 +236,7 @@ def _catalog(run_dir, catalog_name, target, max_cost, most, max_risk, duration, 
     span = volumes.parse_duration(duration)
     out = console(wide=wide)
     Workspace.locate(workspace)
-    rec = recording.load_for_advice(run_dir)
+    rec = recording.load(run_dir)
     if verify:
         from dbtier.advisor import verify as verify_mod
         verify_mod.check_trusted(rec)
@@ -264,21 +270,9 @@ def _catalog(run_dir, catalog_name, target, max_cost, most, max_risk, duration, 
         out.print(str(folder.final), markup=False)
         return
     adviseview.show_volumes(out, doc)
-    out.print(_migration_line(doc["migration"]), markup=False, soft_wrap=True)
-    out.print(f"advice: {folder.final} (result.json, report.html, migration.sql)", markup=False, soft_wrap=True)
-
-
-def _migration_line(m: dict) -> str:
-    from dbtier.units import fmt_bytes
-
-    moves = m["moves"]
-    secs = [x["seconds"] for x in moves]
-    time_text = f", about {sum(secs):,.1f} s of copying" if moves and None not in secs else ""
-    extra = (" and the WAL (with the server stopped)" if m["wal"] else "") + (", temp's tablespace" if m["temp"] else "")
-    made = len(m["new_devices"])
-    return (f"migration.sql: {made} tablespace{'' if made == 1 else 's'} to make, {len(moves)} "
-            f"move{'' if len(moves) == 1 else 's'} of "
-            f"{fmt_bytes(sum(x['bytes'] for x in moves))}{time_text}{extra}; each holds a lock while it copies")
+    out.print(doc["migration"]["summary"], markup=False, soft_wrap=True)
+    out.print(f"advice: {folder.final} (result.json, report.html, {doc['migration']['file']})", markup=False,
+              soft_wrap=True)
 
 
 def _verify_volumes(rec, answers, goal, output, workspace, ws, out, quiet, cluster=None) -> list[dict]:

@@ -44,6 +44,9 @@ class Engine(Protocol):
     log_role: str
     temp_role: str
     dump_role: str
+    #: advise's name for what follows the data role and no placement names (PostgreSQL's catalogs,
+    #: InnoDB's system tablespace)
+    system_part: str
     io_modes: tuple[str, ...]
     default_io_mode: str
     #: whether one load can be shared by several layouts (a seed lab copied into each: compare, verify)
@@ -53,6 +56,9 @@ class Engine(Protocol):
 
     def parse_placement(self, texts, devices: list[str]) -> Any:
         """--place texts over the device names: a Placement of this engine's roles."""
+
+    def make_placement(self, roles: dict[str, str], objects: dict[str, str]) -> Any:
+        """A Placement of this engine's from every role's device and the objects placed by name."""
 
     def parse_settings(self, texts) -> dict[str, str]:
         """--set NAME=VALUE texts, checked (what the lab owns refused): name -> value."""

@@ -699,15 +699,3 @@ def load(run_dir: Path) -> Recording:
     names = {(db, node): (name, kind) for db, node, name, kind in meta.get("names", [])}
     return Recording(run_dir, result, meta, records, {i: p for i, (_d, p) in files.items()},
                      {i: d for i, (d, _p) in files.items()}, layout, names, read_transactions(run_dir), lab)
-
-
-def load_for_advice(run_dir: Path) -> Recording:
-    """A recording advise can answer for: PostgreSQL's yet (its candidates and their moves are
-    PostgreSQL's objects and tablespaces); a MariaDB run is refused in one line pointing at predict."""
-    rec = load(run_dir)
-    if rec.lab.engine != "postgres":
-        log = "log" if rec.lab.engine == "mariadb" else "wal"
-        raise _fail(Path(run_dir), f"a run on {rec.lab.engine}: advise weighs PostgreSQL's objects only yet; ask "
-                    f"layouts of it one at a time with dbtier predict {run_dir} -d fast=PROFILE --place "
-                    f"data={rec.lab.placement.get('data')},{log}=fast")
-    return rec

@@ -11,8 +11,15 @@ from dbtier.report.terminal import fmt
 CURVE_STEP = 0.05
 
 
-def _objects_text(names: list[str]) -> str:
-    named = [("the WAL" if n == "wal" else "temp files" if n == "temp" else n) for n in names]
+#: per engine, the roles advice names, in a DBA's words (a table's name is its own)
+ROLE_WORDS = {"postgres": {"wal": "the WAL", "temp": "temp files"},
+              "mariadb": {"log": "the redo log", "undo": "the undo tablespaces", "temp": "temp files",
+                          "binlog": "the binary log", "system": "the system tablespace"}}
+
+
+def _objects_text(names: list[str], engine: str = "postgres") -> str:
+    words = ROLE_WORDS.get(engine, {})
+    named = [words.get(n, n) for n in names]
     if len(named) <= 6:
         return ", ".join(named)
     return ", ".join(named[:5]) + f" and {len(named) - 5} more"
@@ -28,7 +35,8 @@ def verdict(doc: dict) -> list[str]:
     else:
         gain = (f"predicted {rec['speedup']:.2f}x faster: {fmt(rec['value'])} s against {fmt(doc['baseline_value'])} s "
                 f"{base}")
-    lines = [f"Put {_objects_text(rec['fast'])} on {fast['name']} ({fast['profile']}), {fmt_bytes(rec['fast_bytes'])} "
+    put = _objects_text(rec['fast'], doc.get("engine", "postgres"))
+    lines = [f"Put {put} on {fast['name']} ({fast['profile']}), {fmt_bytes(rec['fast_bytes'])} "
              f"of {doc['budget']['described']}: {gain}."]
     every = doc.get("everything_fast")
     if every and every["speedup"] > 0:
@@ -64,7 +72,7 @@ def alternatives_data(doc: dict) -> TableData:
     with_cost = doc["budget"]["max_cost"] is not None
     advised = doc["recommended"]
     for i, o in enumerate([advised, *doc["alternatives"]]):
-        what = _objects_text(o["fast"]) if i == 0 else _difference(o, advised)
+        what = _objects_text(o["fast"], doc.get("engine", "postgres")) if i == 0 else _difference(o, advised)
         rows.append([("advised" if i == 0 else f"#{i + 1}"), what, f"{o['speedup']:.2f}x", fmt(o["value"]),
                      fmt_bytes(o["fast_bytes"]), *([f"${o['cost']:,.2f}"] if with_cost else [])])
     return TableData(["", f"on {doc['devices']['fast']['name']} (alternatives: against the advice)", "speed-up",
@@ -92,7 +100,7 @@ def curve_data(doc: dict) -> TableData:
         step = "-" if prev is None else (f"+{p['speedup'] - prev['speedup']:.2f}x for "
                                          f"{fmt_bytes(p['fast_bytes'] - prev['fast_bytes'])} more")
         rows.append([fmt_bytes(p["fast_bytes"]) + (" (over budget)" if p["fast_bytes"] > budget else ""),
-                     f"{p['speedup']:.2f}x", step, _objects_text(p["fast"]) or "-"])
+                     f"{p['speedup']:.2f}x", step, _objects_text(p["fast"], doc.get("engine", "postgres")) or "-"])
         prev = p
     return TableData(["fast storage", "speed-up", "the step", "on the fast device"], rows,
                      "the best speed-up predicted at each amount of fast storage (where the next gigabyte stops paying)",

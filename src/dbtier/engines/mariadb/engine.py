@@ -42,6 +42,7 @@ class MariaDB:
     roles = placement.ROLES
     index_role = None  # InnoDB keeps every index in its table's file
     log_role, temp_role, dump_role = "log", "temp", "data"
+    system_part = "system"  # advise's name for what follows data unplaced: the system tablespace, the server's files
     io_modes = tuple(FLUSH_METHODS)
     default_io_mode = "direct"
     shares_loads = True   # a seed lab's stopped server copied into each layout's (Lab.seed)
@@ -49,6 +50,9 @@ class MariaDB:
 
     def parse_placement(self, texts, devices: list[str]):
         return placement.parse(list(texts), list(devices))
+
+    def make_placement(self, roles: dict[str, str], objects: dict[str, str]):
+        return placement.Placement(dict(roles), dict(objects))
 
     def parse_settings(self, texts) -> dict[str, str]:
         return settings.parse_sets(list(texts))

@@ -30,6 +30,7 @@ class Postgres:
     roles = placement.ROLES
     index_role = "indexes"  # an index has a file of its own, in its tablespace
     log_role, temp_role, dump_role = "wal", "temp", "dump"
+    system_part = "catalogs"  # advise's name for what follows data unplaced: the catalogs, the cluster's own files
     io_modes = tuple(settings.IO_MODES)
     default_io_mode = settings.DEFAULT_IO_MODE
     shares_loads = keeps_loads = True
@@ -39,6 +40,9 @@ class Postgres:
 
     def parse_settings(self, texts) -> dict[str, str]:
         return settings.parse_sets(list(texts))
+
+    def make_placement(self, roles: dict[str, str], objects: dict[str, str]):
+        return placement.Placement(dict(roles), dict(objects))
 
     def lab_options(self, mariadb_bin=None, **options) -> LabOptions:
         if mariadb_bin is not None:
