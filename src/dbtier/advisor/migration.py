@@ -7,53 +7,12 @@ it holds meanwhile, and its time estimated from the device models it reads from 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from dbtier import engines
 from dbtier.advisor.candidates import CATALOGS, TEMP, WAL, Candidate
-from dbtier.devices import native, patterns
+from dbtier.advisor.copying import Move, copy_seconds, duration as _t
 from dbtier.devices.profile import Profile
 from dbtier.engines.postgres.placement import Placement, tablespace_of
 from dbtier.units import fmt_bytes
-
-#: the copy's I/O as the model is asked it: sequential, 128 KiB at a time (the kernel's read-ahead and
-#: the writer's batching), 256 of them
-COPY_BLOCK = 128 << 10
-COPY_COUNT = 256
-
-
-@dataclass
-class Move:
-    name: str
-    kind: str
-    bytes: int
-    source: str
-    target: str
-    seconds: float | None
-
-    def lock(self) -> str:
-        if self.kind == "database":
-            return "needs every other session of the database gone until it ends"
-        return f"holds ACCESS EXCLUSIVE on the {'index' if self.kind == 'index' else 'table'}: no reads or writes of " \
-               "it until the copy ends"
-
-
-def _rate(profile: Profile | None, op: int) -> float | None:
-    """Sequential MB/s of the model (10^6 B/s), or None for a device with no model."""
-    if profile is None or profile.kind == "real":
-        return None
-    pat = patterns.Pattern("copy", op, False, block=COPY_BLOCK, count=COPY_COUNT)
-    return patterns.expected(profile, pat).mb_s
-
-
-def copy_seconds(nbytes: int, source: Profile | None, target: Profile | None, wal: Profile | None) -> float | None:
-    """The copy reads the source, writes the target, and (wal_level replica or above) writes every
-    page to the WAL too: the slowest of the three sets the pace."""
-    rates = [_rate(source, native.OP_READ), _rate(target, native.OP_WRITE), _rate(wal, native.OP_WRITE)]
-    if any(r is None or r <= 0 for r in rates):
-        return None
-    return nbytes / 1e6 / min(rates)
-
 
 def plan(cands: list[Candidate], now: Placement, then: Placement, profiles: dict[str, Profile]) -> dict:
     """The moves from placement `now` to `then` (device names; `profiles` each device's), in an order
@@ -173,10 +132,6 @@ def doc(steps: dict) -> dict:
                        "seconds": m.seconds, "lock": m.lock()} for m in moves],
             "new_devices": steps["new_devices"], "temp": steps["temp"], "default": list(steps["default"]),
             "wal": {"from": steps["wal"][0], "to": steps["wal"][1], "bytes": steps["wal"][2]} if steps["wal"] else None}
-
-
-def _t(seconds: float) -> str:
-    return f"{seconds:,.1f} s" if seconds < 120 else f"{seconds / 60:,.0f} min"
 
 
 def recorded_placement(rec):

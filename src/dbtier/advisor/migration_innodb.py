@@ -9,7 +9,7 @@ device models it reads from and writes to (its redo log's too: every copied row 
 from __future__ import annotations
 
 from dbtier.advisor.candidates import Candidate
-from dbtier.advisor.migration import Move, _t, copy_seconds
+from dbtier.advisor.copying import Move, copy_seconds, duration as _t
 from dbtier.devices.profile import Profile
 from dbtier.units import fmt_bytes
 
