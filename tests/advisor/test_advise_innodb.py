@@ -61,6 +61,7 @@ def test_the_randomly_read_table_goes_to_flash_and_its_script_moves_it(recorded,
     where = placement_mod.parse([best["place"]], ["hdd", "ssd"])  # the --place text does what it says
     assert where.device_for("lookups", "table") == "ssd" and where.device_for("scanned", "table") == "hdd"
     assert best["speedup"] > 2.0, best  # the random reads were the run's wait
+    assert any("verify it live (--verify K)" in n for n in doc["notes"])  # what the replay cannot foresee
     # what a DBA runs: the table rebuilt in a folder on the SSD, its time from the models
     (script,) = (tmp_path / "out").glob("advise-sql-*/migration.sh")
     text = script.read_text()

@@ -146,6 +146,11 @@ def document(q: Question, advisor: Advisor, search: Search, seconds: float) -> d
               "transactions, temp with sorts that spill)" if rec.lab.engine == "mariadb" else
               f"(the WAL grows to max_wal_size, {rec.lab.settings.get('max_wal_size', 'its setting')}, between "
               "checkpoints)")]
+    if rec.lab.engine == "mariadb":
+        notes.append("a replay repeats the recorded run's calls, and a faster MariaDB run may make I/O the recording "
+                     "did not: with part of its tables on the fast device a TPC-C's purge fell behind and read undo "
+                     "back from the slow one, and the advice's gain was overstated up to 2.2x (docs/advise.md); "
+                     "verify it live (--verify K) before you buy on its figure")
     return {
         "kind": "advice", "run_dir": str(rec.run_dir), "workload": rec.result.get("workload"),
         "engine": rec.lab.engine,
