@@ -60,7 +60,11 @@ def test_the_randomly_read_table_goes_to_flash_and_its_script_moves_it(recorded,
     assert "lookups" in best["fast"] and "scanned" not in best["fast"], best
     where = placement_mod.parse([best["place"]], ["hdd", "ssd"])  # the --place text does what it says
     assert where.device_for("lookups", "table") == "ssd" and where.device_for("scanned", "table") == "hdd"
-    assert best["speedup"] > 2.0, best  # the random reads were the run's wait
+    # the random reads were the run's wait: the advice takes nearly all of their disk time off the run
+    # (0.90-0.94 of it in 6 runs, three at once; a figure of the devices' models). Its speed-up is not one:
+    # the recording's CPU time is as loaded as the host (2.11-2.35x in those runs, 1.92x once in CI)
+    saved = doc["baseline_value"] - best["value"]
+    assert saved >= 0.7 * objects["lookups"]["device_s"], (saved, objects["lookups"])
     assert any("verify it live (--verify K)" in n for n in doc["notes"])  # what the replay cannot foresee
     # what a DBA runs: the table rebuilt in a folder on the SSD, its time from the models
     (script,) = (tmp_path / "out").glob("advise-sql-*/migration.sh")

@@ -63,18 +63,22 @@ class Candidate:
         return ", ".join(parts) + f"; {self.device_s:.3g} s of device time"
 
 
-def _measured_io(rec: Recording) -> dict[str, dict]:
-    """Per object, its recorded device I/O summed over the measured phases; a TOAST relation's under its table."""
+def _postgres_name(kind: str, name: str) -> str:
+    """The candidate a PostgreSQL file's I/O belongs to: the WAL's and temp's by their roles, a TOAST
+    relation's under its table."""
+    return WAL if kind == "wal" else TEMP if kind == "temp" else owner(name)
+
+
+def _measured_io(rec: Recording, name_of=_postgres_name) -> dict[str, dict]:
+    """Per candidate (name_of(kind, object)), its recorded device I/O summed over the measured phases,
+    with the kind of the first file of it seen."""
     out: dict[str, dict] = {}
     for phase in rec.phases:
         for row in phase.get("object_io", []):
-            name, kind = owner(row["object"]), row["kind"]
-            if kind == "wal":
-                name = WAL
-            elif kind == "temp":
-                name = TEMP
-            acc = out.setdefault(name, {"kind": kind, "reads": 0, "random_reads": 0, "read_bytes": 0, "writes": 0, "flushes": 0,
-                                        "cached_reads": 0, "device_s": 0.0})
+            kind = row["kind"]
+            acc = out.setdefault(name_of(kind, row["object"]), {
+                "kind": kind, "reads": 0, "random_reads": 0, "read_bytes": 0, "writes": 0, "flushes": 0,
+                "cached_reads": 0, "device_s": 0.0})
             reads = int(row.get("reads", 0))
             acc["reads"] += reads
             seq = float(row.get("sequential_pct") or 0.0) / 100  # null: no reads to judge
@@ -83,6 +87,11 @@ def _measured_io(rec: Recording) -> dict[str, dict]:
                 acc[k] += int(row.get(k, 0))
             acc["device_s"] += float(row.get("device_s", 0.0))
     return out
+
+
+def _io_of(io: dict[str, dict], name: str) -> dict:
+    """A candidate's measured I/O as Candidate takes it (none: zeros)."""
+    return {k: v for k, v in io.get(name, {}).items() if k != "kind"}
 
 
 def _laid_out_bytes(rec: Recording) -> dict[str, int]:
@@ -122,18 +131,7 @@ def _innodb_candidates(rec: Recording) -> list[Candidate]:
         own = kind == "table" and name and name.partition(".")[0] not in SYSTEM_DATABASES
         return name if own else system
 
-    io: dict[str, dict] = {}
-    for phase in rec.phases:
-        for row in phase.get("object_io", []):
-            k = key(row["kind"], row["object"])
-            acc = io.setdefault(k, {"reads": 0, "random_reads": 0, "read_bytes": 0, "writes": 0,
-                                    "flushes": 0, "cached_reads": 0, "device_s": 0.0})
-            reads = int(row.get("reads", 0))
-            acc["reads"] += reads
-            acc["random_reads"] += round(reads * (1 - float(row.get("sequential_pct") or 0.0) / 100))
-            for f in ("read_bytes", "writes", "flushes", "cached_reads"):
-                acc[f] += int(row.get(f, 0))
-            acc["device_s"] += float(row.get("device_s", 0.0))
+    io = _measured_io(rec, key)
     ids = file_identities(rec, {int(f): 0 for f, _c, _a in rec.layout["chunks"]})
     chunk = int(rec.layout["chunk_bytes"])
     laid: dict[str, int] = {}
@@ -145,7 +143,7 @@ def _innodb_candidates(rec: Recording) -> list[Candidate]:
         if o["kind"] == "table" and OBJECT_NAME.match(o["object"]):
             total = o.get("total_bytes")
             out.append(Candidate(o["object"], "table", int(total if total is not None else o["bytes"]),
-                                 "its file at the end of the run (its indexes with it)", **io.get(o["object"], {})))
+                                 "its file at the end of the run (its indexes with it)", **_io_of(io, o["object"])))
     named = {c.name for c in out}
     roles = role_parts(engines.get("mariadb"))
     for name in sorted(set(io) | set(laid)):
@@ -156,7 +154,7 @@ def _innodb_candidates(rec: Recording) -> list[Candidate]:
         else:
             size, by = laid.get(name, 0), "the run's file layout (1 MiB chunks)"
         kind = name if name in roles or name == system else "table"
-        out.append(Candidate(name, kind, size, by, **io.get(name, {})))
+        out.append(Candidate(name, kind, size, by, **_io_of(io, name)))
     return sorted(out, key=lambda c: (-c.device_s, -c.bytes, c.name))
 
 
@@ -166,9 +164,6 @@ def _postgres_candidates(rec: Recording) -> list[Candidate]:
     io = _measured_io(rec)
     laid = _laid_out_bytes(rec)
 
-    def measured(name: str) -> dict:
-        return {k: v for k, v in io.get(name, {}).items() if k != "kind"}
-
     out = []
     for o in rec.result.get("objects", []):
         if o["kind"] not in ("table", "index", "materialized view") or not OBJECT_NAME.match(o["object"]):
@@ -177,12 +172,12 @@ def _postgres_candidates(rec: Recording) -> list[Candidate]:
         out.append(Candidate(o["object"], o["kind"], int(total if total is not None else o["bytes"]),
                              "pg_table_size at the end of the run" if total is not None
                              else "pg_relation_size at the end of the run", table=o.get("table"),
-                             **measured(o["object"])))
+                             **_io_of(io, o["object"])))
     named = {c.name for c in out}
     for name, row in io.items():  # an object the run's list left out, but its I/O named
         if row["kind"] in ("table", "index") and name not in named and OBJECT_NAME.match(name):
             out.append(Candidate(name, "index" if row["kind"] == "index" else "table", laid.get(name, 0),
-                                 "the run's file layout (1 MiB chunks)", **measured(name)))
+                                 "the run's file layout (1 MiB chunks)", **_io_of(io, name)))
             named.add(name)
     # what follows `data` and no placement names: catalogs, their TOAST, the cluster's own files
     system = [n for n, row in io.items() if n not in named and n not in (WAL, TEMP)
@@ -198,8 +193,8 @@ def _postgres_candidates(rec: Recording) -> list[Candidate]:
     wal = rec.result.get("wal_bytes")
     out.append(Candidate(WAL, "wal", int(wal) if wal is not None else laid[WAL],
                          "pg_wal at the end of the run" if wal is not None else "every WAL segment the run wrote",
-                         **measured(WAL)))
+                         **_io_of(io, WAL)))
     if laid[TEMP] or TEMP in io:
         out.append(Candidate(TEMP, "temp", laid[TEMP], "the temp files the run wrote, all of them at once",
-                             **measured(TEMP)))
+                             **_io_of(io, TEMP)))
     return sorted(out, key=lambda c: (-c.device_s, -c.bytes, c.name))

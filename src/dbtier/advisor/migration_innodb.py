@@ -57,7 +57,8 @@ def plan(cands: list[Candidate], now, then, profiles: dict[str, Profile], system
             continue  # in the data directory, and stays in it
         if src == dst and apart_now and apart_then:
             continue  # in its own folder, which stays
-        m = Move(c.name, "table", c.bytes, src, dst, copy_seconds(c.bytes, profiles.get(src), profiles.get(dst), log_after))
+        seconds = copy_seconds(c.bytes, profiles.get(src), profiles.get(dst), log_after)
+        m = Move(c.name, "table", c.bytes, src, dst, seconds)
         (after if data_moves and not apart_then else before).append(m)
     before.sort(key=lambda m: -m.bytes)
     server = []
@@ -100,13 +101,15 @@ def script(steps: dict, devices: dict[str, str], title: str) -> str:
     lines += ["  exit 0", "fi"]
     lines += _rebuilds(steps, steps["after"], len(steps["before"]) + 1, " (after the data directory's move)")
     for s in steps["server"]:
+        move_files = "" if s["role"] == "temp" else f"move them to $DIR_{s['to'].upper()}, "
         lines += ["", f"# the server's: {s['role']} to {s['to']} ({devices.get(s['to'], '?')}): {s['files']}, "
                       f"{fmt_bytes(s['bytes'])} at the end of the run.",
-                  "#   With the server stopped, " + ("" if s["role"] == "temp" else f"move them to $DIR_{s['to'].upper()}, ")
-                  + f"set {s['setting']} to a folder on {s['to']} in its configuration, and start it."]
+                  f"#   With the server stopped, {move_files}set {s['setting']} to a folder on {s['to']} in its "
+                  "configuration, and start it."]
     secs = [m.seconds for m in moves]
-    lines += ["", f"# {len(moves)} table{'s' if len(moves) != 1 else ''} rebuilt, {fmt_bytes(sum(m.bytes for m in moves))} "
-                  "copied, " + (f"about {_t(sum(secs))} of copying in all" if None not in secs else "some of unknown time")
+    took = f"about {_t(sum(secs))} of copying in all" if None not in secs else "some of unknown time"
+    lines += ["", f"# {len(moves)} table{'s' if len(moves) != 1 else ''} rebuilt, "
+                  f"{fmt_bytes(sum(m.bytes for m in moves))} copied, {took}"
                   + (f"; {len(steps['server'])} of the server's moves" if steps["server"] else "")]
     return "\n".join(lines) + "\n"
 
