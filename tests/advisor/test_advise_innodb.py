@@ -125,3 +125,38 @@ def test_a_catalog_chooses_volumes_for_innodbs_parts(recorded, tmp_path, module_
     assert set(doc["parts"]) <= {"data", "log", "undo", "temp", "binlog"}, doc["parts"]
     assert best["cost"] <= 40 and best["value"] > 0
     assert placement_mod.parse([best["place"]], [v["name"] for v in best["volumes"]])  # a --place MariaDB takes
+
+
+def test_a_moving_data_directory_orders_the_rebuilds_around_the_servers_moves(tmp_path):
+    """The data directory moves to a new SSD: a table bound to stay on the disk is rebuilt there first
+    (else it would go with it), one kept apart on an old SSD and bound for the new data directory is
+    rebuilt into it after the server's moves (`sh migration.sh after`); a device named with a '-' has a
+    folder variable the shell takes; the script parses (sh -n)."""
+    import subprocess
+
+    from dbtier.advisor import migration_innodb
+    from dbtier.advisor.candidates import Candidate
+    from dbtier.devices.profile import load
+
+    cands = [Candidate("leaves", "table", 20 << 20, ""), Candidate("joins", "table", 5 << 20, ""),
+             Candidate("rides", "table", 8 << 20, ""), Candidate("system", "system", 12 << 20, ""),
+             Candidate("log", "log", 96 << 20, "")]
+    roles = placement_mod.ROLES
+    now = placement_mod.Placement({r: "disk" for r in roles}, {"joins": "old-ssd"})
+    then = placement_mod.Placement({**{r: "new-ssd" for r in roles}, "log": "disk"}, {"leaves": "disk"})
+    disk, ssd = load("hdd-sata-7200"), load("ssd-sata-mlc")
+    steps = migration_innodb.plan(cands, now, then, {"disk": disk, "new-ssd": ssd, "old-ssd": ssd}, "system")
+    assert [(m.name, m.target) for m in steps["before"]] == [("leaves", "disk")]
+    assert [(m.name, m.target) for m in steps["after"]] == [("joins", "new-ssd")]  # "rides" goes with the directory
+    data = next(s for s in steps["server"] if s["role"] == "data")
+    assert data["to"] == "new-ssd" and data["bytes"] == (12 + 8) << 20 and data["setting"] == "datadir"
+    assert "log" not in {s["role"] for s in steps["server"]}
+    text = migration_innodb.script(steps, {"disk": "hdd-sata-7200", "new-ssd": "ssd-sata-mlc"}, "a title")
+    assert 'DIR_NEW_SSD="${DIR_NEW_SSD:-/mnt/new-ssd/mariadb}"' in text
+    first, later = text.split("\nfi\n")
+    assert '  rebuild leaves "$DIR_DISK"' in first and "exit 0" in first and "rebuild joins" not in first
+    assert "  rebuild joins\n" in later and "set datadir to a folder on new-ssd" in later
+    script = tmp_path / "migration.sh"
+    script.write_text(text)
+    checked = subprocess.run(["sh", "-n", str(script)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr

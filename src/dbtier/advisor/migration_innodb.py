@@ -8,6 +8,8 @@ device models it reads from and writes to (its redo log's too: every copied row 
 
 from __future__ import annotations
 
+import re
+
 from dbtier.advisor.candidates import Candidate
 from dbtier.advisor.copying import Move, copy_seconds, duration as _t
 from dbtier.devices.profile import Profile
@@ -35,6 +37,11 @@ rebuild() {
   $MARIADB "$db" -e "$ddl$where; INSERT INTO \`${t}__moving\` SELECT * FROM \`$t\`; RENAME TABLE \`$t\` TO \`${t}__moved\`, \`${t}__moving\` TO \`$t\`; DROP TABLE \`${t}__moved\`;"
 }
 """
+
+
+def folder_var(device: str) -> str:
+    """The shell variable holding a device's folder (a device name may hold '-', a variable's not)."""
+    return "DIR_" + re.sub(r"[^A-Za-z0-9_]", "_", device).upper()
 
 
 def _lock() -> str:
@@ -77,7 +84,7 @@ def _rebuilds(steps: dict, moves: list[Move], n0: int, note: str = "") -> list[s
     lines = []
     for i, m in enumerate(moves, n0):
         est = "time unknown (a real device has no model)" if m.seconds is None else f"about {_t(m.seconds)}"
-        folder = "" if m.target == steps["data"] else f' "$DIR_{m.target.upper()}"'
+        folder = "" if m.target == steps["data"] else f' "${folder_var(m.target)}"'
         lines += [f"  # move {i}: {m.name} (table, {fmt_bytes(m.bytes)}) from {m.source} to {m.target}{note}: {est}; "
                   f"{_lock()}", f"  rebuild {m.name}{folder}"]
     return lines
@@ -92,7 +99,7 @@ def script(steps: dict, devices: dict[str, str], title: str) -> str:
              "set -eu", 'DB="${DB:-yourdb}"              # the database',
              'MARIADB="${MARIADB:-mariadb}"    # the client, with whatever it needs to log in']
     for d in steps["folders"]:
-        lines.append(f'DIR_{d.upper()}="${{DIR_{d.upper()}:-/mnt/{d}/mariadb}}"    # {d}: {devices.get(d, "?")}; '
+        lines.append(f'{folder_var(d)}="${{{folder_var(d)}:-/mnt/{d}/mariadb}}"    # {d}: {devices.get(d, "?")}; '
                      "a folder on it, the server's OS user's")
     lines += ["", REBUILD.rstrip("\n"), "", 'if [ "${1:-}" != after ]; then']
     lines += _rebuilds(steps, steps["before"], 1) or ["  :  # no table moves before the server's"]
@@ -101,7 +108,7 @@ def script(steps: dict, devices: dict[str, str], title: str) -> str:
     lines += ["  exit 0", "fi"]
     lines += _rebuilds(steps, steps["after"], len(steps["before"]) + 1, " (after the data directory's move)")
     for s in steps["server"]:
-        move_files = "" if s["role"] == "temp" else f"move them to $DIR_{s['to'].upper()}, "
+        move_files = "" if s["role"] == "temp" else f"move them to ${folder_var(s['to'])}, "
         lines += ["", f"# the server's: {s['role']} to {s['to']} ({devices.get(s['to'], '?')}): {s['files']}, "
                       f"{fmt_bytes(s['bytes'])} at the end of the run.",
                   f"#   With the server stopped, {move_files}set {s['setting']} to a folder on {s['to']} in its "
