@@ -120,7 +120,10 @@ def test_a_replay_run_is_predicted(replayed, tmp_path):
     # every statement that completed is found, and a lookup, whose heap page is a random read from a
     # cold cache, takes a disk's random read longer (several ms; its CPU time, which a busy host
     # stretches, is the same on either side; the report's scans, three at once and cached after the
-    # first, are no sure measure)
+    # first, are no sure measure). Judged at the 90th percentile: a session's report scan reads the
+    # whole table, and in a replay whose sessions drifted apart the others' later lookups find their
+    # pages cached (CI: the lookups' p50 2.50 ms predicted, 6.0-7.3 ms in other runs); every session's
+    # lookups before its own report, a third of them at least, are read from the disk
     result, _, _ = replayed
     (phase,) = doc["phases"]
     lat = phase["latency"]
@@ -131,7 +134,7 @@ def test_a_replay_run_is_predicted(replayed, tmp_path):
         assert lat[name]["recorded"]["p99_ms"] == pytest.approx(c["p99_ms"], rel=0.05, abs=0.05)
     lookup = next(f"class {c['class_id']}" for c in result["metrics"]["classes"]
                   if c["normalized"].startswith("SELECT balance FROM account WHERE id"))
-    assert lat[lookup]["predicted"]["p50_ms"] - lat[lookup]["recorded"]["p50_ms"] > 2
+    assert lat[lookup]["predicted"]["p90_ms"] - lat[lookup]["recorded"]["p90_ms"] > 2, lat[lookup]
 
 
 def test_advice_for_one_statement_class_p99(replayed, tmp_path):
