@@ -1,9 +1,10 @@
 """What a DBA runs in production to make an advice true on PostgreSQL (MariaDB's: migration_innodb.py):
 a psql script that makes a tablespace per new device, moves each table and index whose device changes
-(ALTER TABLE/INDEX ... SET TABLESPACE, in an order that frees room on a device before filling it), the database's default tablespace (the
-catalogs and every table bound for it, in one move), temp files' tablespace, and the WAL (which SQL
-cannot move: the shell steps, with the server stopped). Each move says the bytes it copies, the lock
-it holds meanwhile, and its time estimated from the device models it reads from and writes to."""
+(ALTER TABLE/INDEX ... SET TABLESPACE, in an order that frees room on a device before filling it), the
+database's default tablespace (the catalogs and every table bound for it, in one move), temp files'
+tablespace, and the WAL (which SQL cannot move: the shell steps, with the server stopped). Each move
+says the bytes it copies, the lock it holds meanwhile, and its time estimated from the device models it
+reads from and writes to."""
 
 from __future__ import annotations
 
