@@ -77,7 +77,7 @@ def gib_file():
 #: (pytest -n 3 -m parallel, a module on one worker); every other module after, alone, so that what it
 #: times has the machine to itself. A module belongs here only when both hold.
 PARALLEL = frozenset(f"tests.{m}" for m in """
-    advisor.test_advise_innodb
+    advisor.test_advise_innodb cluster.test_ray
     cli.test_devices_cli cli.test_exec_bypass cli.test_options cli.test_reproduce cli.test_run_cli
     crash.test_crash_findings crash.test_crash_innodb crash.test_ledger crash.test_matrix crash.test_pagestory
     crash.test_safety crash.test_states
@@ -90,12 +90,12 @@ PARALLEL = frozenset(f"tests.{m}" for m in """
     engines.mariadb.test_runs engines.mariadb.test_production_settings workloads.test_builtins_innodb
     experiments.test_breakdown experiments.test_experiment experiments.test_loaded experiments.test_sweep
     measure.test_iostat measure.test_objects measure.test_observations measure.test_pgpath measure.test_trace
-    prediction.test_error prediction.test_events prediction.test_thread_waits
+    prediction.test_damaged_recordings prediction.test_error prediction.test_events prediction.test_thread_waits
     production.test_import production.test_stats production.test_tutorial
     report.test_html report.test_output_failure report.test_replayview report.test_schema report.test_terminal
     report.test_verdict report.test_fidelity_notes
     reproduce.test_run
-    test_imports test_isolation test_preloaded test_workspace
+    test_hostile_content test_imports test_isolation test_preloaded test_workspace
     workloads.test_client workloads.test_seed000 workloads.test_seed001 workloads.test_seed003
     workloads.test_seed004 workloads.test_user_sql
 """.split())

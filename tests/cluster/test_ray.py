@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -65,14 +66,17 @@ def ray_address_folder(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster():
+    # Ray's socket paths must stay short (107 bytes): not under pytest's own folders, which a worker's
+    # name lengthens
+    short = tempfile.mkdtemp(prefix="ray-")
     # a node's death is noticed in a second or two (Ray's default health check takes 15 s or more)
     fast_health_check = {"health_check_period_ms": 500, "health_check_failure_threshold": 3,
                          "health_check_initial_delay_ms": 500}
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 80 << 20,
                                                       "include_dashboard": False,
                                                       "_system_config": fast_health_check,
-                                                      "temp_dir": str(tmp_path_factory.mktemp("ray"))})
+                                                      "temp_dir": short})
     for _ in range(2):
         c.add_node(**NODE)
     c.wait_for_nodes()
@@ -81,7 +85,7 @@ def cluster(tmp_path_factory):
     left = node_folders()  # what a test that failed may have left
     ray.shutdown()
     c.shutdown()
-    for folder in left:
+    for folder in (*left, short):
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -291,8 +295,6 @@ def test_reproduce_on_the_cluster_calibrates_and_runs_each_article_on_its_node(c
 
 
 def test_a_cluster_without_a_node_that_takes_runs_says_how_to_start_one():
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="ray-") as short:  # Ray's socket paths must stay short
         head_only = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 80 << 20,
                                                                   "include_dashboard": False, "temp_dir": short})
