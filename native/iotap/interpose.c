@@ -892,6 +892,15 @@ EXPORT ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t *
 
 /* ---- wrappers: durability ----------------------------------------------------------------- */
 
+/* Does the path the file was first touched by end with `suffix`? */
+static int path_ends_with(uint64_t file, const char *suffix) {
+    uint32_t off = dbt_files(g_state)[file].path_off;
+    if (!off || off >= DBT_ARENA_BYTES) return 0;
+    const char *p = dbt_arena(g_state) + off;
+    size_t n = strnlen(p, DBT_ARENA_BYTES - off), k = strnlen(suffix, DBT_FAULT_SUFFIX_MAX);
+    return n >= k && memcmp(p + n - k, suffix, k) == 0;
+}
+
 /* The injected fsync error (state.h): is this call the one to fail? The one that is marks the file's
  * dirty pages clean, as Linux does when writeback fails, and records what it did. */
 static int fault_fires(int fd, uint64_t e) {
@@ -901,6 +910,7 @@ static int fault_fires(int fd, uint64_t e) {
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return 0; /* a directory's fsync is not counted */
     uint32_t cls = atomic_load(&g_state->fault_class);
     if (cls && dbt_files(g_state)[FD_FILE(e)].pg_class + 1u != cls) return 0;
+    if (g_state->fault_suffix[0] && !path_ends_with(FD_FILE(e), g_state->fault_suffix)) return 0;
     if (atomic_fetch_add(&g_state->fault_seen, 1u) + 1u != atomic_load(&g_state->fault_nth)) return 0;
     uint32_t unfired = 0;
     if (!atomic_compare_exchange_strong(&g_state->fault_fired, &unfired, 1u)) return 0;

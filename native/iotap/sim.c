@@ -265,8 +265,9 @@ EXPORT int dbt_set_paused(const char *state_path, int paused, char *err, size_t 
     return dbt_state_set_paused(state_path, paused, err, errlen);
 }
 
-EXPORT int dbt_set_fault(const char *state_path, int devno, unsigned nth, int pg_class, char *err, size_t errlen) {
-    return dbt_state_set_fault(state_path, devno, nth, pg_class, err, errlen);
+EXPORT int dbt_set_fault(const char *state_path, int devno, unsigned nth, int pg_class, const char *suffix, char *err,
+                         size_t errlen) {
+    return dbt_state_set_fault(state_path, devno, nth, pg_class, suffix, err, errlen);
 }
 
 EXPORT int dbt_set_durlog(const char *state_path, int on, char *err, size_t errlen) {

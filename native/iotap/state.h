@@ -19,9 +19,10 @@
 /* Moves whenever anything in the file changes layout or meaning (this header, the page cache's
  * region, a kind's params, derived constants or drive state): attach refuses a state of another
  * version, and Python's handshake (dbt_abi_version) carries it. */
-#define DBT_STATE_VERSION 18
+#define DBT_STATE_VERSION 19
 #define DBT_MAX_DEVICES 16
 #define DBT_NAME_MAX 64
+#define DBT_FAULT_SUFFIX_MAX 16
 #define DBT_DIR_MAX 1024
 #define DBT_LAT_BUCKETS 320
 #define DBT_FILE_CAP 65536u
@@ -166,6 +167,9 @@ struct dbt_state {
     _Atomic uint32_t fault_fired;  /* 1 once it failed a call */
     _Atomic uint32_t fault_class;  /* only files of this enum dbt_pg_class + 1 count (0: any) */
     uint32_t fault_pad_;
+    /* only files whose path ends so count ("": any); another engine's file names, which pgpath.h does
+     * not class (InnoDB's table files, .ibd). Written while disarmed. */
+    char fault_suffix[DBT_FAULT_SUFFIX_MAX];
     _Atomic uint64_t fault_at_ns;  /* when it did (the trace's clock) */
     _Atomic uint64_t fault_file;   /* the file it failed (the state's file number) */
     _Atomic uint64_t fault_pages;  /* the dirty pages it marked clean */

@@ -314,7 +314,12 @@ int dbt_state_set_undilated(const char *state_path, uint32_t pid, char *err, siz
     return 0;
 }
 
-int dbt_state_set_fault(const char *state_path, int devno, unsigned nth, int pg_class, char *err, size_t errlen) {
+int dbt_state_set_fault(const char *state_path, int devno, unsigned nth, int pg_class, const char *suffix, char *err,
+                        size_t errlen) {
+    if (suffix && strlen(suffix) >= DBT_FAULT_SUFFIX_MAX) {
+        snprintf(err, errlen, "a file name ending of %zu bytes; at most %d", strlen(suffix), DBT_FAULT_SUFFIX_MAX - 1);
+        return -1;
+    }
     struct dbt_state *s = dbt_state_attach(state_path, err, errlen);
     if (!s) return -1;
     if (devno >= (int)s->ndev || nth == 0) {
@@ -329,6 +334,8 @@ int dbt_state_set_fault(const char *state_path, int devno, unsigned nth, int pg_
     atomic_store(&s->fault_pages, 0ull);
     atomic_store(&s->fault_nth, nth);
     atomic_store(&s->fault_class, pg_class < 0 ? 0u : (unsigned)pg_class + 1u);
+    memset(s->fault_suffix, 0, sizeof s->fault_suffix);
+    if (suffix) memcpy(s->fault_suffix, suffix, strlen(suffix));
     atomic_store(&s->fault_dev, devno < 0 ? 0u : (unsigned)devno + 1u);
     munmap(s, s->size);
     return 0;

@@ -52,7 +52,8 @@ int dbt_state_set_durlog(const char *state_path, int on, char *err, size_t errle
 int dbt_state_set_undilated(const char *state_path, uint32_t pid, char *err, size_t errlen);
 /* Arms the injected fsync error (state.h): the nth flush of a file on device devno (of enum
  * dbt_pg_class pg_class; -1: any) fails; devno -1 disarms it. */
-int dbt_state_set_fault(const char *state_path, int devno, unsigned nth, int pg_class, char *err, size_t errlen);
+int dbt_state_set_fault(const char *state_path, int devno, unsigned nth, int pg_class, const char *suffix, char *err,
+                        size_t errlen);
 
 /* Empties the emulated page cache (if the state has one): a cold start. */
 int dbt_state_clear_page_cache(const char *state_path, char *err, size_t errlen);

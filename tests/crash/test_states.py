@@ -161,6 +161,36 @@ def test_a_failed_fsync_leaves_its_pages_clean_and_never_written(tmp_path):
         assert (folder / "a").read_bytes() == b"B" * PAGE + b"C" * PAGE + b"A" * 2 * PAGE
         end = state_at(builder, tmp_path, builder.tl.end_ns, "end")
         assert (end / "a").read_bytes() == b"A" * PAGE + b"C" * PAGE + b"A" * 2 * PAGE
+        # B, written before the failure, on no media at the end; C, after it, is
+        assert builder.never_written(fault["file"], fault["at_ns"]) == PAGE
+        assert builder.never_written(fault["file"], builder.tl.end_ns) == PAGE
+    finally:
+        builder.close()
+
+
+FAILED_TABLE_FSYNC = """
+import os, sys
+for name in ("a", "t.ibd"):
+    n = os.open(os.path.join(sys.argv[1], name), os.O_RDWR | os.O_CREAT, 0o600)
+    os.pwrite(n, b"G" * 4096, 0)
+    try:
+        os.fsync(n)
+        print("ok")
+    except OSError as e:
+        print(e.errno)
+"""
+
+
+def test_a_failed_fsync_can_be_of_a_file_named_so(tmp_path):
+    """Armed for files whose names end with .ibd (InnoDB's tables: pgpath.h classes PostgreSQL's
+    files only), the fault passes the other file's fsync and fails the table's."""
+    _folder, builder = run(tmp_path, "ebs-gp3", final=False, program=FAILED_TABLE_FSYNC,
+                          before=lambda session: session.fail_fsync(0, 1, suffix=".ibd"))
+    try:
+        assert builder.output.split() == ["ok", "5"]
+        fault = builder.fault
+        assert fault["fired"] == 1 and fault["seen"] == 1 and fault["pages"] == 1
+        assert builder.tl.files[fault["file"]][1].endswith("/t.ibd")
     finally:
         builder.close()
 

@@ -101,5 +101,8 @@ def test_consistency_checks_can_fail(module_shm_dir):
             assert not any(tpcc_schema.check_consistency(conn).values())
             conn.execute("UPDATE district SET d_ytd = d_ytd + 1 WHERE d_id = 3")
             conn.execute("DELETE FROM order_line WHERE ol_o_id = 5 AND ol_d_id = 2 AND ol_number = 1")
+            conn.execute("DELETE FROM history WHERE h_d_id = 7 AND h_c_id = 1")  # a payment's row lost
             bad = tpcc_schema.check_consistency(conn)
     assert bad["1: w_ytd = sum(d_ytd)"] == 1 and bad["4: sum(o_ol_cnt) = order lines"] == 1
+    assert bad["8: w_ytd = sum(h_amount)"] == 1  # the warehouse's year-to-date: d_ytd's extra 1 and the lost 10.00
+    assert bad["9: d_ytd = sum(h_amount)"] == 2  # districts 3 and 7

@@ -37,8 +37,9 @@ EXTRA = (
                  help="crash states recovered and checked at once, each by a server of its own (the ones timed "
                       "for the recovery time, every tenth, alone)"),
     click.option("--fsync-error", "fsync_error", is_flag=True,
-                 help="after the run, fail a checkpoint's fsync of a data file with EIO (its dirty pages marked "
-                      "clean, as Linux does): the server must PANIC and recover; the cuts follow the failure"),
+                 help="after the run, fail the next fsync of a table's file on the data device with EIO (its "
+                      "dirty pages marked clean, as Linux does): PostgreSQL must PANIC and recover, InnoDB "
+                      "stops and is started again; the cuts follow the failure"),
 )
 
 

@@ -30,13 +30,14 @@ class Injected:
     file: int                 # the state's file number of the file whose fsync failed
     pages: int                # its dirty pages marked clean (never written)
     at_ns: int                # when (the trace's clock)
-    panicked: bool            # the server PANICked on it
+    panicked: bool            # the server stopped on it (PostgreSQL's PANIC, InnoDB's abort)
     server_said: str          # the server log's line about it
-    checkpoint: str           # what the CHECKPOINT asked for answered
+    checkpoint: str           # what the request to write the dirty pages answered
+    stopped: str = "PANICked and recovered"  # what the server did, in its engine's words, when it stopped
 
     def to_json(self, path: str) -> dict:
         return {"file": path, "pages": self.pages, "at_ns": self.at_ns, "panicked": self.panicked,
-                "server_said": self.server_said, "checkpoint": self.checkpoint}
+                "server_said": self.server_said, "checkpoint": self.checkpoint, "stopped": self.stopped}
 
 
 def inject(lab, data_dev: int) -> Injected:

@@ -13,7 +13,7 @@ condition: the accounts', tellers' and branches' balances and the history's delt
 oltp (TPC-C, pgbench's terminals or dbtier's own, on either engine): each transaction that writes
 (New-Order, Payment, Delivery) also inserts its client's number into dbtier_ledger, in the same
 transaction; the read-only ones (Order-Status, Stock-Level) are left as they are and not counted.
-TPC-C's consistency conditions 1-4.
+TPC-C's consistency conditions 1-4, 8 and 9.
 
 A user's own pgbench scripts (-f) with --ledger TABLE: each transaction of every script inserts one
 row into TABLE with its column client set to :client_id (dbtier makes TABLE (client int) unless the
@@ -191,7 +191,7 @@ class TpccLedger:
         return {int(c): int(n) for c, n in _rows(conn, f"SELECT client, count(*) FROM {TPCC_LEDGER} GROUP BY 1")}
 
     def inconsistency(self, conn) -> str | None:
-        """TPC-C's consistency conditions 1-4, or those broken."""
+        """TPC-C's consistency conditions 1-4, 8 and 9, or those broken."""
         from dbtier.workloads.tpcc_schema import CONSISTENCY
 
         broken = {name: int(_rows(conn, query)[0][0]) for name, query in CONSISTENCY.items()}

@@ -124,8 +124,9 @@ def held(expect: str | None, result: dict) -> bool | None:
         return None
     s = result["summary"]
     lost = [x for x in result["states"] if x["lost"]]
-    if expect == "safe":
-        return not s["lost_commits"] and not s["damaged"]
+    if expect == "safe":  # and nothing a failed fsync dropped left off the media, found by a check or not
+        gone = (result["run"].get("fsync_error") or {}).get("never_written_bytes") or 0
+        return not s["lost_commits"] and not s["damaged"] and not gone
     if expect == "suffix":
         if result.get("engine") == "mariadb":  # the redo log flushed once a timeout, and that write's own time
             bound = 2e3 * float(result["settings"].get("innodb-flush-log-at-timeout", 1))

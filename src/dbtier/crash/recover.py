@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import psycopg
+import pymysql
+
 from dbtier.devices.session import Device, Session
 from dbtier.engines.postgres import PAGE_BYTES
 from dbtier.engines.postgres.cluster import DATABASE, PORT, SUPERUSER, Cluster
@@ -35,11 +38,20 @@ class Checked:
     kept: dict[int, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)   # structure, checksums, consistency, start
     log_tail: str = ""
+    ledger_read: bool = True  # False: the server refused the ledger's query (what it said is a problem)
 
     def read_ledger(self, ledger, conn) -> None:
-        """The ledger's rows kept per client, and the workload's consistency, from the recovered database."""
-        self.kept = ledger.kept(conn)
-        bad = ledger.inconsistency(conn)
+        """The ledger's rows kept per client, and the workload's consistency, from the recovered database.
+        A server that cannot answer (a damaged index: MariaDB's error 1034) found damage: its words are
+        the problem, and what the ledger lost is not known."""
+        try:
+            self.kept = ledger.kept(conn)
+            bad = ledger.inconsistency(conn)
+        except (psycopg.Error, pymysql.err.MySQLError) as exc:
+            self.ledger_read = False
+            self.problems.append(f"the ledger and the consistency conditions could not be read: "
+                                 f"{' '.join(str(exc).split())[:200]}")
+            return
         if bad:
             self.problems.append(bad)
 

@@ -16,6 +16,8 @@ import struct
 import subprocess
 from pathlib import Path
 
+import pymysql
+
 from dbtier.crash.recover import Checked, give_state, log_tail, recovery_env, timed_start
 from dbtier.engines.mariadb import PAGE_BYTES
 from dbtier.engines.mariadb.lab import DATABASE
@@ -65,6 +67,8 @@ def recover(lab, state: Path, roles: dict[str, int], ledger, log_path: Path, tim
             damaged = _check_tables(conn)
             if damaged:
                 out.problems.append(damaged)
+    except pymysql.err.MySQLError as exc:  # the server went away as it read a damaged page
+        out.problems.append(f"the server failed as its tables were checked: {' '.join(str(exc).split())[:200]}")
     finally:
         server.stop()
         _keep_log(server, log_path)

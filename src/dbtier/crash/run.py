@@ -23,7 +23,8 @@ from typing import Callable
 
 from dbtier import engines
 from dbtier.crash import devices as durability
-from dbtier.crash import fsync_error as fsync_errors, image, ledger as ledgers, pagestory, recover, recover_innodb
+from dbtier.crash import fsync_error as fsync_errors, fsync_error_innodb, image, ledger as ledgers, pagestory
+from dbtier.crash import recover, recover_innodb
 from dbtier.crash import states
 from dbtier.errors import UserError
 from dbtier.experiments import runner
@@ -40,6 +41,8 @@ TIMED_AT_MOST = 50
 MAX_RECOVERIES = 64
 #: each engine's recovery of a state and its checks
 RECOVERY = {"postgres": recover.recover, "mariadb": recover_innodb.recover}
+#: each engine's failed fsync: which file fails, and what the server is asked to do so that it fsyncs one
+FAIL_FSYNC = {"postgres": fsync_errors.inject, "mariadb": fsync_error_innodb.inject}
 #: each engine's reading of the page its server or its checks named as damaged (pagestory.py tells its story)
 DAMAGED_PAGE = {"postgres": recover.damaged_page, "mariadb": recover_innodb.damaged_page}
 
@@ -81,9 +84,6 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
     check_cuts(cuts, kinds)
     recoveries = default_recoveries() if recoveries is None else recoveries
     check_recoveries(recoveries)
-    if fsync_error and exp.engine != "postgres":
-        raise UserError("--fsync-error fails a PostgreSQL checkpoint's fsync and checks its PANIC; on MariaDB it is "
-                        "not built yet: leave it out")
     if exp.engine == "mariadb":
         recover_innodb.check_placement(exp.placement)
     facts = [durability.of(d.name, d.profile) for d in exp.devices]
@@ -123,9 +123,9 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
         roles = {role: names.index(dev) for role, dev in exp.placement.roles.items() if dev in names}
         injected = None
         if fsync_error:
-            progress.phase("failing a checkpoint's fsync with EIO")
+            progress.phase("failing a table file's fsync with EIO")
             with lab.warm():  # emulated, so that what the checkpoint wrote waits in the page cache
-                injected = fsync_errors.inject(lab, roles["data"])
+                injected = FAIL_FSYNC[exp.engine](lab, roles["data"])
         lab.session.pause()
         lab.session.keep_durability_log(False)
         lab.stop_server()
@@ -147,7 +147,8 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
             if injected:
                 run["fsync_error"] = {**injected.to_json(builder.tl.files.get(injected.file, (0, "?", ""))[1]),
                                       "lost_writes": builder.tl.failed_writes[0],
-                                      "lost_bytes": builder.tl.failed_writes[1]}
+                                      "lost_bytes": builder.tl.failed_writes[1],
+                                      "never_written_bytes": builder.never_written(injected.file, injected.at_ns)}
                 run["after_ns"] = after_ns
         finally:
             builder.close()
@@ -224,7 +225,7 @@ def _row(builder, acked, cut, checked, built_s: float, checked_s: float, scratch
     (its recovery changed the first), with what was pending where at its instant and the story of the
     page its problems name, if they name one."""
     tl, i = builder.tl, cut.index
-    loss = ledgers.judge(acked, checked.kept, cut.at_ns) if checked.started else None
+    loss = ledgers.judge(acked, checked.kept, cut.at_ns) if checked.started and checked.ledger_read else None
     row = {"index": i, "kind": cut.kind, "at_ms": (cut.at_ns - tl.start_ns) / 1e6, "at_ns": cut.at_ns,
            "started": checked.started, "recovery_s": checked.recovery_s, "built_s": built_s,
            "checked_s": checked_s,
@@ -316,8 +317,13 @@ def verdict(result: dict) -> str:
                 f"{fault['lost_writes']:,} write{'s' * (fault['lost_writes'] != 1)} of "
                 f"{fault['lost_bytes'] / 1024:,.0f} KiB, never reached the media; {fault['pages']:,} dirty "
                 f"page{'s were' if fault['pages'] != 1 else ' was'} marked clean)")
-        before = (f"{what}: the server PANICked and recovered. After it, " if fault["panicked"] else
-                  f"{what}: the server carried on ({fault['server_said'] or 'no PANIC'}). After it, ")
+        gone = fault.get("never_written_bytes")  # results made before it was measured have none
+        stale = ("" if gone is None else "; at the end the media held all it had written to it" if not gone else
+                 f"; at the end, {gone / 1024:,.0f} KiB it had written to it before the failure were on no media "
+                 f"(lost, whether or not a check of a cut below finds it)")
+        before = (f"{what}: the server {fault.get('stopped') or 'PANICked and recovered'}{stale}. After it, "
+                  if fault["panicked"] else
+                  f"{what}: the server carried on ({fault['server_said'] or 'no PANIC'}){stale}. After it, ")
     if not s["lost_commits"] and not s["damaged"]:
         return f"{before}0 of {n:,} cuts lost an acknowledged commit or left damage{took}"
     parts = []

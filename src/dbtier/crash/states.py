@@ -345,6 +345,27 @@ class Builder:
                     h.update(b"D" + rel + b"\0")
         return h.hexdigest()
 
+    def never_written(self, file: int, by_ns: int) -> int:
+        """Bytes of `file` the program wrote by `by_ns` that were on no media at the run's end: no
+        request sent since covered them (their pages marked clean by a failed fsync), or the request
+        that did never became durable. Ranges written twice count once."""
+        req, e, end = self.tl.requests, self.tl.log.entries, self.tl.end_ns
+        mine = np.flatnonzero((e["kind"] == durlog.WRITE) & (e["file"] == file) & (e["t0"] <= by_ns)
+                              & ((e["flags"] & durlog.PAUSED) == 0))
+        ours = (req.file == file) & (req.arrival <= end)
+        done = ours & (req.durable <= end)
+        lost = []
+        for i in mine:
+            lo, hi, t0 = int(e["off"][i]), int(e["off"][i] + e["len"][i]), int(e["t0"][i])
+            covered = (req.arrival >= t0) & (req.off <= lo) & (req.off + req.len >= hi)
+            if not (done & covered).any():
+                lost.append((lo, hi))
+        total, reach = 0, 0
+        for lo, hi in sorted(lost):
+            total += max(0, hi - max(lo, reach))
+            reach = max(reach, hi)
+        return total
+
     def pending(self, at: int) -> Pending:
         """What the cut at `at` found not yet on the media, by file."""
         req, p = self.tl.requests, Pending()

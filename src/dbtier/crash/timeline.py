@@ -8,9 +8,10 @@ issued (the page cache's content at writeback; a direct write's own bytes). It i
 - on one with a volatile cache, once a flush issued after it completed has itself completed (a FUA
   write at once), or once the drive had to destage it to make room (first in, first out: the cache's
   size of later writes came), whichever is first; a drive that ignores flushes only destages.
-A file whose fsync failed (an injected EIO, fsync_error.py) lost its writeback: its write requests
-issued since its last fsync that succeeded, up to the failure, never reach the media (Linux reports
-an asynchronous writeback's error at the next fsync and leaves the pages clean).
+A file whose fsync failed (an injected EIO, fsync_error.py) lost its writeback: the page cache's write
+requests of it issued since its last fsync that succeeded, up to the failure, never reach the media
+(Linux reports an asynchronous writeback's error at the next fsync and leaves the pages clean); its
+direct writes are not the page cache's.
 A write made while the emulation was paused (start-up, loading) is durable at once: nothing of it was
 emulated. Sizes and names change at the call (metadata as a journaling file system that commits at
 once would leave it): a file extended past what is durable reads zeros there.
@@ -98,12 +99,14 @@ def _durable_times(req: np.ndarray, flushes_by_dev: dict[int, np.ndarray], facts
 
 
 def _lost_to_failed_fsync(recs: np.ndarray, writes: np.ndarray, file: int, at_ns: int) -> np.ndarray:
-    """The write requests of `file` a failed fsync at at_ns stands for: issued after its last fsync
-    that succeeded ended, up to the failure."""
+    """The write requests of `file` a failed fsync at at_ns stands for: the page cache's writeback of it
+    issued after its last fsync that succeeded ended, up to the failure. A direct write is not the page
+    cache's: it reached the device as it completed (its own error, had it failed, was the write's)."""
     calls = recs[(recs["kind"] == tracefile.CALL) & (recs["op"] == tracefile.FLUSH) & (recs["file"] == file)
                  & (recs["end_ns"] <= at_ns)]
     since = int(calls["end_ns"].max()) if len(calls) else 0
-    return (writes["file"] == file) & (writes["submit_ns"] >= since) & (writes["submit_ns"] <= at_ns)
+    writeback = (writes["flags"] & tracefile.FLAGS["direct"]) == 0
+    return (writes["file"] == file) & writeback & (writes["submit_ns"] >= since) & (writes["submit_ns"] <= at_ns)
 
 
 def build(log: durlog.DurabilityLog, trace_dir: Path, files: dict[int, tuple[int, str, str]], base_files: dict[int, Path],

@@ -25,7 +25,7 @@ from dbtier.errors import UserError
 
 IOTAP_LIB = "libdbtier_iotap.so"
 SIM_LIB = "libdbtier_sim.so"
-ABI_VERSION = 4018002  # devmodel ops 4, state file 18, trace format 2: dbt_abi_version's handshake
+ABI_VERSION = 4019002  # devmodel ops 4, state file 19, trace format 2: dbt_abi_version's handshake
 LAYOUT_VERSION = 1  # the version of the layout document (dbt_layout_json) this module reads
 SPEC_VERSION = 1  # the version of the device specs (struct dbt_device_spec, dbt_pc_config) this module writes
 
@@ -83,7 +83,7 @@ def lib() -> ctypes.CDLL:
     sim.dbt_set_undilated.restype = c_int
     sim.dbt_set_undilated.argtypes = [cp, u32, cp, ctypes.c_size_t]
     sim.dbt_set_fault.restype = c_int
-    sim.dbt_set_fault.argtypes = [cp, c_int, ctypes.c_uint, c_int, cp, ctypes.c_size_t]
+    sim.dbt_set_fault.argtypes = [cp, c_int, ctypes.c_uint, c_int, cp, cp, ctypes.c_size_t]
     sim.dbt_bench_loop.restype = ctypes.c_int64
     sim.dbt_bench_loop.argtypes = [c_int, c_int, vp, u64, u64, c_int, u64, u64, arr, u64, ctypes.POINTER(u64),
                                    ctypes.POINTER(u64)]
@@ -269,13 +269,15 @@ def set_undilated(state_path: Path, pid: int) -> None:
         raise UserError(err.value.decode())
 
 
-def set_fsync_error(state_path: Path, device: int, nth: int = 1, pg_class: str | None = None) -> None:
+def set_fsync_error(state_path: Path, device: int, nth: int = 1, pg_class: str | None = None,
+                    suffix: str = "") -> None:
     """From now, the nth fsync or fdatasync of a regular file on `device` (its index; of pg_class, one
-    of pgpath.h's classes, if given) fails with EIO, its dirty pages marked clean (state.h); device -1
-    disarms it. What it did is in dump_state's fault."""
+    of pgpath.h's classes, if given; whose path ends with suffix, if given) fails with EIO, its dirty
+    pages marked clean (state.h); device -1 disarms it. What it did is in dump_state's fault."""
     err = ctypes.create_string_buffer(1024)
     cls = -1 if pg_class is None else _LAYOUT.enum("pg_class")[pg_class]
-    if lib().dbt_set_fault(str(state_path).encode(), int(device), int(nth), cls, err, len(err)) != 0:
+    if lib().dbt_set_fault(str(state_path).encode(), int(device), int(nth), cls, suffix.encode(), err,
+                           len(err)) != 0:
         raise UserError(err.value.decode())
 
 

@@ -164,11 +164,12 @@ class Session:
     def clear_page_cache(self) -> None:
         native.clear_page_cache(self.state_path)
 
-    def fail_fsync(self, device: int, nth: int = 1, pg_class: str | None = None) -> None:
+    def fail_fsync(self, device: int, nth: int = 1, pg_class: str | None = None, suffix: str = "") -> None:
         """The nth fsync of a file on device `device` (its index; of pg_class, as pgpath.h names them,
-        if given) from now fails with EIO, its dirty pages marked clean, as Linux leaves them;
-        snapshot()["fault"] says when and what it failed. Device -1 disarms it."""
-        native.set_fsync_error(self.state_path, device, nth, pg_class)
+        if given; whose path ends with suffix, if given) from now fails with EIO, its dirty pages
+        marked clean, as Linux leaves them; snapshot()["fault"] says when and what it failed. Device -1
+        disarms it."""
+        native.set_fsync_error(self.state_path, device, nth, pg_class, suffix)
 
     def set_credits(self, fraction: float, at_ns: int = 0) -> None:
         """Capped volumes' burst credits: `fraction` of a full bucket from at_ns (0: now)."""

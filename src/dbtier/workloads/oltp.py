@@ -47,7 +47,7 @@ def load(lab, conn, scale: Scale, progress) -> None:
 
 
 def verify_tpcc(lab) -> dict:
-    """The consistency conditions 1-4 and amcheck on every TPC-C index and table."""
+    """The consistency conditions 1-4, 8 and 9 and amcheck on every TPC-C index and table."""
     with lab.connect() as conn:
         violations = tpcc_schema.check_consistency(conn)
         bad = {k: v for k, v in violations.items() if v}
@@ -72,7 +72,7 @@ class Oltp(Workload):
         "all flash (1.81x), and with reduced caches (13x). Here: TPC-C's schema with WAREHOUSES warehouses "
         "(about 100 MB each), CLIENTS connections without think time, a WARMUP unmeasured but on the devices, "
         "then DURATION seconds measured. Transactions are server-side functions (one round trip each). "
-        "After the run the consistency conditions 1-4 and amcheck must hold. With --engine mariadb: the same "
+        "After the run the consistency conditions 1-4, 8 and 9 and amcheck must hold. With --engine mariadb: the same "
         "tables clustered by their primary keys, the transactions as stored procedures, dbtier's own terminals "
         "(pymysql), CHECK TABLE for amcheck.")
     params = (

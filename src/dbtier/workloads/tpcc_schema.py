@@ -73,9 +73,9 @@ _DATA = {
             "CASE WHEN random() < 0.1 THEN 'ORIGINAL' || tpcc_str(18, 42) ELSE tpcc_str(26, 50) END "
             "FROM generate_series(1, %(items)s) i",
     "warehouse": "SELECT w, tpcc_str(6, 10), tpcc_str(10, 20), tpcc_str(10, 20), tpcc_str(10, 20), 'CA', "
-                 "'123411111', round((random() * 0.2)::numeric, 4), 300000 FROM generate_series(1, %(w)s) w",
+                 "'123411111', round((random() * 0.2)::numeric, 4), 100 * %(customers)s FROM generate_series(1, %(w)s) w",
     "district": "SELECT d, w, tpcc_str(6, 10), tpcc_str(10, 20), tpcc_str(10, 20), tpcc_str(10, 20), 'CA', "
-                "'123411111', round((random() * 0.2)::numeric, 4), 30000, %(customers)s + 1 "
+                "'123411111', round((random() * 0.2)::numeric, 4), 10 * %(customers)s, %(customers)s + 1 "
                 "FROM generate_series(1, %(w)s) w, generate_series(1, 10) d",
     "customer": "SELECT c, d, w, tpcc_str(8, 16), 'OE', "
                 "tpcc_last(CASE WHEN c <= 1000 THEN c - 1 ELSE tpcc_nurand(255, 0, 999, 157) END), "
@@ -207,9 +207,15 @@ CONSISTENCY = {
                                       "GROUP BY o_w_id, o_d_id) o JOIN (SELECT ol_w_id, ol_d_id, count(*) AS n "
                                       "FROM order_line GROUP BY ol_w_id, ol_d_id) l "
                                       "ON (ol_w_id, ol_d_id) = (o_w_id, o_d_id) WHERE s <> n",
+    # 3.3.2.8: W_YTD = sum(H_AMOUNT) per warehouse (the loader's YTD is its history's 10.00 a customer)
+    "8: w_ytd = sum(h_amount)": "SELECT count(*) FROM warehouse w WHERE w_ytd <> "
+                                "(SELECT sum(h_amount) FROM history WHERE h_w_id = w_id)",
+    # 3.3.2.9: D_YTD = sum(H_AMOUNT) per district
+    "9: d_ytd = sum(h_amount)": "SELECT count(*) FROM district d WHERE d_ytd <> "
+                                "(SELECT sum(h_amount) FROM history WHERE h_w_id = d_w_id AND h_d_id = d_id)",
 }
 
 
 def check_consistency(conn) -> dict[str, int]:
-    """TPC-C's consistency conditions 1-4; each query counts the violations (0 = holds)."""
+    """TPC-C's consistency conditions 1-4, 8 and 9; each query counts the violations (0 = holds)."""
     return {name: conn.execute(query).fetchone()[0] for name, query in CONSISTENCY.items()}

@@ -207,6 +207,12 @@ class Lab(LabLifecycle):
         if self._base is not None and self._base != self.claim.path:
             self.claim.unmount_keeping(self._base.name)
 
+    def start_again(self) -> None:
+        """The server started again after it stopped by itself (InnoDB ends the server on a failed flush):
+        it recovers from its redo log, emulated or not as the session is now."""
+        self.server.proc = None
+        self._start()
+
     def stop_server(self) -> None:
         """A clean shutdown, for good (a crash test's end), with the emulation paused."""
         self.session.pause()
