@@ -15,6 +15,8 @@ looking at its rows; amcheck's row-level verify_heapam, dbcc checktable's peer, 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from psycopg import sql
 
 from dbtier.workloads import io_modes_innodb
@@ -78,78 +80,69 @@ class IoModes(Workload):
         objects = {name: 2 * size for name, size in self.loaded_bytes().items()}
         return Footprint(objects, wal=3 * sum(objects.values()), scratch=130 * 4 * self.p["orders"], databases=1)
 
+    @property
+    def commands(self):
+        """The commands in the engine's words: PostgreSQL's here, InnoDB's in io_modes_innodb.py."""
+        return io_modes_innodb.InnoDBCommands if self.engine == "mariadb" else PostgresCommands
+
     def prepare(self, lab, progress) -> None:
-        n = self.p["orders"]
         self.extra = self.inserted_orders()
         progress.phase("writing the load file")
-        if self.engine == "mariadb":  # written by dbtier, sent by its LOAD DATA LOCAL
-            self.staging = lab.client_dir("io-modes")
-            io_modes_innodb.write_load_file(self.staging / "lineitem.tbl", 1, n)
-            return
-        self.staging = lab.scratch_dir()
-        # The extensions the check and verify() call, in the template the database is copied from:
-        # creating them is set-up, not part of any command the seed timed.
-        with lab.connect("template1") as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
-            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-        with lab.connect() as conn:
-            conn.execute(sql.SQL("COPY ({}) TO {}").format(sql.SQL(ROWS % {"first": 1, "last": n}),
-                                                           sql.Literal(str(self.staging / "lineitem.tbl"))))
+        self.staging = self.commands.prepare(lab, self.p["orders"])
 
     def _create_database(self, lab, progress) -> dict:
         progress.phase("create database")
-        if self.engine == "mariadb":  # a database is a folder; its table's file grows as rows arrive
-            lab.create_table("lineitem", io_modes_innodb.COLUMNS, io_modes_innodb.OPTIONS)
-            return {}
-        lab.create_database(DB)
-        with lab.connect(DB) as conn:
-            conn.execute(sql.SQL(LINEITEM).format(lab.tablespace("lineitem", "table")))
+        self.commands.create_database(lab)
         return {}
 
-    def _count(self, conn) -> int:
-        return conn.execute("SELECT count(*) FROM lineitem").fetchone()[0]
-
     def _load(self, lab, progress) -> dict:
-        if self.engine == "mariadb":
-            progress.phase("bulk load (LOAD DATA, as bcp in)")
-            self.rows = io_modes_innodb.load(lab, self.staging / "lineitem.tbl")
-            return {"rows": self.rows}
-        progress.phase("bulk load (COPY, as bcp in)")
-        # Frozen as loaded (COPY FREEZE, which needs the table emptied in the same transaction): bcp's
-        # pages are final as written, where PostgreSQL's next reader would set every row's hint bits and
-        # write every page again, a cost ASE never had (the update below would pay it).
-        with lab.connect(DB) as conn, conn.transaction():
-            conn.execute("TRUNCATE lineitem")
-            rows = conn.execute(sql.SQL("COPY lineitem FROM {} WITH (FREEZE)").format(
-                sql.Literal(str(self.staging / "lineitem.tbl")))).rowcount
-        self.rows = rows
-        return {"rows": rows}
+        progress.phase(f"bulk load ({self.commands.LOAD}, as bcp in)")
+        self.rows = self.commands.load(lab, self.staging / "lineitem.tbl")
+        return {"rows": self.rows}
 
     def _insert(self, lab, progress) -> dict:
         progress.phase("insert")
         n = self.p["orders"]
-        if self.engine == "mariadb":
-            with lab.connect() as conn, conn.cursor() as cur:
-                rows = cur.execute(io_modes_innodb.insert_sql(n + 1, n + self.extra))
-            self.rows += rows
-            return {"rows": rows}
-        with lab.connect(DB) as conn:
-            rows = conn.execute(sql.SQL("INSERT INTO lineitem " + ROWS % {"first": n + 1, "last": n + self.extra})).rowcount
+        rows = self.commands.insert(lab, n + 1, n + self.extra)
         self.rows += rows
         return {"rows": rows}
 
     def _update(self, lab, progress) -> dict:
         progress.phase("update")
-        if self.engine == "mariadb":
-            with lab.connect() as conn, conn.cursor() as cur:
-                rows = cur.execute("UPDATE lineitem SET l_comment = repeat('x', 30) WHERE l_orderkey <= %s",
-                                   (max(1, self.p["orders"] // 60),))
-            return {"rows": rows}
-        with lab.connect(DB) as conn:
-            rows = conn.execute("UPDATE lineitem SET l_comment = repeat('x', 30) WHERE l_orderkey <= %s",
-                                (max(1, self.p["orders"] // 60),)).rowcount
-        return {"rows": rows}
+        return {"rows": self.commands.update(lab, max(1, self.p["orders"] // 60))}
 
+    def _statements(self, name: str, what: str, statements: tuple[str, ...]):
+        def run(lab, progress) -> dict:
+            progress.phase(f"{name} ({what})")
+            self.commands.statements(lab, statements)
+            return {"rows": self.rows}
+        return run
+
+    def _check(self, lab, progress) -> dict:
+        progress.phase("allocation check (every page read and verified)")
+        return {"rows": self.rows, **self.commands.check(lab)}
+
+    def phases(self, cache_state: str = "cold") -> list[Phase]:
+        steps = [("create database", self._create_database), ("bulk load", self._load), ("insert", self._insert),
+                 ("update", self._update)]
+        steps += [(name, self._statements(name, what, stmts)) for name, what, stmts in self.commands.STATEMENTS]
+        out = [Phase(name, fn, cold=i == 0) for i, (name, fn) in enumerate(steps)]
+        # The read-only check last and straight after, as in the seed: what the caches kept is what it finds.
+        return out + [Phase("tablealloc check", self._check, cold=False)]
+
+    def verify(self, lab) -> dict:
+        checked = self.commands.verify(lab)
+        if checked["rows"] != self.rows:
+            raise WorkloadError(f"lineitem holds {checked['rows']} rows, {self.rows} were loaded and inserted")
+        return checked
+
+    def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
+        return {"rows_per_s": metrics["rows"] / elapsed_s} if metrics.get("rows") else {}
+
+
+class PostgresCommands:
+    """Seed 004's commands in PostgreSQL's words (the module's docstring says which is which)."""
+    LOAD = "COPY"
     #: the commands that are one or two statements: phase, progress text, statements ({ts}: the index's place)
     STATEMENTS = (
         ("create clustered index", "unique index, then CLUSTER",
@@ -162,54 +155,67 @@ class IoModes(Workload):
         ("reorg rebuild", "VACUUM FULL", ("VACUUM FULL lineitem",)),
     )
 
-    def _statements(self, name: str, what: str, statements: tuple[str, ...]):
-        def run(lab, progress) -> dict:
-            progress.phase(f"{name} ({what})")
-            if self.engine == "mariadb":
-                io_modes_innodb.statements(lab, statements)
-                return {"rows": self.rows}
-            with lab.connect(DB) as conn:
-                for text in statements:
-                    conn.execute(sql.SQL(text).format(ts_cl=lab.tablespace("cl", "index"),
-                                                      ts_nl=lab.tablespace("nl", "index")))
-            return {"rows": self.rows}
-        return run
+    @staticmethod
+    def prepare(lab, orders: int) -> Path:
+        """The load file, written by the server (COPY TO) in its scratch folder: its folder."""
+        staging = lab.scratch_dir()
+        # The extensions the check and verify() call, in the template the database is copied from:
+        # creating them is set-up, not part of any command the seed timed.
+        with lab.connect("template1") as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+        with lab.connect() as conn:
+            conn.execute(sql.SQL("COPY ({}) TO {}").format(sql.SQL(ROWS % {"first": 1, "last": orders}),
+                                                           sql.Literal(str(staging / "lineitem.tbl"))))
+        return staging
 
-    def _check(self, lab, progress) -> dict:
-        progress.phase("allocation check (every page read and verified)")
-        if self.engine == "mariadb":  # CHECK TABLE reads and checks every page of the table and its indexes
-            return {"rows": io_modes_innodb.check_table(lab)}
+    @staticmethod
+    def create_database(lab) -> None:
+        lab.create_database(DB)
+        with lab.connect(DB) as conn:
+            conn.execute(sql.SQL(LINEITEM).format(lab.tablespace("lineitem", "table")))
+
+    @staticmethod
+    def load(lab, path: Path) -> int:
+        # Frozen as loaded (COPY FREEZE, which needs the table emptied in the same transaction): bcp's
+        # pages are final as written, where PostgreSQL's next reader would set every row's hint bits and
+        # write every page again, a cost ASE never had (the update below would pay it).
+        with lab.connect(DB) as conn, conn.transaction():
+            conn.execute("TRUNCATE lineitem")
+            return conn.execute(sql.SQL("COPY lineitem FROM {} WITH (FREEZE)").format(sql.Literal(str(path)))).rowcount
+
+    @staticmethod
+    def insert(lab, first: int, last: int) -> int:
+        with lab.connect(DB) as conn:
+            return conn.execute(sql.SQL("INSERT INTO lineitem " + ROWS % {"first": first, "last": last})).rowcount
+
+    @staticmethod
+    def update(lab, up_to_order: int) -> int:
+        with lab.connect(DB) as conn:
+            return conn.execute("UPDATE lineitem SET l_comment = repeat('x', 30) WHERE l_orderkey <= %s",
+                                (up_to_order,)).rowcount
+
+    @staticmethod
+    def statements(lab, texts: tuple[str, ...]) -> None:
+        with lab.connect(DB) as conn:
+            for text in texts:
+                conn.execute(sql.SQL(text).format(ts_cl=lab.tablespace("cl", "index"),
+                                                  ts_nl=lab.tablespace("nl", "index")))
+
+    @staticmethod
+    def check(lab) -> dict:
         # dbcc tablealloc checks pages, not rows: reading each page into shared buffers verifies its
         # header and checksum (PageIsVerified), and a damaged page fails the statement.
         with lab.connect(DB) as conn:
-            pages = conn.execute("SELECT pg_prewarm('lineitem', 'buffer')").fetchone()[0]
-        return {"rows": self.rows, "pages": pages}
+            return {"pages": conn.execute("SELECT pg_prewarm('lineitem', 'buffer')").fetchone()[0]}
 
-    def phases(self, cache_state: str = "cold") -> list[Phase]:
-        steps = [("create database", self._create_database), ("bulk load", self._load), ("insert", self._insert),
-                 ("update", self._update)]
-        commands = io_modes_innodb.STATEMENTS if self.engine == "mariadb" else self.STATEMENTS
-        steps += [(name, self._statements(name, what, stmts)) for name, what, stmts in commands]
-        out = [Phase(name, fn, cold=i == 0) for i, (name, fn) in enumerate(steps)]
-        # The read-only check last and straight after, as in the seed: what the caches kept is what it finds.
-        return out + [Phase("tablealloc check", self._check, cold=False)]
-
-    def verify(self, lab) -> dict:
-        if self.engine == "mariadb":
-            count = io_modes_innodb.check_table(lab)
-            if count != self.rows:
-                raise WorkloadError(f"lineitem holds {count} rows, {self.rows} were loaded and inserted")
-            return {"rows": count, "check_table": "OK"}
+    @staticmethod
+    def verify(lab) -> dict:
         with lab.connect(DB) as conn:
-            count = self._count(conn)
+            count = conn.execute("SELECT count(*) FROM lineitem").fetchone()[0]
             problems = conn.execute("SELECT count(*) FROM verify_heapam('lineitem')").fetchone()[0]
             conn.execute("SELECT bt_index_parent_check('cl', true, true)")
             conn.execute("SELECT bt_index_parent_check('nl', true, true)")
         if problems:
             raise WorkloadError(f"verify_heapam found {problems} problems in lineitem")
-        if count != self.rows:
-            raise WorkloadError(f"lineitem holds {count} rows, {self.rows} were loaded and inserted")
         return {"rows": count, "amcheck": "clean"}
-
-    def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
-        return {"rows_per_s": metrics["rows"] / elapsed_s} if metrics.get("rows") else {}

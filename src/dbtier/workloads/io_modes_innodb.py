@@ -1,12 +1,12 @@
-"""Seed 004's commands on InnoDB (io_modes.py is PostgreSQL's): lineitem in MariaDB's words and each
-command as InnoDB does it. The table is made without a primary key (InnoDB clusters it by a hidden row
-id) and loaded from a file by LOAD DATA, as bcp in loaded ASE's; the clustered index is the primary key
-added, which rebuilds the table in its order, as CLUSTER and ASE's clustered index did; update
-statistics reads every row (ANALYZE TABLE ... PERSISTENT FOR ALL, as ASE's did, where InnoDB's own
-statistics sample a few pages); the type change and the reorg rebuild the table (ALTER TABLE, OPTIMIZE
-TABLE); the allocation check is CHECK TABLE, which reads every page of the table and its indexes.
---io-mode is innodb_flush_method: direct (O_DIRECT), dsync (O_DSYNC: the redo log written through,
-the data files through the OS page cache and fsync), buffered (fsync)."""
+"""Seed 004's commands on InnoDB (io_modes.py holds the workload and PostgreSQL's commands): lineitem in
+MariaDB's words and each command as InnoDB does it. The table is made without a primary key (InnoDB
+clusters it by a hidden row id) and loaded from a file by LOAD DATA, as bcp in loaded ASE's; the
+clustered index is the primary key added, which rebuilds the table in its order, as CLUSTER and ASE's
+clustered index did; update statistics reads every row (ANALYZE TABLE ... PERSISTENT FOR ALL, as ASE's
+did, where InnoDB's own statistics sample a few pages); the type change and the reorg rebuild the table
+(ALTER TABLE, OPTIMIZE TABLE); the allocation check is CHECK TABLE, which reads every page of the table
+and its indexes. --io-mode is innodb_flush_method: direct (O_DIRECT), dsync (O_DSYNC: the redo log
+written through, the data files through the OS page cache and fsync), buffered (fsync)."""
 
 from __future__ import annotations
 
@@ -65,27 +65,6 @@ def insert_sql(first: int, last: int) -> str:
         f"FROM seq_{int(first)}_to_{int(last)} o JOIN seq_1_to_7 n ON n.seq <= 1 + o.seq % 7")
 
 
-#: the commands that are one statement or two: phase, progress text, statements
-STATEMENTS = (
-    ("create clustered index", "the primary key added: the table rebuilt in its order",
-     ("ALTER TABLE lineitem ADD PRIMARY KEY (l_orderkey, l_linenumber)",)),
-    ("create non-clustered index", "CREATE INDEX",
-     ("CREATE INDEX nl ON lineitem (l_suppkey, l_orderkey, l_extendedprice, l_discount, l_shipdate)",)),
-    ("update statistics", "ANALYZE TABLE, every row read", ("ANALYZE TABLE lineitem PERSISTENT FOR ALL",)),
-    ("alter table", "a type change: the table and its indexes rewritten",
-     ("ALTER TABLE lineitem MODIFY l_quantity BIGINT",)),
-    ("reorg rebuild", "OPTIMIZE TABLE: the table rebuilt", ("OPTIMIZE TABLE lineitem",)),
-)
-
-
-def statements(lab, texts: tuple[str, ...]) -> None:
-    with lab.connect() as conn, conn.cursor() as cur:
-        for text in texts:
-            cur.execute(text)
-            said = cur.fetchall() if cur.description else ()
-            _check_said(text, said)
-
-
 def _check_said(text: str, said) -> None:
     """ANALYZE, OPTIMIZE and CHECK TABLE answer with rows; an error among them fails the command."""
     bad = [row[3] for row in said if len(row) >= 4 and row[2] == "error"]
@@ -93,13 +72,70 @@ def _check_said(text: str, said) -> None:
         raise WorkloadError(f"{text.split()[0]} {text.split()[1]}: {bad[0]}")
 
 
-def load(lab, path: Path) -> int:
-    """LOAD DATA of the file by the client (LOCAL): dbtier reads it, as bcp read its file."""
-    with lab.connect(local_infile=True) as conn, conn.cursor() as cur:
-        return cur.execute(f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE lineitem FIELDS TERMINATED BY '|'")
+class InnoDBCommands:
+    """Seed 004's commands in MariaDB's words (io_modes.PostgresCommands is PostgreSQL's)."""
+    LOAD = "LOAD DATA"
+    #: the commands that are one statement or two: phase, progress text, statements
+    STATEMENTS = (
+        ("create clustered index", "the primary key added: the table rebuilt in its order",
+         ("ALTER TABLE lineitem ADD PRIMARY KEY (l_orderkey, l_linenumber)",)),
+        ("create non-clustered index", "CREATE INDEX",
+         ("CREATE INDEX nl ON lineitem (l_suppkey, l_orderkey, l_extendedprice, l_discount, l_shipdate)",)),
+        ("update statistics", "ANALYZE TABLE, every row read", ("ANALYZE TABLE lineitem PERSISTENT FOR ALL",)),
+        ("alter table", "a type change: the table and its indexes rewritten",
+         ("ALTER TABLE lineitem MODIFY l_quantity BIGINT",)),
+        ("reorg rebuild", "OPTIMIZE TABLE: the table rebuilt", ("OPTIMIZE TABLE lineitem",)),
+    )
+
+    @staticmethod
+    def prepare(lab, orders: int) -> Path:
+        """The load file, written by dbtier in the client's folder (its LOAD DATA LOCAL sends it): its folder."""
+        staging = lab.client_dir("io-modes")
+        write_load_file(staging / "lineitem.tbl", 1, orders)
+        return staging
+
+    @staticmethod
+    def create_database(lab) -> None:
+        """A database is a folder; its table's file grows as rows arrive."""
+        lab.create_table("lineitem", COLUMNS, OPTIONS)
+
+    @staticmethod
+    def load(lab, path: Path) -> int:
+        """LOAD DATA of the file by the client (LOCAL): dbtier reads it, as bcp read its file."""
+        with lab.connect(local_infile=True) as conn, conn.cursor() as cur:
+            return cur.execute(f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE lineitem FIELDS TERMINATED BY '|'")
+
+    @staticmethod
+    def insert(lab, first: int, last: int) -> int:
+        with lab.connect() as conn, conn.cursor() as cur:
+            return cur.execute(insert_sql(first, last))
+
+    @staticmethod
+    def update(lab, up_to_order: int) -> int:
+        with lab.connect() as conn, conn.cursor() as cur:
+            return cur.execute("UPDATE lineitem SET l_comment = repeat('x', 30) WHERE l_orderkey <= %s",
+                               (up_to_order,))
+
+    @staticmethod
+    def statements(lab, texts: tuple[str, ...]) -> None:
+        with lab.connect() as conn, conn.cursor() as cur:
+            for text in texts:
+                cur.execute(text)
+                said = cur.fetchall() if cur.description else ()
+                _check_said(text, said)
+
+    @staticmethod
+    def check(lab) -> dict:
+        """CHECK TABLE reads and checks every page of the table and its indexes (the rows: the caller's)."""
+        _check_table(lab)
+        return {}
+
+    @staticmethod
+    def verify(lab) -> dict:
+        return {"rows": _check_table(lab), "check_table": "OK"}
 
 
-def check_table(lab) -> int:
+def _check_table(lab) -> int:
     """CHECK TABLE: every page of the table and its indexes read and checked. Returns the rows."""
     with lab.connect() as conn, conn.cursor() as cur:
         cur.execute("CHECK TABLE lineitem")

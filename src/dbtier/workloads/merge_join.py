@@ -59,63 +59,19 @@ class MergeJoin(Workload):
         return Footprint(objects, wal=2 * sum(objects.values()), temp=64 * d * e, server_memory=2 * self.work_mem,
                          memory_option="work-mem")
 
+    @property
+    def engine_join(self):
+        """The join in the engine's words: PostgreSQL's merge join here, InnoDB's in merge_join_innodb.py."""
+        return merge_join_innodb.InnoDBJoin if self.engine == "mariadb" else PostgresJoin
+
     def prepare(self, lab, progress) -> None:
         d, e = self.p["departments"], self.p["employees"]
         progress.phase(f"loading {d:,} departments and {d * e:,} employees")
-        if self.engine == "mariadb":
-            merge_join_innodb.load(lab, d, e, self.p["data_seed"])
-            self.table_bytes = merge_join_innodb.table_bytes(lab)
-            wrong = merge_join_innodb.check_plan(lab, self.work_mem)
-            if wrong:
-                raise WorkloadError(f"expected a hash join, the plan says: {wrong}")
-            return
-        with lab.connect() as conn:
-            conn.execute(sql.SQL("CREATE TABLE department (deptno int, dname varchar(30), loc varchar(50)) {}")
-                         .format(lab.tablespace("department", "table")))
-            conn.execute(sql.SQL("CREATE TABLE employee (empno int, ename varchar(30), job varchar(20), mgr int, "
-                                 "hiredate date, sal numeric(9,2), comm numeric(9,2), deptno int, "
-                                 "address varchar(80)) {}").format(lab.tablespace("employee", "table")))
-            conn.execute("SELECT setseed(%s)", (((self.p["data_seed"] % 2000) - 1000) / 1000.0,))
-            conn.execute("INSERT INTO department SELECT g, 'DEPT_' || g, 'LOCATION ' || md5(g::text) "
-                         "FROM generate_series(1, %s) g ORDER BY random()", (d,))
-            conn.execute(
-                "INSERT INTO employee SELECT g, 'EMP_' || upper(substr(md5(g::text), 1, 12)), "
-                "(ARRAY['CLERK','SALESMAN','MANAGER','ANALYST','PRESIDENT'])[1 + (g %% 5)], g / 7, "
-                "date '1990-01-01' + (g %% 9000), 1000 + (g %% 4000), NULL, 1 + (g %% %s), "
-                "repeat(md5(g::text), 2) || ' STREET' FROM generate_series(1, %s) g ORDER BY random()", (d, d * e))
-            conn.execute("VACUUM (FREEZE, ANALYZE) department, employee")
-            conn.execute("CHECKPOINT")
-            self.table_bytes = sum(conn.execute("SELECT pg_relation_size('department'), "
-                                                "pg_relation_size('employee')").fetchone())
-            self.check_plan(conn)
-
-    def _session(self, conn) -> None:
-        for s in FORCE_MERGE:
-            conn.execute(s)
-        conn.execute("SELECT set_config('work_mem', %s, false)", (self.p["work_mem"],))
-
-    def check_plan(self, conn) -> None:
-        self._session(conn)
-        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + QUERY))
-        if "Merge Join" not in plan or "Sort" not in plan:
-            raise WorkloadError(f"expected a merge join over sorts, the plan is: {' / '.join(plan.splitlines())}")
-
-    def _join(self, lab) -> dict:
-        with lab.connect() as conn:
-            self._session(conn)
-            temp0 = conn.execute("SELECT temp_files, temp_bytes FROM pg_stat_database "
-                                 "WHERE datname = current_database()").fetchone()
-            pairs, checksum = conn.execute(QUERY).fetchone()
-            conn.execute("SELECT pg_stat_force_next_flush()")
-        with lab.connect() as conn:
-            temp1 = conn.execute("SELECT temp_files, temp_bytes FROM pg_stat_database "
-                                 "WHERE datname = current_database()").fetchone()
-        return {"pairs": pairs, "checksum": int(checksum), "temp_files": temp1[0] - temp0[0],
-                "temp_bytes": temp1[1] - temp0[1]}
+        self.table_bytes = self.engine_join.load(lab, d, e, self.p["data_seed"], self.p["work_mem"], self.work_mem)
 
     def run(self, lab, progress) -> dict:
-        progress.phase("the merge join" if self.engine == "postgres" else "the join and its sort")
-        out = merge_join_innodb.join(lab, self.work_mem) if self.engine == "mariadb" else self._join(lab)
+        progress.phase(self.engine_join.WHAT)
+        out = self.engine_join.join(lab, self.p["work_mem"], self.work_mem)
         want = self.p["departments"] * self.p["employees"]
         if out["pairs"] != want:
             raise WorkloadError(f"the join returned {out['pairs']} pairs, {want} expected")
@@ -128,14 +84,70 @@ class MergeJoin(Workload):
     def warm_cross(self, lab, progress) -> None:
         """A different query over the same tables: the employees of one department by full scan."""
         progress.phase("a scan of employee (cross warm-up)")
-        if self.engine == "mariadb":
-            lab.execute("SELECT count(*) FROM employee WHERE deptno = 1")
-            return
-        with lab.connect() as conn:
-            conn.execute("SELECT count(*) FROM employee WHERE deptno = 1").fetchone()
+        self.engine_join.scan_one_department(lab)
 
     def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
         out = {"pairs_per_s": metrics["pairs"] / elapsed_s}
         if "temp_bytes" in metrics:  # PostgreSQL's own count (MariaDB's temp files are in the trace's)
             out["temp_mb"] = metrics["temp_bytes"] / 1048576
         return out
+
+
+class PostgresJoin:
+    """Seed 003's join in PostgreSQL: a merge join, forced, over two sorts."""
+    WHAT = "the merge join"
+
+    @staticmethod
+    def load(lab, departments: int, employees: int, seed: int, work_mem: str, _sort_bytes: int) -> int:
+        """Both tables on their placed devices, their rows in random order, frozen and analyzed, and the
+        plan checked. Returns the tables' bytes."""
+        with lab.connect() as conn:
+            conn.execute(sql.SQL("CREATE TABLE department (deptno int, dname varchar(30), loc varchar(50)) {}")
+                         .format(lab.tablespace("department", "table")))
+            conn.execute(sql.SQL("CREATE TABLE employee (empno int, ename varchar(30), job varchar(20), mgr int, "
+                                 "hiredate date, sal numeric(9,2), comm numeric(9,2), deptno int, "
+                                 "address varchar(80)) {}").format(lab.tablespace("employee", "table")))
+            conn.execute("SELECT setseed(%s)", (((seed % 2000) - 1000) / 1000.0,))
+            conn.execute("INSERT INTO department SELECT g, 'DEPT_' || g, 'LOCATION ' || md5(g::text) "
+                         "FROM generate_series(1, %s) g ORDER BY random()", (departments,))
+            conn.execute(
+                "INSERT INTO employee SELECT g, 'EMP_' || upper(substr(md5(g::text), 1, 12)), "
+                "(ARRAY['CLERK','SALESMAN','MANAGER','ANALYST','PRESIDENT'])[1 + (g %% 5)], g / 7, "
+                "date '1990-01-01' + (g %% 9000), 1000 + (g %% 4000), NULL, 1 + (g %% %s), "
+                "repeat(md5(g::text), 2) || ' STREET' FROM generate_series(1, %s) g ORDER BY random()",
+                (departments, departments * employees))
+            conn.execute("VACUUM (FREEZE, ANALYZE) department, employee")
+            conn.execute("CHECKPOINT")
+            table_bytes = sum(conn.execute("SELECT pg_relation_size('department'), "
+                                           "pg_relation_size('employee')").fetchone())
+            PostgresJoin._session(conn, work_mem)
+            plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + QUERY))
+        if "Merge Join" not in plan or "Sort" not in plan:
+            raise WorkloadError(f"expected a merge join over sorts, the plan is: {' / '.join(plan.splitlines())}")
+        return table_bytes
+
+    @staticmethod
+    def scan_one_department(lab) -> None:
+        with lab.connect() as conn:
+            conn.execute("SELECT count(*) FROM employee WHERE deptno = 1").fetchone()
+
+    @staticmethod
+    def _session(conn, work_mem: str) -> None:
+        for s in FORCE_MERGE:
+            conn.execute(s)
+        conn.execute("SELECT set_config('work_mem', %s, false)", (work_mem,))
+
+    @staticmethod
+    def join(lab, work_mem: str, _sort_bytes: int) -> dict:
+        """The pairs' count and checksum, and the temp files PostgreSQL counted for it."""
+        with lab.connect() as conn:
+            PostgresJoin._session(conn, work_mem)
+            temp0 = conn.execute("SELECT temp_files, temp_bytes FROM pg_stat_database "
+                                 "WHERE datname = current_database()").fetchone()
+            pairs, checksum = conn.execute(QUERY).fetchone()
+            conn.execute("SELECT pg_stat_force_next_flush()")
+        with lab.connect() as conn:
+            temp1 = conn.execute("SELECT temp_files, temp_bytes FROM pg_stat_database "
+                                 "WHERE datname = current_database()").fetchone()
+        return {"pairs": pairs, "checksum": int(checksum), "temp_files": temp1[0] - temp0[0],
+                "temp_bytes": temp1[1] - temp0[1]}

@@ -1,4 +1,4 @@
-"""Seed 003's merge join on InnoDB (merge_join.py is PostgreSQL's). MariaDB has no merge join: its joins
+"""Seed 003's merge join on InnoDB (merge_join.py holds the workload and PostgreSQL's join). MariaDB has no merge join: its joins
 are nested loops and hash joins. What the seed timed, both tables read by full scans and the
 employees' sort spilling to the temp tablespace, is asked of it so: the join by hash (join_cache_level
 4: department's rows in a join buffer, each employee looked up there), and every pair put in the
@@ -8,6 +8,7 @@ written to tmpdir: the temp role's device). The same count and checksum of the p
 from __future__ import annotations
 
 from dbtier.engines.mariadb import SEEDED_RAND
+from dbtier.workloads.base import WorkloadError
 
 DEPARTMENT = "deptno INT, dname VARCHAR(30), loc VARCHAR(50)"
 EMPLOYEE = ("empno INT, ename VARCHAR(30), job VARCHAR(20), mgr INT, hiredate DATE, sal DECIMAL(9,2), "
@@ -70,3 +71,25 @@ def join(lab, sort_bytes: int) -> dict:
 def table_bytes(lab) -> int:
     """department's and employee's files' data, as InnoDB counts it."""
     return sum(t.bytes for t in lab.objects() if t.qualified in ("department", "employee"))
+
+
+class InnoDBJoin:
+    """Seed 003's join in MariaDB: by hash, every pair sorted in the employees' order."""
+    WHAT = "the join and its sort"
+
+    @staticmethod
+    def load(lab, departments: int, employees: int, seed: int, _work_mem: str, sort_bytes: int) -> int:
+        """Both tables loaded and the plan checked. Returns the tables' bytes."""
+        load(lab, departments, employees, seed)
+        wrong = check_plan(lab, sort_bytes)
+        if wrong:
+            raise WorkloadError(f"expected a hash join, the plan says: {wrong}")
+        return table_bytes(lab)
+
+    @staticmethod
+    def join(lab, _work_mem: str, sort_bytes: int) -> dict:
+        return join(lab, sort_bytes)
+
+    @staticmethod
+    def scan_one_department(lab) -> None:
+        lab.execute("SELECT count(*) FROM employee WHERE deptno = 1")
