@@ -112,7 +112,9 @@ def test_what_a_dumps_sql_starts_does_not_outlive_its_lab(shm_dir):
     with _lab(shm_dir) as lab:
         uid = lab.user.uid
         left = Path("/dev/shm") / f"dbtier-test-left-{os.getpid()}"
-        lab.handle.execute(f"COPY (SELECT 1) TO PROGRAM 'env -u LD_PRELOAD setsid sh -c \"touch {left}; "
+        # the program reads what COPY sends before it detaches and ends: a shell that ended first would
+        # leave the server writing into a closed pipe (EPIPE, seen under load)
+        lab.handle.execute(f"COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; env -u LD_PRELOAD setsid sh -c \"touch {left}; "
                            f"exec sleep 600\" >/dev/null 2>&1 < /dev/null &'")
         deadline = time.monotonic() + 10
         while not left.exists() and time.monotonic() < deadline:
