@@ -1,9 +1,10 @@
-"""Seed 003's merge join on InnoDB (merge_join.py holds the workload and PostgreSQL's join). MariaDB has no merge join: its joins
-are nested loops and hash joins. What the seed timed, both tables read by full scans and the
-employees' sort spilling to the temp tablespace, is asked of it so: the join by hash (join_cache_level
-4: department's rows in a join buffer, each employee looked up there), and every pair put in the
-employees' order (a window's ORDER BY, which filesort does in sort_buffer_size, the rest in merge runs
-written to tmpdir: the temp role's device). The same count and checksum of the pairs is checked."""
+"""Seed 003's merge join on InnoDB (merge_join.py holds the workload and PostgreSQL's join). MariaDB has no
+merge join: its joins are nested loops and hash joins. What the seed timed, both tables read by full
+scans and the employees' sort spilling to the temp tablespace, is asked of it so: the join by hash
+(join_cache_level 4: department's rows in a join buffer, each employee looked up there), and every pair
+put in the employees' order (a window's ORDER BY, which filesort does in sort_buffer_size, the rest in
+merge runs written to tmpdir: the temp role's device). The same count and checksum of the pairs is
+checked."""
 
 from __future__ import annotations
 
