@@ -1,8 +1,8 @@
 """A failed fsync of an InnoDB table's file, as fsync_error.py fails a PostgreSQL relation's: EIO once,
 the file's dirty pages in the OS page cache marked clean (their data never reaches the device).
 
-InnoDB's answer is to stop the server: a data file's flush that fails is fatal to it (MariaDB's
-os_file_flush). Started again, it recovers from its last checkpoint, which the failed flush never let
+InnoDB's answer is to stop the server: a data file's flush that fails is fatal to it (its log says
+"[FATAL] InnoDB: fdatasync() returned 5"). Started again, it recovers from its last checkpoint, which the failed flush never let
 advance. What the server had written is still in the page cache, so recovery reads pages newer than
 its log and has nothing to redo; with innodb_flush_method = O_DIRECT (the default) those writes
 bypassed the cache and are on the device already, with fsync (buffered data files) they were what the
