@@ -15,6 +15,7 @@ import pytest
 from dbtier.crash.run import run_crash, verdict
 from dbtier.errors import UserError
 from dbtier.experiments.experiment import Experiment
+from dbtier.report import crashview
 from tests.conftest import dbtier
 from tests.crash.test_crash import crash
 
@@ -95,6 +96,8 @@ def test_a_failed_fsync_panics_and_recovers_and_carrying_on_loses_data(module_sh
     assert end["kind"] == "end" and (end["problems"] or end["lost"]), end
     assert fault["never_written_bytes"] > 0, fault  # what the lost pages held, on no media at the end
     assert "the server carried on" in verdict(on)
+    page = " ".join(t for section in crashview.sections(on, "run") for t in section.text)
+    assert f"At the end {fault['never_written_bytes'] / 1024:,.0f} KiB of what the server had written" in page
 
 
 @pytest.mark.parametrize("args, message", [

@@ -25,9 +25,13 @@ def sections(result: dict, run_dir: Path | str) -> list[html.Section]:
             "Settings: " + (", ".join(f"{k} = {v}" for k, v in result["settings"].items()) or "the defaults") + "."]
     fault = run.get("fsync_error")
     if fault:
+        gone = fault.get("never_written_bytes")  # results made before it was measured have none
         said.append(f"After the run an fsync of {fault['file']} failed with EIO: "
                     + (f"the server logged {fault['server_said']!r}." if fault["server_said"] else "nothing logged.")
-                    + " Every cut was made after it.")
+                    + " Every cut was made after it."
+                    + ("" if gone is None else " At the end the media held all the server had written to it before the "
+                       "failure." if not gone else f" At the end {gone / 1024:,.0f} KiB of what the server had written "
+                       "to it before the failure were on no media: lost, whether or not a cut's checks find it."))
     out.append(html.Section("The run and its devices", said, tables=[devices]))
     states = result["states"]
     points = [(s["at_ms"], s["acknowledged"], _outcome(s)) for s in states]
