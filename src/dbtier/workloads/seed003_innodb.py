@@ -93,3 +93,20 @@ def check_table(lab, rows: int, keys_moved: bool = False) -> dict:
     if bad:
         raise WorkloadError(f"CHECK TABLE a_perf: {bad[0]}")
     return {"rows": count, "check_table": "OK"}
+
+
+class InnoDBUpdates:
+    """Seed 003's updates in MariaDB (update_locality.PostgresUpdates is PostgreSQL's)."""
+
+    @staticmethod
+    def load(lab, rows: int, progress) -> None:
+        load(lab, rows, progress)
+
+    @staticmethod
+    def update(lab, test: int, n: int) -> int:
+        return update(lab, test, n)
+
+    @staticmethod
+    def check(lab, rows: int) -> tuple[dict, int]:
+        """The table's checks (its keys moved by the updates), and how many keys are negated."""
+        return check_table(lab, rows, keys_moved=True), lab.execute("SELECT count(*) FROM a_perf WHERE a < 0")[0][0]

@@ -93,12 +93,43 @@ class UpdateLocality(Workload):
     def n(self) -> int:
         return self.p["updates"] or max(1, self.p["rows"] // 10)
 
+    @property
+    def engine_updates(self):
+        """The load, updates and checks in the engine's words: PostgreSQL's here, InnoDB's in seed003_innodb.py."""
+        return seed003_innodb.InnoDBUpdates if self.engine == "mariadb" else PostgresUpdates
+
     def prepare(self, lab, progress) -> None:
         rows = self.p["rows"]
         self.expected = expected_updates(rows, self.n)
-        if self.engine == "mariadb":
-            seed003_innodb.load(lab, rows, progress)
-            return
+        self.engine_updates.load(lab, rows, progress)
+
+    def _test(self, test: int):
+        def run(lab, progress) -> dict:
+            progress.phase(f"test {test}: {TESTS[test]}, {self.n * (10 if test == 3 else 1):,} updates, one commit")
+            updated = self.engine_updates.update(lab, test, self.n)
+            if updated != self.expected[test]:
+                raise WorkloadError(f"test {test} ({TESTS[test]}) updated {updated} rows, {self.expected[test]} expected")
+            return {"statements": self.n * (10 if test == 3 else 1), "rows_updated": updated}
+        return run
+
+    def phases(self, cache_state: str = "cold") -> list[Phase]:
+        return [Phase(TESTS[t], self._test(t)) for t in (1, 2, 3)]
+
+    def verify(self, lab) -> dict:
+        checks, negative = self.engine_updates.check(lab, self.p["rows"])
+        if negative != sum(self.expected.values()):
+            raise WorkloadError(f"{negative} keys are negated, {sum(self.expected.values())} expected")
+        return {**checks, "negated": negative}
+
+    def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
+        return {"updates_per_s": metrics["statements"] / elapsed_s}
+
+
+class PostgresUpdates:
+    """Seed 003's updates in PostgreSQL: a_perf loaded in batches, each test one PL/pgSQL call."""
+
+    @staticmethod
+    def load(lab, rows: int, progress) -> None:
         with lab.connect() as conn:
             seed003.create_table(lab, conn)
             conn.execute(_UPDATE_FN)
@@ -111,33 +142,14 @@ class UpdateLocality(Workload):
             conn.execute("VACUUM (FREEZE, ANALYZE) a_perf")
             conn.execute("CHECKPOINT")
 
-    def _test(self, test: int):
-        def run(lab, progress) -> dict:
-            progress.phase(f"test {test}: {TESTS[test]}, {self.n * (10 if test == 3 else 1):,} updates, one commit")
-            if self.engine == "mariadb":
-                updated = seed003_innodb.update(lab, test, self.n)
-            else:
-                with lab.connect() as conn:
-                    updated = conn.execute("SELECT dbtier_update(%s, %s)", (test, self.n)).fetchone()[0]
-            if updated != self.expected[test]:
-                raise WorkloadError(f"test {test} ({TESTS[test]}) updated {updated} rows, {self.expected[test]} expected")
-            return {"statements": self.n * (10 if test == 3 else 1), "rows_updated": updated}
-        return run
+    @staticmethod
+    def update(lab, test: int, n: int) -> int:
+        with lab.connect() as conn:
+            return conn.execute("SELECT dbtier_update(%s, %s)", (test, n)).fetchone()[0]
 
-    def phases(self, cache_state: str = "cold") -> list[Phase]:
-        return [Phase(TESTS[t], self._test(t)) for t in (1, 2, 3)]
-
-    def verify(self, lab) -> dict:
-        if self.engine == "mariadb":
-            checks = seed003_innodb.check_table(lab, self.p["rows"], keys_moved=True)
-            negative = lab.execute("SELECT count(*) FROM a_perf WHERE a < 0")[0][0]
-        else:
-            with lab.connect() as conn:
-                checks = seed003.check_table(conn, self.p["rows"])
-                negative = conn.execute("SELECT count(*) FROM a_perf WHERE a < 0").fetchone()[0]
-        if negative != sum(self.expected.values()):
-            raise WorkloadError(f"{negative} keys are negated, {sum(self.expected.values())} expected")
-        return {**checks, "negated": negative}
-
-    def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
-        return {"updates_per_s": metrics["statements"] / elapsed_s}
+    @staticmethod
+    def check(lab, rows: int) -> tuple[dict, int]:
+        """The table's checks, and how many keys are negated."""
+        with lab.connect() as conn:
+            negative = conn.execute("SELECT count(*) FROM a_perf WHERE a < 0").fetchone()[0]
+            return seed003.check_table(conn, rows), negative
