@@ -352,13 +352,12 @@ class Builder:
         req, e, end = self.tl.requests, self.tl.log.entries, self.tl.end_ns
         mine = np.flatnonzero((e["kind"] == durlog.WRITE) & (e["file"] == file) & (e["t0"] <= by_ns)
                               & ((e["flags"] & durlog.PAUSED) == 0))
-        ours = (req.file == file) & (req.arrival <= end)
-        done = ours & (req.durable <= end)
+        done = np.flatnonzero((req.file == file) & (req.arrival <= end) & (req.durable <= end))
+        arrival, start, stop = req.arrival[done], req.off[done], req.off[done] + req.len[done]
         lost = []
         for i in mine:
             lo, hi, t0 = int(e["off"][i]), int(e["off"][i] + e["len"][i]), int(e["t0"][i])
-            covered = (req.arrival >= t0) & (req.off <= lo) & (req.off + req.len >= hi)
-            if not (done & covered).any():
+            if not ((arrival >= t0) & (start <= lo) & (stop >= hi)).any():
                 lost.append((lo, hi))
         total, reach = 0, 0
         for lo, hi in sorted(lost):
