@@ -3,8 +3,8 @@
 starts and logs no error, the ledger keeps every acknowledged commit, TPC-C's consistency conditions
 hold, CHECK TABLE and innochecksum find every page whole.
 
-- the defaults on an honest device keep every commit and leave no damage, torn pages included (the
-  doublewrite buffer);
+- the defaults on honest devices keep every commit and leave no damage, torn pages included (the
+  doublewrite buffer), with two tables placed on a device of their own;
 - innodb_flush_log_at_trx_commit = 0 loses the last commits, in commit order;
 - without the doublewrite buffer a torn page is found (InnoDB cannot apply its log to it), and the
   page it names is told as the torn copy of a write;
@@ -15,23 +15,28 @@ from __future__ import annotations
 
 import pytest
 
-from dbtier.crash import safety
+from dbtier.crash import recover_innodb, safety
 from dbtier.crash.run import run_crash, verdict
+from dbtier.engines.mariadb import PAGE_BYTES
+from dbtier.engines.mariadb.server import OWN_DATA_DIRECTORY, PLACES
+from dbtier.errors import UserError
 from dbtier.experiments.experiment import Experiment
-from tests.conftest import dbtier
 
 TPCC = dict(warehouses=1, items=2000, customers=300, clients=2, duration=2, warmup=0)
 
 
 def crash(workspace, sets=(), cuts: int = 4, kinds=("random",), engine: str = "mariadb", fsync_error: bool = False,
-          **kw) -> dict:
-    exp = Experiment.from_options("oltp", engine=engine, device=["ssd=ssd-sata-mlc"], set=list(sets), **{**TPCC, **kw})
+          devices=("ssd=ssd-sata-mlc",), **kw) -> dict:
+    exp = Experiment.from_options("oltp", engine=engine, device=list(devices), set=list(sets), **{**TPCC, **kw})
     return run_crash(exp, cuts, seed=1, kinds=kinds, workspace=workspace, recoveries=2, fsync_error=fsync_error)
 
 
 def test_innodb_with_its_defaults_keeps_every_commit(module_shm_dir):
-    # a buffer pool of 6 MB: the tables' pages are written during the run, so a torn cut can tear them
-    r = crash(module_shm_dir, cuts=8, kinds=("flush", "random", "torn", "reorder"), cache="6MB")
+    # a buffer pool of 6 MB: the tables' pages are written during the run, so a torn cut can tear them;
+    # the two largest tables on a disk of their own: each state recovers its own copy of their files
+    # (recovered from the lab's, newer than any cut, InnoDB finds pages "in the future" in every state)
+    r = crash(module_shm_dir, cuts=8, kinds=("flush", "random", "torn", "reorder"), cache="6MB",
+              devices=("ssd=ssd-sata-mlc", "hdd=hdd-sata-7200"), place=["stock=hdd", "order_line=hdd"])
     s = r["summary"]
     assert s["lost_commits"] == 0 and s["damaged"] == 0, [x for x in r["states"] if x["lost"] or x["problems"]]
     assert all(x["started"] for x in r["states"])
@@ -91,15 +96,33 @@ def test_dbtiers_own_terminals_keep_the_ledger_on_postgres_too(module_shm_dir):
     assert r["summary"]["damaged"] == 0, [x["problems"] for x in r["states"]]
 
 
-@pytest.mark.parametrize("args, message", [
-    # InnoDB's redo log names a table's file apart by its absolute path: a state would recover the live one
-    (["-d", "hdd=hdd-sata-7200", "--place", "order_line=hdd"], "--place order_line=...: dbtier crash cannot place a "
-                                                               "table apart on MariaDB yet"),
-])
-def test_what_innodb_cannot_yet_is_refused(tmp_path, args, message):
-    proc = dbtier("crash", "oltp", "--engine", "mariadb", "-d", "ssd=ssd-sata-mlc", *args, "-o", str(tmp_path))
-    assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert not list(tmp_path.iterdir())
+def test_a_table_placed_apart_is_recovered_from_the_states_own_copy(tmp_path):
+    """A placed table's file is named through the server's own data directory (its .isl, its redo
+    records), so a state's recovery finds the state's copy on its device's folder; a path that leads
+    out of the state (a workload's own DATA DIRECTORY) is refused before a server opens it."""
+    state = tmp_path / "state-again"
+    data, tables, undo = state / "0" / "data", state / "1" / "tables" / "dbtier", state / "0" / "undo"
+    for folder in (data / "dbtier", data / PLACES, tables, undo):
+        folder.mkdir(parents=True)
+    (data / PLACES / "hdd").symlink_to(state / "1" / "tables")
+    (tables / "stock.ibd").write_bytes(b"\0" * 4 * PAGE_BYTES)
+    (undo / "undo001").write_bytes(b"\0" * 4 * PAGE_BYTES)
+    (data / "dbtier" / "stock.isl").write_text(f"{OWN_DATA_DIRECTORY}/{PLACES}/hdd/dbtier/stock.ibd\n")
+    roles = {"data": 0, "log": 0, "undo": 0, "temp": 0}
+    named = recover_innodb.damaged_page(
+        [f"the server did not start: InnoDB: Unable to apply log to corrupted page 3 in file "
+         f"{OWN_DATA_DIRECTORY}/{PLACES}/hdd/dbtier/stock.ibd"], state, roles)
+    assert named == ("1/tables/dbtier/stock.ibd", 3 * PAGE_BYTES, PAGE_BYTES,
+                     f"page 3 in file {OWN_DATA_DIRECTORY}/{PLACES}/hdd/dbtier/stock.ibd")
+    # an undo tablespace, named by the absolute path of the folder the state was first recovered in
+    named = recover_innodb.damaged_page(["InnoDB: Unable to apply log to corrupted page 2 in file "
+                                         "/somewhere/crash-scratch/state-0/0/undo/undo001"], state, roles)
+    assert named is not None and named[:2] == ("0/undo/undo001", 2 * PAGE_BYTES), named
+    recover_innodb.check_links_within(data)
+    (data / "dbtier" / "stock.isl").write_text("/var/lib/elsewhere/dbtier/stock.ibd\n")
+    with pytest.raises(UserError, match="table dbtier.stock was put at /var/lib/elsewhere/dbtier/stock.ibd by the "
+                                        "workload's own DATA DIRECTORY"):
+        recover_innodb.check_links_within(data)
 
 
 def test_innodb_risks_in_words():

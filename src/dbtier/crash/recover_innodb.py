@@ -21,22 +21,11 @@ import pymysql
 from dbtier.crash.recover import Checked, give_state, log_tail, recovery_env, timed_start
 from dbtier.engines.mariadb import PAGE_BYTES
 from dbtier.engines.mariadb.lab import DATABASE
-from dbtier.engines.mariadb.server import Folders, Server
+from dbtier.engines.mariadb.server import OWN_DATA_DIRECTORY, Folders, Server
 from dbtier.errors import UserError
 
 #: the server's own words for damage it found and carried on past, in its error log
 _ERROR = "[ERROR]"
-
-
-def check_placement(placement) -> None:
-    """A table placed apart is refused before anything runs: InnoDB's redo log names its file by the
-    absolute path it had (DATA DIRECTORY), so a state's recovery would open and change the live lab's
-    file, not the state's."""
-    apart = next((name for name, dev in placement.objects.items() if dev != placement.roles["data"]), None)
-    if apart is not None:
-        raise UserError(f"--place {apart}=...: dbtier crash cannot place a table apart on MariaDB yet: InnoDB's redo "
-                        "log names its file by its absolute path, so a crash state would recover the live file, not "
-                        "its own; place the roles (data, log, undo, temp) instead")
 
 
 def recover(lab, state: Path, roles: dict[str, int], ledger, log_path: Path, timed: bool = True,
@@ -47,6 +36,7 @@ def recover(lab, state: Path, roles: dict[str, int], ledger, log_path: Path, tim
     (one each for states recovered side by side); its log is copied to log_path."""
     live = lab.server
     folders = _folders(state, roles, socket_dir or live.folders.run)
+    check_links_within(folders.data)
     for stale in ("mysqld.err", "mysqld.pid", "mysqld.sock"):
         (folders.run / stale).unlink(missing_ok=True)
     folders.temp.mkdir(exist_ok=True)  # the temporary tablespace is made again as the server starts
@@ -82,6 +72,17 @@ def recover(lab, state: Path, roles: dict[str, int], ledger, log_path: Path, tim
     return out
 
 
+def check_links_within(data: Path) -> None:
+    """Every table file kept apart (InnoDB's link to it, a .isl file) is found through the server's
+    own data directory, as dbtier places tables: a path leading out of the state would have its
+    recovery open and change another folder's file (the lab's), and check the wrong one."""
+    for isl in data.rglob("*.isl"):
+        target = isl.read_text(errors="replace").strip()
+        if not target.startswith(OWN_DATA_DIRECTORY + "/"):
+            raise UserError(f"table {isl.parent.name}.{isl.stem} was put at {target} by the workload's own DATA "
+                            "DIRECTORY, which a crash state cannot have a copy of: place it with --place instead")
+
+
 def _folders(state: Path, roles: dict[str, int], run: Path) -> Folders:
     return Folders(data=state / str(roles["data"]) / "data", log=state / str(roles["log"]) / "log",
                    undo=state / str(roles["undo"]) / "undo", temp=state / str(roles["temp"]) / "temp", run=run)
@@ -103,7 +104,12 @@ def damaged_page(problems: list[str], state: Path, roles: dict[str, int]) -> tup
             space, page = int(m[1]), int(m[2])
             path = next((p for p in _tablespaces(state, folders) if _space_id(p) == space), None)
         elif m := _PAGE_IN_FILE.search(text):
-            page, path = int(m[1]), (folders.data / m[2]).resolve()
+            page, named = int(m[1]), m[2].removeprefix(OWN_DATA_DIRECTORY + "/")
+            if named.startswith("/"):  # in the folder the state was recovered in: the same place in this one
+                path = next((p for p in _tablespaces(state, folders) if named.endswith(f"/{p.relative_to(state)}")),
+                            None)
+            else:
+                path = (folders.data / named).resolve()
         else:
             continue
         if path is not None and path.is_relative_to(state.resolve()):

@@ -84,8 +84,6 @@ def run_crash(exp: Experiment, cuts: int, seed: int = 0, kinds: tuple[str, ...] 
     check_cuts(cuts, kinds)
     recoveries = default_recoveries() if recoveries is None else recoveries
     check_recoveries(recoveries)
-    if exp.engine == "mariadb":
-        recover_innodb.check_placement(exp.placement)
     facts = [durability.of(d.name, d.profile) for d in exp.devices]
     workload, options, requests = runner.check(exp, workspace)
     ledger = ledgers.for_workload(workload, ledger_table)

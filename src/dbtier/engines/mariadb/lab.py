@@ -37,7 +37,7 @@ from dbtier.engines.base import LabLifecycle, Measurement
 from dbtier.engines.mariadb import PAGE_BYTES, binaries, measure, production, settings
 from dbtier.engines.mariadb.handle import MariaHandle
 from dbtier.engines.mariadb.placement import Placement
-from dbtier.engines.mariadb.server import Folders, Server
+from dbtier.engines.mariadb.server import OWN_DATA_DIRECTORY, PLACES, Folders, Server
 from dbtier.errors import UserError
 from dbtier.measure import collectors, interval
 from dbtier.measure.recording import RunRecording
@@ -252,8 +252,10 @@ class Lab(LabLifecycle):
         return next(d.directory for d in self.devices if d.name == name)
 
     def file_path(self, filename: str) -> str:
-        """An InnoDB file name as information_schema gives it (relative to the data directory, or
-        absolute), as a path."""
+        """An InnoDB file name as information_schema gives it (relative to the data directory, to the
+        server's own data directory as a placed table's is, or absolute), as a path."""
+        if filename.startswith(OWN_DATA_DIRECTORY + "/"):
+            filename = filename[len(OWN_DATA_DIRECTORY) + 1:]
         return str(Path(self.server.folders.data, filename).resolve()) if not filename.startswith("/") else filename
 
     def device_of_path(self, path: str) -> str | None:
@@ -334,14 +336,23 @@ class Lab(LabLifecycle):
             return list(cur.fetchall())
 
     def _data_directory(self, device: str) -> str:
-        """The DATA DIRECTORY clause that puts a table's file on `device` (none: the data directory's)."""
+        """The DATA DIRECTORY clause that puts a table's file on `device` (none: the data directory's).
+        InnoDB keeps the path it is given, in its redo log too, so it is one each server resolves by its
+        own data directory (its working directory): a link there to the device's folder. A copy of the
+        folders (a crash state) then recovers its own table files, not the lab's."""
         if device == self.placement.roles["data"]:
             return ""
         folder = self.device_dir(device) / "tables"
-        if not folder.exists():
-            folder.mkdir(mode=0o700)
-            self.user.give(folder)
-        return f" DATA DIRECTORY = '{folder}'"
+        links = self.server.folders.data / PLACES
+        for path in (folder, links):
+            if not path.exists():
+                path.mkdir(mode=0o700)
+                self.user.give(path)
+        link = links / device
+        if not link.is_symlink():
+            link.symlink_to(folder)
+            self.user.give(link)
+        return f" DATA DIRECTORY = '{OWN_DATA_DIRECTORY}/{PLACES}/{device}'"
 
     def create_table(self, name: str, definition: str, options: str = "") -> None:
         """CREATE TABLE name (definition) [options] in the lab's database, in its device's folder: InnoDB

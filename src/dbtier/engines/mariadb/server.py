@@ -49,6 +49,10 @@ ASYNC_IO = ("innodb-use-native-aio", "innodb-linux-aio")
 AT_CREATION = ("innodb-undo-tablespaces", "innodb-page-size", "innodb-undo-directory", "innodb-data-home-dir",
                "innodb-log-group-home-dir", "innodb-temp-data-file-path", "innodb-data-file-path")
 START_TIMEOUT_S = 120.0
+#: a placed table's folder as its server names it: under its own data directory (mariadbd works in
+#: it), where a folder of links (no database: --ignore-db-dirs) leads to each device's tables
+OWN_DATA_DIRECTORY = "/proc/self/cwd"
+PLACES = ".dbtier-places"
 #: the log's words for a start given up, and how long a server that said so has to end by itself
 ABORTED = ("] Aborting", "Plugin initialization aborted")
 ABORT_GRACE_S = 5.0
@@ -88,7 +92,7 @@ class Server:
         return [f"--basedir={self.install.basedir}", f"--datadir={f.data}",
                 f"--innodb-log-group-home-dir={f.log}", f"--innodb-undo-directory={f.undo}",
                 f"--innodb-temp-data-file-path={os.path.relpath(f.temp, f.data)}/ibtmp1:12M:autoextend",
-                f"--tmpdir={f.temp}"]
+                f"--tmpdir={f.temp}", f"--ignore-db-dirs={PLACES}"]
 
     def _setting_options(self, creation: bool) -> list[str]:
         merged = {**{"innodb-undo-tablespaces": "2"}, **self.settings, **OWNED}
