@@ -63,6 +63,21 @@ def verify_tpcc(lab) -> dict:
     return {"consistency": violations, "amcheck": "clean"}
 
 
+class PostgresTpcc:
+    """TPC-C in PostgreSQL's words: its load, its terminals' calls of the server's functions, its checks.
+    pgbench's C clients drive it by default; dbtier's own terminals as well."""
+
+    drivers = ("pgbench", "python")
+    calls = tpcc_driver.PostgresCalls
+
+    @staticmethod
+    def load(lab, scale: Scale, data_seed: int, progress) -> None:
+        with lab.connect() as conn:
+            load(lab, conn, scale, progress)
+
+    verify = staticmethod(verify_tpcc)
+
+
 class Oltp(Workload):
     name = "oltp"
     seed = "002"
@@ -99,14 +114,20 @@ class Oltp(Workload):
         return Scale.of(self.p)
 
     @property
+    def engine_tpcc(self):
+        """The load, the terminals' calls and the checks in the engine's words: PostgreSQL's here,
+        InnoDB's in tpcc_innodb.py."""
+        return tpcc_innodb.InnoDBTpcc if self.engine == "mariadb" else PostgresTpcc
+
+    @property
     def driver(self) -> str:
-        return self.p["driver"] or ("python" if self.engine == "mariadb" else "pgbench")
+        return self.p["driver"] or self.engine_tpcc.drivers[0]
 
     def for_engine(self, engine: str) -> None:
         super().for_engine(engine)
-        if engine == "mariadb" and self.p["driver"] == "pgbench":
-            raise UserError("--driver pgbench is PostgreSQL's client; with --engine mariadb the terminals are "
-                            "dbtier's own (--driver python)")
+        if self.p["driver"] not in (None, *self.engine_tpcc.drivers):
+            raise UserError(f"--driver {self.p['driver']} is PostgreSQL's client; with --engine {engine} the terminals "
+                            f"are {' or '.join(f'--driver {d}' for d in self.engine_tpcc.drivers)} (dbtier's own)")
 
     def footprint(self, cache_state: str = "cold") -> Footprint:
         """The loaded database (logged as it is loaded, and again as VACUUM FREEZE's full-page images),
@@ -121,21 +142,16 @@ class Oltp(Workload):
                          connections_option="clients")
 
     def prepare(self, lab, progress) -> None:
-        if self.engine == "mariadb":
-            tpcc_innodb.load(lab, self.scale, self.p["data_seed"], progress)
-            return
-        with lab.connect() as conn:
-            load(lab, conn, self.scale, progress)
+        self.engine_tpcc.load(lab, self.scale, self.p["data_seed"], progress)
 
     def _drive(self, lab, seconds: int, progress, what: str) -> dict:
         progress.phase(f"{what}: {self.p['clients']} clients, {seconds} s", total=seconds)
         if self.driver == "pgbench":
             return tpcc_pgbench.drive(lab, self.p["clients"], seconds, self.p["warehouses"], self.p["items"],
                                       self.p["customers"], self.p["data_seed"], progress, self.transform)
-        mariadb = self.engine == "mariadb"
         tally = tpcc_driver.drive(lab.connect, self.p["clients"], seconds, self.p["warehouses"], self.p["items"],
-                                  self.p["customers"], self.p["data_seed"], progress,
-                                  tpcc_innodb.Calls if mariadb else tpcc_driver.PostgresCalls, self.ledger_table)
+                                  self.p["customers"], self.p["data_seed"], progress, self.engine_tpcc.calls,
+                                  self.ledger_table)
         if tally.errors:
             raise WorkloadError(f"{len(tally.errors)} terminal(s) failed: {tally.errors[0]}")
         tpcc_driver.note_transactions(lab, tally)
@@ -150,7 +166,7 @@ class Oltp(Workload):
         return [Phase("steady state", self.run, warm=warm)]
 
     def verify(self, lab) -> dict:
-        return tpcc_innodb.verify(lab) if self.engine == "mariadb" else verify_tpcc(lab)
+        return self.engine_tpcc.verify(lab)
 
     def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
         # NOPM and tpm over the driver's own run (the measured interval adds its start and end);

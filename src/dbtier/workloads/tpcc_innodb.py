@@ -282,3 +282,13 @@ def verify(lab) -> dict:
         if wrong:
             raise WorkloadError(f"CHECK TABLE {table}: {wrong[0]}")
     return {"consistency": violations, "check_table": "OK"}
+
+
+class InnoDBTpcc:
+    """TPC-C in InnoDB's words, for oltp.py: its load, its terminals' CALLs (dbtier's own terminals
+    only: pgbench is PostgreSQL's client), its checks."""
+
+    drivers = ("python",)
+    calls = Calls
+    load = staticmethod(load)
+    verify = staticmethod(verify)
