@@ -8,7 +8,7 @@ from __future__ import annotations
 from psycopg import sql
 
 from dbtier.errors import UserError
-from dbtier.units import parse_option_size
+from dbtier.units import kib, parse_option_size
 from dbtier.workloads import merge_join_innodb
 from dbtier.workloads.base import Footprint, Param, Workload, WorkloadError, heap_bytes
 
@@ -67,11 +67,11 @@ class MergeJoin(Workload):
     def prepare(self, lab, progress) -> None:
         d, e = self.p["departments"], self.p["employees"]
         progress.phase(f"loading {d:,} departments and {d * e:,} employees")
-        self.table_bytes = self.engine_join.load(lab, d, e, self.p["data_seed"], self.p["work_mem"], self.work_mem)
+        self.table_bytes = self.engine_join.load(lab, d, e, self.p["data_seed"], self.work_mem)
 
     def run(self, lab, progress) -> dict:
         progress.phase(self.engine_join.WHAT)
-        out = self.engine_join.join(lab, self.p["work_mem"], self.work_mem)
+        out = self.engine_join.join(lab, self.work_mem)
         want = self.p["departments"] * self.p["employees"]
         if out["pairs"] != want:
             raise WorkloadError(f"the join returned {out['pairs']} pairs, {want} expected")
@@ -98,7 +98,7 @@ class PostgresJoin:
     WHAT = "the merge join"
 
     @staticmethod
-    def load(lab, departments: int, employees: int, seed: int, work_mem: str, _sort_bytes: int) -> int:
+    def load(lab, departments: int, employees: int, seed: int, sort_bytes: int) -> int:
         """Both tables on their placed devices, their rows in random order, frozen and analyzed, and the
         plan checked. Returns the tables' bytes."""
         with lab.connect() as conn:
@@ -120,7 +120,7 @@ class PostgresJoin:
             conn.execute("CHECKPOINT")
             table_bytes = sum(conn.execute("SELECT pg_relation_size('department'), "
                                            "pg_relation_size('employee')").fetchone())
-            PostgresJoin._session(conn, work_mem)
+            PostgresJoin._session(conn, sort_bytes)
             plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + QUERY))
         if "Merge Join" not in plan or "Sort" not in plan:
             raise WorkloadError(f"expected a merge join over sorts, the plan is: {' / '.join(plan.splitlines())}")
@@ -132,16 +132,16 @@ class PostgresJoin:
             conn.execute("SELECT count(*) FROM employee WHERE deptno = 1").fetchone()
 
     @staticmethod
-    def _session(conn, work_mem: str) -> None:
+    def _session(conn, sort_bytes: int) -> None:
         for s in FORCE_MERGE:
             conn.execute(s)
-        conn.execute("SELECT set_config('work_mem', %s, false)", (work_mem,))
+        conn.execute("SELECT set_config('work_mem', %s, false)", (kib(sort_bytes),))
 
     @staticmethod
-    def join(lab, work_mem: str, _sort_bytes: int) -> dict:
+    def join(lab, sort_bytes: int) -> dict:
         """The pairs' count and checksum, and the temp files PostgreSQL counted for it."""
         with lab.connect() as conn:
-            PostgresJoin._session(conn, work_mem)
+            PostgresJoin._session(conn, sort_bytes)
             temp0 = conn.execute("SELECT temp_files, temp_bytes FROM pg_stat_database "
                                  "WHERE datname = current_database()").fetchone()
             pairs, checksum = conn.execute(QUERY).fetchone()

@@ -79,7 +79,7 @@ class InnoDBJoin:
     WHAT = "the join and its sort"
 
     @staticmethod
-    def load(lab, departments: int, employees: int, seed: int, _work_mem: str, sort_bytes: int) -> int:
+    def load(lab, departments: int, employees: int, seed: int, sort_bytes: int) -> int:
         """Both tables loaded and the plan checked. Returns the tables' bytes."""
         load(lab, departments, employees, seed)
         wrong = check_plan(lab, sort_bytes)
@@ -88,7 +88,7 @@ class InnoDBJoin:
         return table_bytes(lab)
 
     @staticmethod
-    def join(lab, _work_mem: str, sort_bytes: int) -> dict:
+    def join(lab, sort_bytes: int) -> dict:
         return join(lab, sort_bytes)
 
     @staticmethod
