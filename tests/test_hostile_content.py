@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -185,3 +187,28 @@ def test_root_clients_work_where_the_server_cannot_write(shm_dir):
         assert probe.returncode != 0 and "PermissionError" in probe.stderr
         client = lab.handle.client("psql", "-XAtc", "SELECT 1", lab.handle.database, as_me=True)
         assert client.cwd.stat().st_uid == 0 and client.cwd.stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.parametrize("given_as", ["--restore", "--setup", "--run"])
+def test_a_mariadb_table_kept_outside_the_lab_is_refused_and_removed(given_as, shm_dir, tmp_path):
+    """A dump's or a SQL file's DATA DIRECTORY has MariaDB keep a table's file outside the lab, on no
+    emulated device, wherever its server's user may write: the run says so in one line and leaves
+    nothing there (InnoDB made the file new, and its database's folder with it)."""
+    outside = Path(tempfile.mkdtemp(prefix="dbtier-outside-"))  # in /tmp: the server's user reaches it
+    try:
+        outside.chmod(0o777)
+        sql = tmp_path / "t.sql"
+        sql.write_text(f"CREATE TABLE t (id INT PRIMARY KEY) DATA DIRECTORY = '{outside}';\nINSERT INTO t VALUES (1);\n")
+        query = tmp_path / "q.sql"
+        query.write_text("SELECT 1;\n")
+        args = {"--restore": ["--restore", sql, "--run", query], "--setup": ["--setup", sql, "--run", query],
+                "--run": ["--run", sql]}[given_as]
+        out = tmp_path / "out"
+        proc = dbtier("run", "sql", "--engine", "mariadb", *map(str, args), "-d", "d=ram-san", "--workspace",
+                      str(shm_dir), "-o", str(out))
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "table dbtier.t" in proc.stderr and "(DATA DIRECTORY)" in proc.stderr, proc.stderr
+        assert not out.exists()
+        assert list(outside.iterdir()) == []
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)

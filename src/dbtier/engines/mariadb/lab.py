@@ -199,8 +199,31 @@ class Lab(LabLifecycle):
                             self.session.pause()  # the shutdown's writes are no measurement
                     self.server.stop()
                     self._log_text = self.server_log()
+                    for _table, path in self.tables_outside():
+                        _remove_made_file(path)
             finally:
                 self._release_workspace(self._off_the_tmpfs)
+
+    def tables_outside(self) -> list[tuple[str, Path]]:
+        """The tables whose file InnoDB keeps outside every device's folder, where the run's own SQL put
+        it (DATA DIRECTORY): (database.table, its file). Their I/O is no device's."""
+        out = []
+        for isl in self.server.folders.data.rglob("*.isl"):  # InnoDB's link to a table's file elsewhere
+            try:
+                path = self.file_path(isl.read_text(errors="replace").strip())
+            except OSError:
+                continue
+            if self.device_of_path(path) is None:
+                out.append((f"{isl.parent.name}.{isl.stem}", Path(path)))
+        return out
+
+    def _refuse_tables_outside(self) -> None:
+        found = self.tables_outside()
+        if found:
+            (table, path), *_ = found
+            raise UserError(f"the run's SQL put table {table} at {path} (DATA DIRECTORY), outside the emulated "
+                            "devices, so its I/O was not emulated; leave DATA DIRECTORY out and place the table "
+                            "with --place instead")
 
     def _off_the_tmpfs(self) -> None:
         """A kept lab's files copied off its own tmpfs, which is unmounted: no mount outlives the run."""
@@ -469,6 +492,7 @@ class Lab(LabLifecycle):
         self._measured_once = True  # the run's first measured interval starts with --credits, the rest as left
         with interval.measured(parts, label) as measured:
             yield m
+        self._refuse_tables_outside()
         self.recording.measured(measured)
         m.result = measured.result
 
@@ -505,3 +529,11 @@ class Lab(LabLifecycle):
             "placement": self.placement.describe(),
             "devices": self.session.describe() if self.session else [],
         }
+
+
+def _remove_made_file(path: Path) -> None:
+    """A table's file the server made outside the lab (InnoDB makes it new, never over a file that was
+    there), and its database's folder if that is left empty: nothing of the run stays behind."""
+    with contextlib.suppress(OSError):
+        path.unlink(missing_ok=True)
+        path.parent.rmdir()
