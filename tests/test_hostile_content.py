@@ -212,3 +212,30 @@ def test_a_mariadb_table_kept_outside_the_lab_is_refused_and_removed(given_as, s
         assert list(outside.iterdir()) == []
     finally:
         shutil.rmtree(outside, ignore_errors=True)
+
+
+@pytest.mark.parametrize("given_as", ["--restore", "--setup", "--run"])
+def test_a_postgres_tablespace_made_outside_the_lab_is_refused_and_emptied(given_as, shm_dir, tmp_path):
+    """A dump's or a SQL file's CREATE TABLESPACE puts what it holds outside the lab, on no emulated
+    device (the folder made by the server's user itself, as a dump can): the run says so in one line,
+    and what the server made there is gone after it."""
+    outside = Path(tempfile.mkdtemp(prefix="dbtier-outside-"))
+    try:
+        outside.chmod(0o777)
+        sql = tmp_path / "t.sql"
+        sql.write_text(f"COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; mkdir -m 700 {outside}/ts';\n"
+                       f"CREATE TABLESPACE away LOCATION '{outside}/ts';\n"
+                       "CREATE TABLE t (id int PRIMARY KEY) TABLESPACE away;\nINSERT INTO t VALUES (1);\n"
+                       "-- PostgreSQL database dump complete\n")
+        query = tmp_path / "q.sql"
+        query.write_text("SELECT 1;\n")
+        args = {"--restore": ["--restore", sql, "--run", query], "--setup": ["--setup", sql, "--run", query],
+                "--run": ["--run", sql]}[given_as]
+        out = tmp_path / "out"
+        proc = dbtier("run", "sql", *map(str, args), "-d", "d=ram-san", "--workspace", str(shm_dir), "-o", str(out))
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert f"a tablespace at {outside}/ts (CREATE TABLESPACE)" in proc.stderr, proc.stderr
+        assert not out.exists()
+        assert list(outside.rglob("PG_*")) == []
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 import time
 from dataclasses import dataclass, field
@@ -210,6 +211,10 @@ class Lab(LabLifecycle):
         if self.lease is not None and self.lease.owned:
             osuser.stop_every_process(self.user)
         self.cluster.check_config()
+        outside = self.tablespaces_outside()
+        if outside:
+            raise UserError(f"the load made a tablespace at {outside[0]} (CREATE TABLESPACE), outside the lab; it "
+                            "cannot be copied into the other layouts: leave it out and place objects with --place")
         seed = Seed(self.cluster.pgdata, self.cluster.waldir, tablespace_of(dev.name), int(oid), dev.directory / "ts")
         for folder, link in ((seed.pgdata, None), (seed.waldir, seed.pgdata / "pg_wal"),
                              (seed.tablespace_dir, seed.pgdata / "pg_tblspc" / str(oid))):
@@ -231,9 +236,22 @@ class Lab(LabLifecycle):
                         with contextlib.suppress(Exception):
                             self.session.pause()  # the shutdown checkpoint is not part of any measurement
                     self.cluster.stop()
+                    for folder in self.tablespaces_outside():
+                        _remove_made_by_server(folder)
             finally:
                 self._log_text = self.server_log()
                 self._release_workspace()
+
+    def tablespaces_outside(self) -> list[Path]:
+        """The folders of the tablespaces the run's own SQL made outside every device's folder (CREATE
+        TABLESPACE ... LOCATION): what they hold is on no emulated device."""
+        out = []
+        for link in sorted((self.cluster.pgdata / "pg_tblspc").glob("*")):
+            if link.is_symlink():  # an in-place tablespace is a folder of the data directory
+                target = os.readlink(link)
+                if not any(target == str(d.directory) or target.startswith(f"{d.directory}/") for d in self.devices):
+                    out.append(Path(target))
+        return out
 
     # -- use -------------------------------------------------------------------------------------
 
@@ -375,6 +393,11 @@ class Lab(LabLifecycle):
         self._measured_once = True  # the run's first measured interval starts with --credits, the rest as left
         with interval.measured(parts, label) as measured:
             yield m
+        outside = self.tablespaces_outside()
+        if outside:
+            raise UserError(f"the run's SQL made a tablespace at {outside[0]} (CREATE TABLESPACE), outside the "
+                            "emulated devices, so what it holds was not emulated; leave it out and place objects "
+                            "with --place instead")
         self.recording.measured(measured)
         m.result = measured.result
 
@@ -464,3 +487,9 @@ class Lab(LabLifecycle):
             "devices": self.session.describe() if self.session else [],
         }
 
+
+def _remove_made_by_server(location: Path) -> None:
+    """What the server made in a tablespace's folder outside the lab (its PG_<version> folder: the
+    folder had to be empty): nothing of the run stays behind."""
+    for made in location.glob("PG_*"):
+        shutil.rmtree(made, ignore_errors=True)
