@@ -45,12 +45,12 @@ def test_same_seed_same_data(shm_dir):
 
 def test_table_scan_refuses_an_index_plan(lab):
     from dbtier.workloads import seed000
-    from dbtier.workloads.table_scan import TableScan
+    from dbtier.workloads.table_scan import PostgresScans
 
     with lab.connect() as conn:
         seed000.create_table(lab.handle, conn, 50, 1, QuietProgress())
         conn.execute("ANALYZE t")
-        TableScan.check_plan(conn)  # no index: a sequential scan
+        PostgresScans.check_plan(conn)  # no index: a sequential scan
         conn.execute("CREATE INDEX ON t (attribute)")  # a user's index would turn scans into lookups
         with pytest.raises(WorkloadError, match="expected a sequential scan"):
-            TableScan.check_plan(conn)
+            PostgresScans.check_plan(conn)

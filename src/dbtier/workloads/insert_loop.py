@@ -23,8 +23,11 @@ class InsertLoop(Workload):
     size_options = ("rows",)
     engines = ("postgres", "mariadb")
 
-    def _mariadb(self) -> bool:
-        return self.engine == "mariadb"
+    @property
+    def engine_inserts(self):
+        """The table, the loop and the checks in the engine's words: PostgreSQL's here, InnoDB's in
+        seed003_innodb.py."""
+        return seed003_innodb.InnoDBInserts if self.engine == "mariadb" else PostgresInserts
 
     def footprint(self, cache_state: str = "cold") -> Footprint:
         """Every insert logs its row and its key; each page gets a full-page image after a checkpoint."""
@@ -33,31 +36,40 @@ class InsertLoop(Workload):
 
     def prepare(self, lab, progress) -> None:
         progress.phase("creating a_perf")
-        if self._mariadb():
-            seed003_innodb.create_table(lab)
-            return
+        self.engine_inserts.create(lab)
+
+    def run(self, lab, progress) -> dict:
+        progress.phase(f"{self.p['rows']:,} single-row inserts, one commit")
+        self.engine_inserts.insert(lab, self.p["rows"])
+        return {"inserts": self.p["rows"]}
+
+    def verify(self, lab) -> dict:
+        return self.engine_inserts.check(lab, self.p["rows"])
+
+    def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
+        return {"inserts_per_s": metrics["inserts"] / elapsed_s}
+
+
+class PostgresInserts:
+    """Seed 003's inserts in PostgreSQL: a_perf in its placed tablespace, a PL/pgSQL procedure's loop."""
+
+    @staticmethod
+    def create(lab) -> None:
         with lab.connect() as conn:
             seed003.create_table(lab, conn)
             conn.execute("CHECKPOINT")
 
-    def run(self, lab, progress) -> dict:
-        progress.phase(f"{self.p['rows']:,} single-row inserts, one commit")
-        if self._mariadb():
-            seed003_innodb.insert_loop(lab, 1, self.p["rows"])
-            return {"inserts": self.p["rows"]}
+    @staticmethod
+    def insert(lab, rows: int) -> None:
         with lab.connect() as conn:
-            conn.execute("CALL dbtier_insert_loop(1, %s)", (self.p["rows"],))
-        return {"inserts": self.p["rows"]}
+            conn.execute("CALL dbtier_insert_loop(1, %s)", (rows,))
 
-    def verify(self, lab) -> dict:
-        if self._mariadb():
-            return seed003_innodb.check_table(lab, self.p["rows"])
+    @staticmethod
+    def check(lab, rows: int) -> dict:
+        """The table's checks, and its keys running from 1 to rows."""
         with lab.connect() as conn:
-            checks = seed003.check_table(conn, self.p["rows"])
+            checks = seed003.check_table(conn, rows)
             low, high = conn.execute("SELECT min(a), max(a) FROM a_perf").fetchone()
-        if (low, high) != (1, self.p["rows"]):
-            raise seed003.WorkloadError(f"a_perf keys run from {low} to {high}, not 1 to {self.p['rows']}")
+        if (low, high) != (1, rows):
+            raise seed003.WorkloadError(f"a_perf keys run from {low} to {high}, not 1 to {rows}")
         return checks
-
-    def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
-        return {"inserts_per_s": metrics["inserts"] / elapsed_s}

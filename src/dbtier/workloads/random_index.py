@@ -50,35 +50,23 @@ class RandomIndex(Workload):
     def footprint(self, cache_state: str = "cold"):
         return seed000.footprint(self.p["rows"], index=True)
 
+    @property
+    def engine_lookups(self):
+        """The table, its index and the lookups in the engine's words: PostgreSQL's here, InnoDB's in
+        seed000_innodb.py."""
+        return seed000_innodb.InnoDBLookups if self.engine == "mariadb" else PostgresLookups
+
     def prepare(self, lab, progress) -> None:
-        if self.engine == "mariadb":
-            seed000_innodb.create_table(lab, self.p["rows"], self.p["data_seed"], progress)
-            progress.phase("creating the unique index on attribute")
-            lab.execute("CREATE UNIQUE INDEX t_attribute_idx ON t (attribute)")
-            lab.execute(seed000_innodb.LOOKUP_PROCEDURE)
-            self.pages = seed000_innodb.finish(lab, self.p["rows"], progress)
-            self.keys = seed000_innodb.keys(lab)
-            random.Random(self.p["data_seed"]).shuffle(self.keys)
-            return
-        with lab.connect() as conn:
-            seed000.create_table(lab, conn, self.p["rows"], self.p["data_seed"], progress)
-            progress.phase("creating the unique index on attribute")
-            conn.execute(sql.SQL("CREATE UNIQUE INDEX t_attribute_idx ON t (attribute) {}").format(
-                lab.tablespace(seed000.INDEX, "index")))
-            conn.execute(_LOOKUP_FN)
-            self.pages = seed000.finish(conn, self.p["rows"], progress)
-            self.keys = seed000.keys(conn)
+        self.pages, self.keys = self.engine_lookups.load(lab, self.p["rows"], self.p["data_seed"], progress)
         random.Random(self.p["data_seed"]).shuffle(self.keys)
 
     def _lookup(self, lab, keys: list[str], progress, what: str) -> int:
         progress.phase(f"{len(keys):,} {what}", total=len(keys))
         found = 0
-        mariadb = self.engine == "mariadb"
         with lab.connect() as conn:
             for lo in range(0, len(keys), _BATCH):
                 batch = keys[lo:lo + _BATCH]
-                found += (seed000_innodb.lookup(conn, batch) if mariadb else
-                          conn.execute("SELECT dbtier_lookup(%s)", (batch,)).fetchone()[0])
+                found += self.engine_lookups.lookup(conn, batch)
                 progress.advance(len(batch))
         if found != len(keys):
             raise WorkloadError(f"{found} of {len(keys)} keys were found")
@@ -96,3 +84,24 @@ class RandomIndex(Workload):
 
     def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
         return {"lookups_per_s": metrics["lookups"] / elapsed_s, "ms_per_lookup": 1e3 * elapsed_s / metrics["lookups"]}
+
+
+class PostgresLookups:
+    """Seed 000's lookups in PostgreSQL: t and its unique index each in its placed tablespace, a
+    PL/pgSQL loop of one SELECT per key."""
+
+    @staticmethod
+    def load(lab, rows: int, data_seed: int, progress) -> tuple[int, list[str]]:
+        """The table and its index made and loaded; returns the table's pages and its keys."""
+        with lab.connect() as conn:
+            seed000.create_table(lab, conn, rows, data_seed, progress)
+            progress.phase("creating the unique index on attribute")
+            conn.execute(sql.SQL("CREATE UNIQUE INDEX t_attribute_idx ON t (attribute) {}").format(
+                lab.tablespace(seed000.INDEX, "index")))
+            conn.execute(_LOOKUP_FN)
+            return seed000.finish(conn, rows, progress), seed000.keys(conn)
+
+    @staticmethod
+    def lookup(conn, keys: list[str]) -> int:
+        """The rows found for keys, one statement each."""
+        return conn.execute("SELECT dbtier_lookup(%s)", (keys,)).fetchone()[0]

@@ -11,6 +11,8 @@ from dbtier.workloads.base import Footprint, Progress, WorkloadError, btree_byte
 TABLE = "t"
 INDEX = "t_attribute_idx"
 PAGE = 8192
+#: a lookup by a full scan (table-scan), in both engines' words (each driver takes %s)
+SCAN = "SELECT * FROM t WHERE attribute = %s"
 
 COLUMNS = """
     owner          varchar(30)   NOT NULL,

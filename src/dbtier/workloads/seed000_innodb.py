@@ -111,3 +111,41 @@ def plan_type(lab) -> str:
         cur.execute("EXPLAIN SELECT * FROM t WHERE attribute = 'x'")
         names = [d[0] for d in cur.description]
         return str(dict(zip(names, cur.fetchone()))["type"])
+
+
+class InnoDBLookups:
+    """Seed 000's lookups in MariaDB, for random_index.py: t and its unique index in its file, a stored
+    procedure of one SELECT per key."""
+
+    @staticmethod
+    def load(lab, rows: int, data_seed: int, progress: Progress) -> tuple[int, list[str]]:
+        """The table and its index made and loaded; returns the table's pages and its keys."""
+        create_table(lab, rows, data_seed, progress)
+        progress.phase("creating the unique index on attribute")
+        lab.execute("CREATE UNIQUE INDEX t_attribute_idx ON t (attribute)")
+        lab.execute(LOOKUP_PROCEDURE)
+        return finish(lab, rows, progress), keys(lab)
+
+    lookup = staticmethod(lookup)
+
+
+class InnoDBScans:
+    """Seed 000's scans in MariaDB, for table_scan.py: t without an index, each lookup a full scan."""
+
+    PAGE = PAGE
+
+    @staticmethod
+    def load(lab, rows: int, data_seed: int, progress: Progress) -> tuple[int, list[str]]:
+        """The table made and loaded, and the plan checked; returns the table's pages and its keys."""
+        create_table(lab, rows, data_seed, progress)
+        pages = finish(lab, rows, progress)
+        access = plan_type(lab)
+        if access != "ALL":
+            raise WorkloadError(f"expected a full scan, the plan's access is {access}")
+        return pages, keys(lab)
+
+    @staticmethod
+    def scan(conn, key: str) -> list:
+        with conn.cursor() as cur:
+            cur.execute(seed000.SCAN, (key,))
+            return cur.fetchall()

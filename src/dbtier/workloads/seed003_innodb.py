@@ -110,3 +110,17 @@ class InnoDBUpdates:
     def check(lab, rows: int) -> tuple[dict, int]:
         """The table's checks (its keys moved by the updates), and how many keys are negated."""
         return check_table(lab, rows, keys_moved=True), lab.execute("SELECT count(*) FROM a_perf WHERE a < 0")[0][0]
+
+
+class InnoDBInserts:
+    """Seed 003's inserts in MariaDB, for insert_loop.py: a_perf in its file, a stored procedure's loop."""
+
+    create = staticmethod(create_table)
+
+    @staticmethod
+    def insert(lab, rows: int) -> None:
+        insert_loop(lab, 1, rows)
+
+    @staticmethod
+    def check(lab, rows: int) -> dict:
+        return check_table(lab, rows)

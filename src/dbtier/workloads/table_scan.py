@@ -40,34 +40,51 @@ class TableScan(Workload):
     def footprint(self, cache_state: str = "cold"):
         return seed000.footprint(self.p["rows"], index=False)
 
-    def _mariadb(self) -> bool:
-        return self.engine == "mariadb"
+    @property
+    def engine_scans(self):
+        """The table and its scans in the engine's words: PostgreSQL's here, InnoDB's in seed000_innodb.py."""
+        return seed000_innodb.InnoDBScans if self.engine == "mariadb" else PostgresScans
 
     def prepare(self, lab, progress) -> None:
-        if self._mariadb():
-            seed000_innodb.create_table(lab, self.p["rows"], self.p["data_seed"], progress)
-            self.pages = seed000_innodb.finish(lab, self.p["rows"], progress)
-            all_keys = seed000_innodb.keys(lab)
-            self.keys, self.other_key = all_keys[: self.p["scans"]], all_keys[-1]
-            if seed000_innodb.plan_type(lab) != "ALL":
-                raise WorkloadError(f"expected a full scan, the plan's access is {seed000_innodb.plan_type(lab)}")
-            return
-        with lab.connect() as conn:
-            seed000.create_table(lab, conn, self.p["rows"], self.p["data_seed"], progress)
-            self.pages = seed000.finish(conn, self.p["rows"], progress)
-            all_keys = seed000.keys(conn)
-            self.keys = all_keys[: self.p["scans"]]
-            self.other_key = all_keys[-1]
-            self.check_plan(conn)
+        self.pages, all_keys = self.engine_scans.load(lab, self.p["rows"], self.p["data_seed"], progress)
+        self.keys, self.other_key = all_keys[: self.p["scans"]], all_keys[-1]
 
     def warm_cross(self, lab, progress) -> None:
         """A scan for another key (the table's last row): it reads the same pages."""
         progress.phase("a scan for another key (cross warm-up)")
-        if self._mariadb():
-            lab.execute("SELECT * FROM t WHERE attribute = %s", (self.other_key,))
-            return
         with lab.connect() as conn:
-            conn.execute("SELECT * FROM t WHERE attribute = %s", (self.other_key,)).fetchall()
+            self.engine_scans.scan(conn, self.other_key)
+
+    def run(self, lab, progress) -> dict:
+        progress.phase(f"{len(self.keys)} full scans of t", total=len(self.keys))
+        rows = 0
+        with lab.connect() as conn:
+            for key in self.keys:
+                got = self.engine_scans.scan(conn, key)
+                if len(got) != 1:
+                    raise WorkloadError(f"a scan for key {key} returned {len(got)} rows, not 1")
+                rows += len(got)
+                progress.advance()
+        return {"scans": len(self.keys), "rows_returned": rows, "table_pages": self.pages}
+
+    def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
+        mb = metrics["scans"] * metrics["table_pages"] * self.engine_scans.PAGE / 1048576
+        return {"s_per_scan": elapsed_s / metrics["scans"], "scan_mb_per_s": mb / elapsed_s}
+
+
+class PostgresScans:
+    """Seed 000's scans in PostgreSQL: t without an index, each lookup a sequential scan."""
+
+    PAGE = seed000.PAGE
+
+    @staticmethod
+    def load(lab, rows: int, data_seed: int, progress) -> tuple[int, list[str]]:
+        """The table made and loaded, and the plan checked; returns the table's pages and its keys."""
+        with lab.connect() as conn:
+            seed000.create_table(lab, conn, rows, data_seed, progress)
+            pages = seed000.finish(conn, rows, progress)
+            PostgresScans.check_plan(conn)
+            return pages, seed000.keys(conn)
 
     @staticmethod
     def check_plan(conn) -> None:
@@ -76,24 +93,6 @@ class TableScan(Workload):
         if "Seq Scan" not in plan:
             raise WorkloadError(f"expected a sequential scan, the plan is: {' / '.join(plan.splitlines())}")
 
-    def run(self, lab, progress) -> dict:
-        progress.phase(f"{len(self.keys)} full scans of t", total=len(self.keys))
-        rows = 0
-        with lab.connect() as conn:
-            for key in self.keys:
-                if self._mariadb():
-                    with conn.cursor() as cur:
-                        cur.execute("SELECT * FROM t WHERE attribute = %s", (key,))
-                        got = cur.fetchall()
-                else:
-                    got = conn.execute("SELECT * FROM t WHERE attribute = %s", (key,)).fetchall()
-                if len(got) != 1:
-                    raise WorkloadError(f"a scan for key {key} returned {len(got)} rows, not 1")
-                rows += len(got)
-                progress.advance()
-        return {"scans": len(self.keys), "rows_returned": rows, "table_pages": self.pages}
-
-    def rates(self, metrics: dict, elapsed_s: float, phase: str = "run", measured: dict | None = None) -> dict:
-        page = seed000_innodb.PAGE if self._mariadb() else seed000.PAGE
-        mb = metrics["scans"] * metrics["table_pages"] * page / 1048576
-        return {"s_per_scan": elapsed_s / metrics["scans"], "scan_mb_per_s": mb / elapsed_s}
+    @staticmethod
+    def scan(conn, key: str) -> list:
+        return conn.execute(seed000.SCAN, (key,)).fetchall()
