@@ -73,10 +73,10 @@ def test_the_randomly_read_table_goes_to_flash_and_its_script_moves_it(recorded,
     (move,) = [m for m in doc["migration"]["moves"] if m["name"] == "lookups"]
     assert move["to"] == "ssd" and move["seconds"] > 0
     # ... and it does so against a real server: a smaller lookups, rebuilt in a folder the server can
-    # write, its rows all there after the swap, its file where the script put it
-    folder = module_shm_dir / "a-folder-on-the-ssd"  # (the workspace: a folder the server's OS user can reach)
-    folder.mkdir()
-    folder.chmod(0o777)
+    # write, its rows all there after the swap, its file where the script put it. The folder is on the
+    # lab's own device, beside its data directory (the server's working directory; InnoDB makes the
+    # folder): a table moved outside the lab would be refused, its I/O on no emulated device
+    folder = "/proc/self/cwd/../a-folder-on-the-ssd"
     setup = tmp_path / "small.sql"
     setup.write_text("CREATE TABLE lookups (id INT PRIMARY KEY, pad VARCHAR(100), KEY by_pad (pad));\n"
                      "INSERT INTO lookups SELECT seq, concat('row ', seq) FROM seq_1_to_1000;\n")
@@ -94,7 +94,7 @@ def test_the_randomly_read_table_goes_to_flash_and_its_script_moves_it(recorded,
     assert (told in lines) == bool(doc["migration"]["server"]), lines  # (temp's, when the advice moves it)
     lines = [ln for ln in lines if ln != told]
     assert lines[0].split() == ["1000", "1000"], lines
-    assert lines[1].startswith(str(folder)) and lines[1].endswith("/lookups.ibd"), lines
+    assert lines[1].startswith(folder) and lines[1].endswith("/lookups.ibd"), lines
     assert any("by_pad" in ln for ln in lines[2:]), lines
 
 

@@ -159,14 +159,17 @@ def test_updates_by_locality_on_innodb(module_shm_dir, tmp_path):
 def test_a_slower_cpu_and_a_scale_model_on_innodb(module_shm_dir, tmp_path):
     """--cpu-scale K: each of the server's threads spends K - 1 times its CPU time again before each call
     the interposer sees, so its CPU comes out K times its own (measured, 50,000 inserts at K = 3, eleven
-    runs: the spin 2.0 times the rest of the server's CPU in each). Compared within the run: the same
+    runs: the spin 2.0 times the rest of the server's CPU in each; beside a CPU-bound process, 1.92 to
+    1.99 in 4 runs, and 1.83 to 2.01 in 6 of 20,000 inserts, once 2.20 in CI's parallel part: the server's
+    own CPU outside the calls weighs more in a shorter run). Compared within the run: the same
     inserts took 0.55 to 0.89 s of CPU in plain runs minutes apart (this shared machine's speed), so a
     ratio of two runs' CPU says more about the host than the dilation. --scale-model F: the buffer
     pool, a sort's buffer and an in-memory temporary table's limits at 1/F, the disk's seeks stretched."""
-    slow = run(module_shm_dir, tmp_path, "insert-loop", "--rows", "20000", "-d", "ram=ram-san", "--cpu-scale", "3")
+    slow = run(module_shm_dir, tmp_path, "insert-loop", "--rows", "50000", "-d", "ram=ram-san", "--cpu-scale", "3")
     assert slow["lab"]["cpu_scale"] == 3.0 and slow["cpu_dilation_s"] > 0
     own = slow["server_cpu_s"] - slow["cpu_dilation_s"]
-    assert slow["cpu_dilation_s"] == pytest.approx(2 * own, rel=0.1), (slow["cpu_dilation_s"], own)
+    # 15%: K = 3 told from K = 2 or 4 (a ratio of 1 or 3), with room for this machine's load
+    assert slow["cpu_dilation_s"] == pytest.approx(2 * own, rel=0.15), (slow["cpu_dilation_s"], own)
     scaled = run(module_shm_dir, tmp_path, "insert-loop", "--rows", "1000", "-d", "disk=hdd-sata-7200",
                  "--cache", "320MB", "--scale-model", "10")
     lab = scaled["lab"]
